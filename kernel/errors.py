@@ -1,0 +1,43 @@
+"""Typed errors shared by every kernel: tests expect on the type, never on message text."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base class of every error the harness raises on purpose."""
+
+
+class InvalidProblemError(HarnessError, ValueError):
+    """A problem (the leaderboard tuple) breaks a rule of the kernel that was asked to run it.
+
+    Raised by :func:`kernel.validation.validate_problem` before any launch. ``group`` is the
+    caller's group index (``None`` for a rule about the whole problem), ``tensor`` names the
+    tensor (``a``, ``b``, ``c``, ``sfa``, ``sfb``, ``sfa_blocked``, ``sfb_blocked``,
+    ``problem_sizes``) and ``rule`` is a short stable identifier of the broken rule.
+    """
+
+    def __init__(self, rule: str, detail: str, *, group: int | None = None, tensor: str | None = None):
+        self.rule = rule
+        self.group = group
+        self.tensor = tensor
+        self.detail = detail
+        where = []
+        if group is not None:
+            where.append(f"group {group}")
+        if tensor is not None:
+            where.append(f"tensor {tensor}")
+        prefix = ", ".join(where)
+        super().__init__(f"[{rule}] {prefix + ': ' if prefix else ''}{detail}")
+
+
+class UnsupportedConfigError(HarnessError, ValueError):
+    """A kernel configuration cannot be built; ``reasons`` lists every rule it breaks."""
+
+    def __init__(self, label: str, reasons: list[str]):
+        self.label = label
+        self.reasons = list(reasons)
+        super().__init__(f"config {label} is not supported: " + "; ".join(self.reasons))
+
+
+class DeviceUnavailableError(HarnessError, RuntimeError):
+    """The kernel cannot run on this machine (no GPU, or a GPU of another architecture)."""

@@ -1,0 +1,178 @@
+"""Host-side launch planning shared by every kernel (Blackwell, Hopper, the CPU model).
+
+Plain Python, testable without a GPU. A :class:`LaunchPlan` fixes, for one problem and one
+tile shape:
+
+* the launch order of the groups (``group_order[slot]`` is the caller's group index; by
+  default the groups with the most work go first so that the tail of the persistent grid is
+  short), and how to put the outputs back in the caller's order;
+* per-slot tile counts and their prefix sums: the global tile index space;
+* how that space is cut among CTAs (``contiguous`` ranges, as the seed kernel does, or
+  ``strided`` round-robin), and :meth:`LaunchPlan.locate`, the arithmetic the device
+  performs to map a global tile back to (slot, m block, n block).
+
+Inside a group, tiles are numbered with the M block fastest:
+``tile = tile_prefix[slot] + n_block * tiles_m[slot] + m_block``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Literal, NamedTuple, Sequence
+
+GroupOrder = Literal["by_work", "caller"]
+Schedule = Literal["contiguous", "strided"]
+
+
+def ceil_div(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+class TileCoord(NamedTuple):
+    slot: int  # position in launch order
+    group: int  # the caller's group index
+    m_block: int
+    n_block: int
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    group_order: tuple[int, ...]
+    sizes: tuple[tuple[int, int, int, int], ...]  # (m, n, k, l) in launch (slot) order
+    tiles_m: tuple[int, ...]
+    tiles_n: tuple[int, ...]
+    tile_prefix: tuple[int, ...]  # len G + 1
+    num_ctas: int
+    schedule: Schedule
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def total_tiles(self) -> int:
+        return self.tile_prefix[-1]
+
+    @property
+    def tiles_per_cta(self) -> int:
+        """Upper bound of tiles one CTA runs (the contiguous range length)."""
+        return ceil_div(self.total_tiles, self.num_ctas) if self.num_ctas else 0
+
+    def k_tiles(self, slot: int) -> int:
+        return ceil_div(self.sizes[slot][2], self.tile_k)
+
+    def cta_tiles(self, cta: int) -> range:
+        """The global tiles CTA ``cta`` runs, in the order it runs them."""
+        if not 0 <= cta < self.num_ctas:
+            raise IndexError(f"cta {cta} outside 0..{self.num_ctas - 1}")
+        if self.schedule == "contiguous":
+            per = self.tiles_per_cta
+            start = min(cta * per, self.total_tiles)
+            return range(start, min(start + per, self.total_tiles))
+        return range(cta, self.total_tiles, self.num_ctas)
+
+    def locate(self, tile: int) -> TileCoord:
+        """Global tile -> coordinates, by the binary search over ``tile_prefix`` the kernels use.
+
+        The slot is the one whose range [tile_prefix[s], tile_prefix[s+1]) holds ``tile``;
+        empty slots (M or N zero) own no tile and are never returned.
+        """
+        if not 0 <= tile < self.total_tiles:
+            raise IndexError(f"tile {tile} outside 0..{self.total_tiles - 1}")
+        slot = device_group_search(self.tile_prefix, tile)
+        rest = tile - self.tile_prefix[slot]
+        n_block, m_block = divmod(rest, self.tiles_m[slot])
+        return TileCoord(slot, self.group_order[slot], m_block, n_block)
+
+    def restore_order(self, per_slot: Sequence) -> list:
+        """Outputs listed in slot order -> the caller's group order."""
+        out = [None] * len(per_slot)
+        for slot, group in enumerate(self.group_order):
+            out[group] = per_slot[slot]
+        return out
+
+    def describe(self) -> str:
+        return (
+            f"plan tile={self.tile_m}x{self.tile_n}x{self.tile_k} groups={self.num_groups} "
+            f"tiles={self.total_tiles} ctas={self.num_ctas} schedule={self.schedule} "
+            f"order={list(self.group_order)}"
+        )
+
+
+def device_group_search(tile_prefix: Sequence[int], tile: int) -> int:
+    """Largest slot s with tile_prefix[s] <= tile < tile_prefix[s+1] (lower-bound search).
+
+    Written as the loop the device code runs (left/right/mid on ``tile_prefix[mid + 1]``), so
+    the plan properties check the kernels' arithmetic, not Python's bisect.
+    """
+    left, right = 0, len(tile_prefix) - 1
+    while left < right:
+        mid = (left + right) // 2
+        if tile_prefix[mid + 1] <= tile:
+            left = mid + 1
+        else:
+            right = mid
+    return left
+
+
+def group_work(size: Sequence[int], tile_m: int, tile_n: int, tile_k: int) -> int:
+    m, n, k = size[0], size[1], size[2]
+    return ceil_div(m, tile_m) * ceil_div(n, tile_n) * ceil_div(k, tile_k)
+
+
+def make_plan(
+    problem_sizes: Sequence[Sequence[int]],
+    *,
+    tile_m: int,
+    tile_n: int,
+    tile_k: int,
+    max_ctas: int | None,
+    schedule: Schedule = "contiguous",
+    order: GroupOrder = "by_work",
+) -> LaunchPlan:
+    """Plan one launch.
+
+    ``max_ctas`` caps the persistent grid (SM count times CTAs per SM); ``None`` launches one
+    CTA per tile (the monolithic kernels). Groups with M == 0 or N == 0 are allowed and own no
+    tile. The sort is stable, so equal-work groups keep the caller's relative order.
+    """
+    sizes = [tuple(int(x) for x in s) for s in problem_sizes]
+    if order == "by_work":
+        group_order = sorted(
+            range(len(sizes)), key=lambda g: -group_work(sizes[g], tile_m, tile_n, tile_k)
+        )
+    elif order == "caller":
+        group_order = list(range(len(sizes)))
+    else:
+        raise ValueError(f"unknown group order {order!r}")
+    slot_sizes = tuple(sizes[g] for g in group_order)
+    tiles_m = tuple(ceil_div(s[0], tile_m) for s in slot_sizes)
+    tiles_n = tuple(ceil_div(s[1], tile_n) for s in slot_sizes)
+    prefix = [0]
+    for tm, tn in zip(tiles_m, tiles_n):
+        prefix.append(prefix[-1] + tm * tn)
+    total = prefix[-1]
+    if max_ctas is None:
+        num_ctas = total
+    else:
+        if max_ctas < 1:
+            raise ValueError(f"max_ctas must be >= 1, got {max_ctas}")
+        num_ctas = min(total, max_ctas)
+    if schedule not in ("contiguous", "strided"):
+        raise ValueError(f"unknown schedule {schedule!r}")
+    return LaunchPlan(
+        tile_m=tile_m,
+        tile_n=tile_n,
+        tile_k=tile_k,
+        group_order=tuple(group_order),
+        sizes=slot_sizes,
+        tiles_m=tiles_m,
+        tiles_n=tiles_n,
+        tile_prefix=tuple(prefix),
+        num_ctas=num_ctas,
+        schedule=schedule,
+    )

@@ -1,0 +1,104 @@
+"""Properties of the shared launch plan and device tables, on CPU (every CI run)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import oracle
+from kernel.plan import ceil_div, make_plan
+from kernel.tables import POINTER_COLUMNS, TableCache
+from kernel.validation import KernelConstraints, validate_problem
+
+pytestmark = pytest.mark.properties
+
+sizes_strategy = st.lists(
+    st.tuples(st.integers(0, 700), st.integers(0, 900), st.sampled_from([64, 256, 512, 1024]), st.just(1)),
+    min_size=1,
+    max_size=20,
+)
+tiles = st.sampled_from([(128, 128, 256), (128, 256, 256), (64, 128, 128), (64, 256, 64)])
+grids = st.one_of(st.none(), st.integers(1, 140))
+schedules = st.sampled_from(["contiguous", "strided"])
+orders = st.sampled_from(["by_work", "caller"])
+
+
+def _plan(sizes, tile, max_ctas, schedule, order):
+    return make_plan(sizes, tile_m=tile[0], tile_n=tile[1], tile_k=tile[2], max_ctas=max_ctas,
+                     schedule=schedule, order=order)
+
+
+@given(sizes_strategy, tiles, grids, schedules, orders)
+def test_every_tile_runs_exactly_once(sizes, tile, max_ctas, schedule, order):
+    plan = _plan(sizes, tile, max_ctas, schedule, order)
+    seen = [t for cta in range(plan.num_ctas) for t in plan.cta_tiles(cta)]
+    assert sorted(seen) == list(range(plan.total_tiles))
+    # and the tiles cover every output element of every group exactly once
+    covered = {}
+    for t in seen:
+        c = plan.locate(t)
+        covered.setdefault(c.group, set()).add((c.m_block, c.n_block))
+    for g, (m, n, _, _) in enumerate(sizes):
+        want = {(i, j) for i in range(ceil_div(m, tile[0])) for j in range(ceil_div(n, tile[1]))}
+        assert covered.get(g, set()) == want
+
+
+@given(sizes_strategy, tiles, grids, schedules)
+def test_cta_ranges_partition_and_balance(sizes, tile, max_ctas, schedule):
+    plan = _plan(sizes, tile, max_ctas, schedule, "by_work")
+    counts = [len(plan.cta_tiles(c)) for c in range(plan.num_ctas)]
+    assert sum(counts) == plan.total_tiles
+    assert plan.num_ctas <= (plan.total_tiles if max_ctas is None else min(max_ctas, plan.total_tiles))
+    if counts:
+        assert max(counts) <= plan.tiles_per_cta
+        assert max(counts) - min(counts) <= plan.tiles_per_cta  # no CTA idles while another runs 2x
+    if schedule == "contiguous":
+        ranges = [plan.cta_tiles(c) for c in range(plan.num_ctas)]
+        for r0, r1 in zip(ranges, ranges[1:]):
+            assert r0.stop == r1.start or len(r1) == 0
+
+
+@given(sizes_strategy, tiles)
+def test_device_group_search_matches_a_direct_enumeration(sizes, tile):
+    plan = _plan(sizes, tile, None, "contiguous", "by_work")
+    tile_idx = 0
+    for slot, group in enumerate(plan.group_order):
+        m, n = sizes[group][0], sizes[group][1]
+        for n_block in range(ceil_div(n, tile[1])):
+            for m_block in range(ceil_div(m, tile[0])):
+                assert plan.locate(tile_idx) == (slot, group, m_block, n_block)
+                tile_idx += 1
+    assert tile_idx == plan.total_tiles
+
+
+@given(sizes_strategy, tiles)
+def test_group_order_is_by_work_and_is_undone(sizes, tile):
+    plan = _plan(sizes, tile, 132, "contiguous", "by_work")
+    assert sorted(plan.group_order) == list(range(len(sizes)))
+    work = [plan.tiles_m[s] * plan.tiles_n[s] * plan.k_tiles(s) for s in range(plan.num_groups)]
+    assert work == sorted(work, reverse=True)
+    per_slot = [f"out{g}" for g in plan.group_order]
+    assert plan.restore_order(per_slot) == [f"out{g}" for g in range(len(sizes))]
+
+
+@given(st.lists(st.tuples(st.integers(1, 200), st.integers(1, 200), st.sampled_from([64, 128]), st.just(1)),
+                min_size=1, max_size=4),
+       st.integers(0, 2**31 - 1))
+def test_pointer_tables_follow_new_tensors_of_the_same_shapes(sizes, seed):
+    constraints = KernelConstraints(k_granularity=64, device_type="cpu")
+    cache = TableCache()
+    tables = []
+    for s in (seed, seed + 1):
+        data = oracle.make_inputs(sizes, s, device="cpu")
+        groups = validate_problem(data, constraints)
+        plan = make_plan([g.size for g in groups], tile_m=128, tile_n=128, tile_k=256, max_ctas=132)
+        t = cache.get(plan, groups, torch.device("cpu"))
+        want = [[getattr(groups[g], col).data_ptr() for col in POINTER_COLUMNS] for g in plan.group_order]
+        assert t.pointers.tolist() == want
+        assert t.tile_prefix.tolist() == list(plan.tile_prefix)
+        assert t.sizes.tolist() == [list(x) for x in plan.sizes]
+        assert cache.get(plan, groups, torch.device("cpu")) is t  # same tensors -> cached, no copy
+        tables.append((t, data))
+    assert tables[0][0] is not tables[1][0]

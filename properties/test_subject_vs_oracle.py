@@ -1,0 +1,49 @@
+"""The main property: a subject agrees with the exact oracle on every drawn problem."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+import oracle
+from kernel.errors import InvalidProblemError
+from properties.breakages import broken_problem
+from properties.checks import check_example
+from properties.strategies import examples, invalid_examples
+
+pytestmark = pytest.mark.properties
+
+
+@given(st.data())
+def test_subject_matches_oracle(subject_variant, data):
+    """All distributions, all pointer layouts, ragged sizes at tile edges (see properties.checks)."""
+    example = data.draw(examples(subject_variant), label="example")
+    note(example.repro(subject_variant.subject, subject_variant.label))
+    check_example(subject_variant, example)
+
+
+@pytest.mark.parametrize("distribution", oracle.DISTRIBUTIONS)
+@given(st.data())
+def test_subject_matches_oracle_per_distribution(subject_variant, distribution, data):
+    """Each distribution on its own, so a rare one (NaN scales, overflow) is never starved."""
+    example = data.draw(examples(subject_variant, distributions=[distribution]), label="example")
+    note(example.repro(subject_variant.subject, subject_variant.label))
+    check_example(subject_variant, example, rerun=False)
+
+
+@given(st.data())
+def test_subject_rejects_invalid_problems(subject_variant, data):
+    """Problems just outside the subject's constraints raise InvalidProblemError naming the rule."""
+    inv = data.draw(invalid_examples(subject_variant), label="invalid")
+    if inv.breakage == "k_not_multiple" and subject_variant.constraints.k_granularity <= 32:
+        return
+    problem = broken_problem(inv, subject_variant.constraints, subject_variant.device)
+    with pytest.raises(InvalidProblemError) as info:
+        subject_variant.run(problem)
+    err = info.value
+    assert err.rule == inv.rule, f"{inv.breakage}: expected rule {inv.rule}, got {err.rule}: {err}"
+    if inv.group is not None:
+        assert err.group is not None, f"{inv.breakage}: the error names no group: {err}"
+        if inv.rule not in ("aliasing",):
+            assert err.group == inv.group, f"{inv.breakage}: expected group {inv.group}: {err}"
