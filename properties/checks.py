@@ -92,14 +92,17 @@ class Expected:
 
 
 def expected_for(data) -> Expected:
-    return Expected(oracle.reference(data), oracle.error_bound(data), oracle.exact_sum_mask(data))
+    per_group = oracle.expected_outputs(data)  # one exact computation gives all three
+    return Expected(
+        [e.reference for e in per_group], [e.bound for e in per_group], [e.exact_sum for e in per_group]
+    )
 
 
 def _fail(variant: SubjectVariant, example: Example, what: str) -> None:
     raise SubjectCheckFailed(
         f"{variant.test_id} failed on {len(example.sizes)} groups {list(example.sizes)} "
         f"({example.distribution}, {example.layout}, seed {example.seed}): {what}\n"
-        f"reproduce: {example.repro(variant.subject, variant.label)}"
+        f"reproduce: {example.repro(variant.repro_subject, variant.label)}"
     )
 
 
@@ -120,7 +123,21 @@ def run_subject(variant: SubjectVariant, data, guarded: GuardedOutputs) -> list[
 
 
 def check_example(variant: SubjectVariant, example: Example, *, rerun: bool = True) -> None:
-    """Run every check of the module docstring; raise SubjectCheckFailed on the first failure."""
+    """Run every check of the module docstring; raise SubjectCheckFailed on the first failure.
+
+    GPU subjects run in a worker process by default (``properties.isolation``: ``--isolate``),
+    so a fault or a hang is reported as a failure of this example (``SubjectFaulted``,
+    ``SubjectTimedOut``) and the next example gets a fresh CUDA context."""
+    from properties import isolation  # imports this module: import here, not at the top
+
+    if isolation.should_isolate(variant):
+        isolation.check_isolated(variant, example, rerun=rerun)
+        return
+    check_example_in_process(variant, example, rerun=rerun)
+
+
+def check_example_in_process(variant: SubjectVariant, example: Example, *, rerun: bool = True) -> None:
+    """``check_example`` in this process (what an isolation worker runs)."""
     data = oracle.make_inputs(
         example.sizes, example.seed, distribution=example.distribution, device=variant.device, layout=example.layout
     )
@@ -168,7 +185,7 @@ def _check_canaries(variant, example, guarded: GuardedOutputs) -> None:
 def _check_values(variant, example, outputs, expected: Expected) -> None:
     report = oracle.compare(outputs, expected.reference, expected.bound)
     if report.violations:
-        _fail(variant, example, f"{report.violations} elements outside the error bound; worst:\n{report.describe()}")
+        _fail(variant, example, f"{report}")
     for g, (got, want, mask) in enumerate(zip(outputs, expected.reference, expected.exact_mask)):
         diff = _bitwise_differences(got, want) & mask
         if bool(diff.any()):

@@ -1,0 +1,139 @@
+"""Random NVFP4 problems drawn as codes (E2M1 nibbles, E4M3 bytes).
+
+  uniform      all 16 codes; scales 2^-3 .. 1.875*2^2 (random mantissa): outputs mostly finite
+  sparse       ~90% zero codes (+0 and -0), uniform scales
+  exact_sum    all codes; scales small enough that every fp32 partial sum is exact (see
+               exact_sum_max_scale_byte), so a correct kernel is bitwise equal to the reference
+  extreme      scales 1 .. 448: most outputs overflow fp16 to +-inf
+  tiny         subnormal scales 0x01..0x07, mostly zero codes: many fp16-subnormal outputs
+  nan_scales   uniform with 2 scale bytes of sfa and 2 of sfb set to 0x7F/0xFF per group
+  gaussian     quantize_nvfp4 of standard normal data (realistic)
+  leaderboard  the seeds' weak generator: codes {0, +-0.5, +-1, +-1.5}, scales {1, 2}
+
+Every draw uses the torch.Generator it is given (CPU), never the global RNG, in a fixed order,
+so a (seed, distribution, sizes) triple names one problem on every machine.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from .formats import _E4M3_TIMES_512
+from .quantize import quantize_nvfp4
+
+
+@dataclass(frozen=True)
+class GroupCodes:
+    """One group as codes: a [m, k], b [n, k] E2M1 codes; sfa [m, k/16], sfb [n, k/16] E4M3 bytes."""
+    a_codes: torch.Tensor
+    sfa: torch.Tensor
+    b_codes: torch.Tensor
+    sfb: torch.Tensor
+
+
+def _randint(low, high, shape, gen):
+    return torch.randint(low, high, shape, generator=gen, dtype=torch.int64)
+
+
+def _pick(choices, shape, gen) -> torch.Tensor:
+    table = torch.tensor(choices, dtype=torch.uint8)
+    return table[_randint(0, len(choices), shape, gen)]
+
+
+def _scale_bytes(exponent_lo: int, exponent_hi: int, shape, gen) -> torch.Tensor:
+    """Positive E4M3 bytes with exponent field in [lo, hi] and a random mantissa, never NaN."""
+    exponent = _randint(exponent_lo, exponent_hi + 1, shape, gen)
+    mantissa = _randint(0, 8, shape, gen)
+    mantissa = torch.where((exponent == 15) & (mantissa == 7), 6, mantissa)   # 0x7F is NaN
+    return ((exponent << 3) | mantissa).to(torch.uint8)
+
+
+def _all_codes(shape, gen):
+    return _randint(0, 16, shape, gen).to(torch.uint8)
+
+
+def _draw_operand(rows, k, gen, codes_fn, scales_fn):
+    return codes_fn((rows, k), gen), scales_fn((rows, k // 16), gen)
+
+
+def _uniform_scales(shape, gen):          # 2^-3 .. 1.875 * 2^2: outputs mostly finite
+    return _scale_bytes(4, 9, shape, gen)
+
+
+def _sparse_codes(shape, gen):            # ~90% zeros, both +0 and -0
+    zero = _pick([0, 8], shape, gen)
+    nonzero = (_randint(1, 8, shape, gen) + 8 * _randint(0, 2, shape, gen)).to(torch.uint8)
+    return torch.where(torch.rand(shape, generator=gen) < 0.9, zero, nonzero)
+
+
+def exact_sum_max_scale_byte(k: int) -> int:
+    """Largest E4M3 byte s with 36 * k * value(s)^2 < 16.
+
+    Why it makes every fp32 partial sum exact: |a_i| <= 6 s and |b_i| <= 6 s, so the sum of
+    |products| S < 16 = 2^4. Every product is an integer times 2^-20, hence so is every partial
+    sum, and |partial| <= S < 2^24 * 2^-20: an integer below 2^24 times a power of two, which
+    fp32 represents exactly, whatever the order of additions and the rounding mode.
+    """
+    values = _E4M3_TIMES_512[:0x7F].to(torch.float64) / 512      # bytes 0..0x7E, increasing
+    ok = (36 * k * values ** 2 < 16).nonzero()
+    return int(ok.max())
+
+
+def _draw_group(distribution: str, m: int, n: int, k: int, gen) -> GroupCodes:
+    if distribution == "gaussian":
+        a_codes, sfa = quantize_nvfp4(torch.randn((m, k), generator=gen))
+        b_codes, sfb = quantize_nvfp4(torch.randn((n, k), generator=gen))
+        return GroupCodes(a_codes, sfa, b_codes, sfb)
+    codes_fn, scales_fn = _all_codes, _uniform_scales
+    if distribution == "sparse":
+        codes_fn = _sparse_codes
+    elif distribution == "exact_sum":
+        top = exact_sum_max_scale_byte(k)
+        scales_fn = lambda shape, g: _randint(0, top + 1, shape, g).to(torch.uint8)  # noqa: E731
+    elif distribution == "extreme":               # scales 1 .. 448: most outputs overflow fp16
+        scales_fn = lambda shape, g: _scale_bytes(7, 15, shape, g)  # noqa: E731
+    elif distribution == "tiny":                  # subnormal scales, mostly zero/small codes
+        codes_fn = lambda shape, g: torch.where(  # noqa: E731
+            torch.rand(shape, generator=g) < 0.75, 0, _pick([1, 2, 9, 10], shape, g))
+        scales_fn = lambda shape, g: _randint(1, 8, shape, g).to(torch.uint8)  # noqa: E731
+    elif distribution == "leaderboard":           # the seeds' generator: {0,+-.5,+-1,+-1.5} x {1,2}
+        codes_fn = lambda shape, g: _pick([0, 1, 2, 3, 8, 9, 10, 11], shape, g)  # noqa: E731
+        scales_fn = lambda shape, g: _pick([0x38, 0x40], shape, g)  # noqa: E731
+    elif distribution not in ("uniform", "nan_scales"):
+        raise ValueError(f"unknown distribution {distribution!r}; known: {DISTRIBUTIONS}")
+    a_codes, sfa = _draw_operand(m, k, gen, codes_fn, scales_fn)
+    b_codes, sfb = _draw_operand(n, k, gen, codes_fn, scales_fn)
+    if distribution == "nan_scales":
+        sfa, sfb = _poison_scales(sfa, gen), _poison_scales(sfb, gen)
+    return GroupCodes(a_codes.to(torch.uint8), sfa, b_codes.to(torch.uint8), sfb)
+
+
+def _poison_scales(scales: torch.Tensor, gen, count: int = 2) -> torch.Tensor:
+    """Set `count` random scale bytes to NaN (0x7F or 0xFF): whole output rows/columns go NaN."""
+    scales = scales.clone()
+    flat = scales.view(-1)
+    if flat.numel() == 0:  # an empty group has no scale to poison
+        return scales
+    positions = _randint(0, flat.numel(), (count,), gen)
+    flat[positions] = _pick([0x7F, 0xFF], (count,), gen)
+    return scales
+
+
+DISTRIBUTIONS = ("uniform", "sparse", "exact_sum", "extreme", "tiny", "nan_scales",
+                 "gaussian", "leaderboard")
+
+
+def draw_groups(problem_sizes, seed: int, distribution: str = "uniform") -> list[GroupCodes]:
+    """Codes for every group, from torch.Generator(seed) on the CPU."""
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"unknown distribution {distribution!r}; known: {DISTRIBUTIONS}")
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    groups = []
+    for size in problem_sizes:
+        m, n, k, batches = size
+        if batches != 1 or min(m, n) < 0 or k < 1 or k % 16:
+            raise ValueError(f"problem size {tuple(size)}: need l == 1, m, n >= 0, k a positive "
+                             f"multiple of 16")
+        groups.append(_draw_group(distribution, m, n, k, gen))
+    return groups
+

@@ -1,0 +1,159 @@
+import pytest
+import torch
+from hypothesis import given, strategies as st
+
+from oracle import (DISTRIBUTIONS, GroupCodes, as_uint8, check_outputs, clone_data, compare, error_bound,
+                    data_from_codes, exact_sum_mask, expected_outputs, fp32_model_outputs,
+                    make_inputs, ulp16)
+
+from .model_kernels import blockwise_outputs, sequential_fp32, sequential_outputs
+
+SHAPES = [[(16, 24, 256, 1), (8, 40, 512, 1)], [(12, 8, 1024, 1)]]
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=["two_groups", "k1024"])
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_bound_holds_for_honest_fp32_kernels(distribution, shapes):
+    for seed in range(2):
+        data = make_inputs(shapes, seed, distribution)
+        for name, outputs in (("torch fp32 matmul", fp32_model_outputs(data)),
+                              ("truncating sequential", sequential_outputs(data, toward_zero=True)),
+                              ("nearest reversed", sequential_outputs(data, toward_zero=False,
+                                                                      reverse=True)),
+                              ("blockwise", blockwise_outputs(data))):
+            report = check_outputs(data, outputs)
+            assert report.ok, f"{name}, seed {seed}:\n{report}"
+
+
+@given(seed=st.integers(0, 2 ** 31), distribution=st.sampled_from(DISTRIBUTIONS),
+       m=st.integers(1, 24), n=st.integers(1, 24), k=st.sampled_from([16, 64, 256, 768]))
+@pytest.mark.properties
+def test_bound_holds_for_torch_fp32_matmul_on_random_problems(seed, distribution, m, n, k):
+    data = make_inputs([(m, n, k, 1)], seed, distribution)
+    report = check_outputs(data, fp32_model_outputs(data))
+    assert report.ok, str(report)
+
+
+def test_both_parts_of_the_bound_are_needed_on_adversarial_data():
+    """All-positive products with fine granularity: no cancellation, so truncation errors add up
+    (E is not decoration) and they move fp16 outputs by an ulp (the ulp term is needed too)."""
+    gen = torch.Generator().manual_seed(0)
+    draw = lambda lo, hi, *shape: torch.randint(lo, hi, shape, generator=gen).to(torch.uint8)  # noqa
+    m, n, k = 32, 32, 1024
+    group = GroupCodes(draw(1, 8, m, k), draw(0x01, 0x40, m, k // 16),
+                       draw(1, 8, n, k), draw(0x01, 0x40, n, k // 16))
+    data = data_from_codes([group])
+    (e,) = expected_outputs(data)
+    assert not e.exact_sum.any()
+    fp32_error = (sequential_fp32(data, toward_zero=True)[0].double() - e.exact[..., 0]).abs()
+    # a sequential truncating sum of positive terms loses about K/4 ulps: E is within ~12x of it
+    assert float((fp32_error / e.accumulation_error[..., 0]).max()) > 0.05
+    got = sequential_outputs(data, toward_zero=True)
+    assert int((got[0].double() != e.reference.double()).sum()) > 0
+    assert compare(got, [e.reference], [e.bound]).ok
+
+
+def _formula_bound(e):
+    """E + ulp16(|x| + E) without zeroing exact-sum elements."""
+    return e.accumulation_error + ulp16(e.exact.abs() + e.accumulation_error)
+
+
+def _violations(data, wrong, bound_of):
+    expected = expected_outputs(data)
+    return compare(fp32_model_outputs(wrong), [e.reference for e in expected],
+                   [bound_of(e) for e in expected])
+
+
+@pytest.mark.parametrize("k", [256, 512, 1024])
+@pytest.mark.parametrize("distribution", ["uniform", "gaussian"])
+def test_doubling_one_block_scale_is_caught(distribution, k):
+    m, n, row, block = 16, 48, 5, 3
+    data = make_inputs([(m, n, k, 1)], k, distribution)
+    wrong = clone_data(data)
+    sfa = as_uint8(wrong[1][0][0])
+    assert 0x08 <= int(sfa[row, block, 0]) < 0x70
+    sfa[row, block, 0] += 8                                     # exponent + 1: scale doubled
+    for bound_of in (lambda e: e.bound, _formula_bound):
+        report = _violations(data, wrong, bound_of)
+        assert report.violations >= n // 2, report
+        assert {v.row for v in report.worst} == {row}
+
+
+@pytest.mark.parametrize("k", [256, 512, 1024])
+@pytest.mark.parametrize("distribution", ["uniform", "gaussian"])
+def test_dropping_the_last_k_block_is_caught(distribution, k):
+    m, n = 16, 48
+    data = make_inputs([(m, n, k, 1)], k + 1, distribution)
+    wrong = clone_data(data)
+    as_uint8(wrong[1][0][0])[:, -1, 0] = 0                      # the last 16 K values vanish
+    for bound_of in (lambda e: e.bound, _formula_bound):
+        assert _violations(data, wrong, bound_of).violations >= m * n // 2
+
+
+@pytest.mark.parametrize("distribution", ["exact_sum", "leaderboard", "tiny"])
+def test_exact_sum_distributions_are_exact_everywhere(distribution):
+    data = make_inputs([(16, 24, 512, 1), (8, 8, 4096, 1)], 0, distribution)
+    assert all(mask.all() for mask in exact_sum_mask(data))
+    assert all((bound == 0).all() for bound in error_bound(data))
+
+
+def test_exact_sum_mask_means_bitwise_equality_for_a_truncating_kernel():
+    for distribution in ("uniform", "sparse", "gaussian", "nan_scales"):
+        data = make_inputs([(16, 16, 512, 1)], 1, distribution)
+        (mask,), (expected,) = exact_sum_mask(data), expected_outputs(data)
+        got = sequential_outputs(data, toward_zero=True)[0]
+        equal = (got.double() == expected.reference.double())
+        assert equal[mask].all(), distribution
+    assert not exact_sum_mask(make_inputs([(16, 16, 512, 1)], 1, "uniform"))[0].any()
+
+
+def test_nan_elements_are_not_exact_and_have_zero_bound():
+    data = make_inputs([(16, 16, 256, 1)], 2, "nan_scales")
+    (e,) = expected_outputs(data)
+    assert e.nan.any() and not e.exact_sum[e.nan].any() and (e.bound[e.nan] == 0).all()
+    assert torch.isnan(e.reference[e.nan]).all() and not torch.isnan(e.reference[~e.nan]).any()
+
+
+# ---- compare() rules on hand-made tensors ----
+
+INF, NAN = float("inf"), float("nan")
+
+
+def _ok(got, ref, bound):
+    as_fp16 = lambda x: torch.tensor([[[x]]], dtype=torch.float16)  # noqa: E731
+    return compare([as_fp16(got)], [as_fp16(ref)], [torch.tensor([[[bound]]], dtype=torch.float64)]).ok
+
+
+@pytest.mark.parametrize("got,ref,bound,ok", [
+    (1.25, 1.0, 0.5, True), (2.0, 1.0, 0.5, False), (1.0, 1.0, 0.0, True),
+    (-0.0, 0.0, 0.0, True),                                     # signed zeros are equal
+    (65504.0, INF, 16.0, True), (65472.0, INF, 16.0, False), (65504.0, INF, 0.0, False),
+    (INF, INF, 0.0, True), (-INF, INF, 1000.0, False), (-INF, -INF, 0.0, True),
+    (INF, 65504.0, 16.0, True), (INF, 65504.0, 15.0, False), (INF, 60000.0, 100.0, False),
+    (NAN, NAN, 0.0, True), (0.0, NAN, 1e9, False), (NAN, 0.0, 1e9, False), (INF, NAN, 0.0, False),
+])
+def test_compare_rules(got, ref, bound, ok):
+    assert _ok(got, ref, bound) is ok
+
+
+def test_report_names_the_worst_elements_with_coordinates():
+    ref = [torch.zeros(4, 5, 1, dtype=torch.float16), torch.ones(3, 2, 1, dtype=torch.float16)]
+    bound = [torch.full((4, 5, 1), 0.1, dtype=torch.float64), torch.zeros(3, 2, 1, dtype=torch.float64)]
+    got = [r.clone() for r in ref]
+    got[0][2, 3, 0] = 0.5
+    got[0][1, 1, 0] = 0.2
+    got[1][2, 0, 0] = NAN
+    report = compare(got, ref, bound)
+    assert (report.violations, report.nan_mismatches, report.checked) == (3, 1, 26)
+    assert [(v.group, v.row, v.col) for v in report.worst] == [(1, 2, 0), (0, 2, 3), (0, 1, 1)]
+    assert "group 0 [2, 3]" in str(report) and not report.ok
+
+
+def test_compare_rejects_wrong_shapes_and_dtypes():
+    ref = [torch.zeros(2, 2, 1, dtype=torch.float16)]
+    bound = [torch.zeros(2, 2, 1, dtype=torch.float64)]
+    for bad in (torch.zeros(2, 3, 1, dtype=torch.float16), torch.zeros(2, 2, 1)):
+        with pytest.raises(ValueError):
+            compare([bad], ref, bound)
+    with pytest.raises(ValueError):
+        compare([], ref, bound)
