@@ -1,0 +1,1 @@
+"""Benchmarks, floors, static reports and Nsight Compute sweeps for the NVFP4 grouped GEMM."""
