@@ -53,6 +53,26 @@ def pytest_addoption(parser):
         default=[],
         help="restrict to these variant labels (repeatable); default: every declared variant",
     )
+    group.addoption(
+        "--isolate",
+        choices=("auto", "always", "never"),
+        default=None,
+        help="run each example of a subject in a worker process, so a fault or a hang fails that "
+        "example only (properties.isolation): auto = GPU subjects (default), always, never",
+    )
+    group.addoption(
+        "--example-timeout",
+        type=float,
+        default=None,
+        help="seconds an isolated example may take before its worker is killed (default 120; the "
+        "first example of each GPU worker gets NVFP4_FIRST_EXAMPLE_EXTRA=300 more for JIT compiles)",
+    )
+
+
+def pytest_configure(config):
+    from properties import isolation
+
+    isolation.configure(mode=config.getoption("isolate"), timeout_s=config.getoption("example_timeout"))
 
 
 def pytest_generate_tests(metafunc):

@@ -1,5 +1,8 @@
 """Replay one example: ``python -m properties.repro --subject=S [--variant=L] --sizes=... --seed=N
---distribution=D --layout=L``. Prints PASS, or the failure report, and exits non-zero on failure."""
+--distribution=D --layout=L [--isolate=auto|always|never] [--timeout=S]``. Prints PASS, or the failure
+report, and exits non-zero on failure. ``--isolate`` (default: GPU subjects) runs the example in a
+worker process (properties.isolation), so a fault or a hang is reported rather than fatal;
+``--isolate=never`` runs it in this process (for a debugger or compute-sanitizer)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import argparse
 import ast
 import sys
 
+from properties import isolation
 from properties.checks import SubjectCheckFailed, check_example
 from properties.strategies import Example
 from properties.subjects import resolve_subject
@@ -20,7 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--distribution", default="uniform")
     parser.add_argument("--layout", default="separate")
+    parser.add_argument("--isolate", choices=isolation.MODES, default=None,
+                        help="run in a worker process: auto (GPU subjects, the default), always, never")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds the isolated example may take, JIT compiles included")
     args = parser.parse_args(argv)
+    isolation.configure(mode=args.isolate, timeout_s=args.timeout,
+                        first_example_extra_s=None if args.timeout is None else 0.0)
 
     sizes = tuple(tuple(int(x) for x in s) for s in ast.literal_eval(args.sizes))
     example = Example(sizes, args.seed, args.distribution, args.layout)

@@ -12,6 +12,7 @@ declared kernel variant, each with a ``skip_reason`` when it cannot run on this 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -45,6 +46,13 @@ class SubjectVariant:
     constraints: KernelConstraints
     limits: SizeLimits
     skip_reason: str | None = None
+    # the --subject value that resolves to this variant again (in a worker process, in a repro
+    # line); "" for variants built in code (properties.wrong_subjects), which cannot be re-resolved
+    source: str = field(default="", compare=False)
+
+    @property
+    def repro_subject(self) -> str:
+        return self.source or self.subject
 
     @property
     def device(self) -> str:
@@ -108,6 +116,10 @@ def auto_subject_name() -> str:
 def resolve_subject(name: str) -> list[SubjectVariant]:
     if name == "auto":
         name = auto_subject_name()
+    return [dataclasses.replace(v, source=name) for v in _resolve(name)]
+
+
+def _resolve(name: str) -> list[SubjectVariant]:
     if name == "model":
         return _family_variants("model", "kernel.model", CPU_LIMITS)
     if name == "hopper":

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.properties
 def test_subject_matches_oracle(subject_variant, data):
     """All distributions, all pointer layouts, ragged sizes at tile edges (see properties.checks)."""
     example = data.draw(examples(subject_variant), label="example")
-    note(example.repro(subject_variant.subject, subject_variant.label))
+    note(example.repro(subject_variant.repro_subject, subject_variant.label))
     check_example(subject_variant, example)
 
 
@@ -28,7 +28,7 @@ def test_subject_matches_oracle(subject_variant, data):
 def test_subject_matches_oracle_per_distribution(subject_variant, distribution, data):
     """Each distribution on its own, so a rare one (NaN scales, overflow) is never starved."""
     example = data.draw(examples(subject_variant, distributions=[distribution]), label="example")
-    note(example.repro(subject_variant.subject, subject_variant.label))
+    note(example.repro(subject_variant.repro_subject, subject_variant.label))
     check_example(subject_variant, example, rerun=False)
 
 

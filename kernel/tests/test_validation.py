@@ -61,12 +61,14 @@ def test_wrong_shape():
 
 def test_wrong_rank():
     data = _data()
-    _raises(_with(data, 0, c=data[0][0][2][:, :, 0]), "shape", 0, "c")
+    err = _raises(_with(data, 0, c=data[0][0][2][:, :, 0]), "shape", 0, "c")
+    assert "expected shape [100, 70, 1], got [100, 70]" in str(err)
 
 
 def test_l_not_one():
     abc, sfs, sfs_r, sizes = _data()
-    _raises((abc, sfs, sfs_r, [sizes[0], (33, 129, 256, 2)]), "l_is_one", 1, "problem_sizes")
+    err = _raises((abc, sfs, sfs_r, [sizes[0], (33, 129, 256, 2)]), "l_is_one", 1, "problem_sizes")
+    assert "l must be 1, got 2" in str(err)
 
 
 def test_k_not_multiple_of_granularity():
@@ -92,11 +94,13 @@ def test_non_contiguous_view():
 
 def test_wrong_device():
     data = _data()
-    _raises(_with(data, 1, a=data[0][1][0].to("meta")), "device", 1, "a")
+    err = _raises(_with(data, 1, a=data[0][1][0].to("meta")), "device", 1, "a")
+    assert "expected a cpu tensor, got meta" in str(err)
 
 
 def test_empty_group_list():
-    _raises(([], [], [], []), "no_groups", None, "problem_sizes")
+    err = _raises(([], [], [], []), "no_groups", None, "problem_sizes")
+    assert "no groups" in str(err)
 
 
 def test_empty_groups_are_accepted():
@@ -117,7 +121,8 @@ def test_output_overlapping_an_input():
 
 def test_outputs_overlapping_each_other():
     data = _data([(40, 40, 64, 1), (40, 40, 64, 1)])
-    _raises(_with(data, 1, c=data[0][0][2]), "aliasing", 1, "c")
+    err = _raises(_with(data, 1, c=data[0][0][2]), "aliasing", 1, "c")
+    assert "overlaps the output of group 0" in str(err)
 
 
 def test_inputs_may_alias_each_other():
@@ -134,4 +139,65 @@ def test_too_many_groups():
 
 def test_sizes_must_be_ints():
     abc, sfs, sfs_r, sizes = _data()
-    _raises((abc, sfs, sfs_r, [sizes[0], (33.0, 129, 256, 1)]), "size_format", 1, "problem_sizes")
+    err = _raises((abc, sfs, sfs_r, [sizes[0], (33.0, 129, 256, 1)]), "size_format", 1, "problem_sizes")
+    assert "4 ints (m, n, k, l)" in str(err)
+
+
+def test_negative_size():
+    abc, sfs, sfs_r, sizes = _data()
+    err = _raises((abc, sfs, sfs_r, [sizes[0], (33, -1, 256, 1)]), "negative_size", 1, "problem_sizes")
+    assert "m and n must be >= 0, got m=33 n=-1" in str(err)
+
+
+def test_k_zero():
+    abc, sfs, sfs_r, sizes = _data()
+    err = _raises((abc, sfs, sfs_r, [(100, 70, 0, 1), sizes[1]]), "k_granularity", 0, "problem_sizes")
+    assert "k=0 must be a positive multiple of 64" in str(err)
+
+
+def test_dimension_too_large():
+    small = KernelConstraints(k_granularity=64, max_groups=4, device_type="cpu", max_dim=64)
+    err = _raises(_data(), "too_large", 0, "problem_sizes", constraints=small)
+    assert "must be <= 64, got (100, 70, 128)" in str(err)
+
+
+def test_not_a_four_tuple():
+    abc, sfs, sfs_r, sizes = _data()
+    err = _raises((abc, sfs, sizes), "structure", None, None)
+    assert "data must be (abc_tensors" in str(err)
+
+
+def test_list_lengths_disagree():
+    abc, sfs, sfs_r, sizes = _data()
+    err = _raises((abc[:1], sfs, sfs_r, sizes), "structure", None, None)
+    assert "abc_tensors has 1 entries for 2 problem sizes" in str(err)
+
+
+def test_not_a_tensor():
+    data = _data()
+    err = _raises(_with(data, 0, sfb=data[1][0][1].tolist()), "type", 0, "sfb")
+    assert "expected a torch.Tensor, got list" in str(err)
+
+
+def test_cpu_tensors_for_a_cuda_kernel():
+    cuda_kernel = KernelConstraints(k_granularity=64, max_groups=4, device_type="cuda")
+    err = _raises(_data(), "device", 0, "a", constraints=cuda_kernel)
+    assert "expected a cuda tensor, got cpu" in str(err)
+
+
+def test_blocked_scales_not_in_the_blocked_layout():
+    abc, sfs, sfs_r, sizes = _data()
+    sfa_r = sfs_r[1][0]
+    contiguous = torch.empty(sfa_r.shape, dtype=sfa_r.dtype)  # right shape, row-major strides
+    sfs_r = [sfs_r[0], (contiguous, sfs_r[1][1])]
+    err = _raises((abc, sfs, sfs_r, sizes), "strides", 1, "sfa_blocked")
+    assert "expected strides" in str(err)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_tensors_on_two_devices():
+    cuda_kernel = KernelConstraints(k_granularity=64, max_groups=4, device_type="cuda")
+    data = oracle.make_inputs(SIZES, 0, device="cuda:0")
+    err = _raises(_with(data, 1, b=data[0][1][1].to("cuda:1")), "same_device", 1, "b", constraints=cuda_kernel)
+    assert "on cuda:1, other tensors are on cuda:0" in str(err)

@@ -1,0 +1,1 @@
+"""Scripts for the GPU machine: the compute-sanitizer matrix (ci.sanitize)."""

@@ -1,0 +1,48 @@
+"""The Hopper (sm_90a) port: NVFP4 grouped GEMM dequantized in shared memory, wgmma fp16, fp32 acc.
+
+Importing this package does not import CuTe DSL; ``compile_for`` and the launch do, lazily.
+"""
+
+from kernel.errors import UnsupportedConfigError
+from kernel.hopper.config import (
+    DECLARED_VARIANTS,
+    DEFAULT_CONFIG,
+    STATIC_MATRIX,
+    HopperConfig,
+    check_config,
+    config_problems,
+    smem_bytes,
+)
+from kernel.hopper.launch import (
+    ARCH,
+    Prepared,
+    compile_cache,
+    compile_for,
+    constraints,
+    custom_kernel,
+    launch,
+    prepare,
+    static_build,
+    unavailable_reason,
+)
+
+__all__ = [
+    "ARCH",
+    "static_build",
+    "DECLARED_VARIANTS",
+    "DEFAULT_CONFIG",
+    "STATIC_MATRIX",
+    "HopperConfig",
+    "Prepared",
+    "UnsupportedConfigError",
+    "check_config",
+    "compile_cache",
+    "compile_for",
+    "config_problems",
+    "constraints",
+    "custom_kernel",
+    "launch",
+    "prepare",
+    "smem_bytes",
+    "unavailable_reason",
+]

@@ -1,0 +1,220 @@
+"""Configuration of the Hopper (sm_90a) NVFP4 grouped GEMM: one frozen, hashable dataclass.
+
+Pure Python (no CuTe DSL import): the validity rules, the shared-memory byte arithmetic and
+the declared variants are testable on any machine.
+
+Geometry vocabulary:
+
+* the *tile* is over C: ``tile_m`` rows of M by ``tile_n`` columns of N (what the plan counts);
+* wgmma sees an ``mma_m x mma_n`` tile: unswapped ``(tile_m, tile_n)``; swapped (C^T = B A^T,
+  for small per-group M) ``(tile_n, tile_m)``, so the large N fills wgmma's M side;
+* operand X (wgmma's A, ``mma_m`` rows) and operand Y (wgmma's B, ``mma_n`` rows) are the
+  problem's A and B, or B and A when swapped;
+* one pipeline stage holds ``tile_k`` K elements of packed FP4 rows and their scale blocks; the
+  consumers dequantize it in sub-blocks of 64 K (one 128-byte swizzle atom of fp16) into two
+  ping-pong operand buffers that wgmma reads from shared memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kernel.errors import UnsupportedConfigError
+
+DequantDtype = Literal["fp16"]
+Schedule = Literal["contiguous", "strided"]
+# How the producer warp moves packed FP4 rows and scale blocks into a stage:
+#   "cp_async":  16-byte cp.async per lane (LDGSTS), completion through cp.async.mbarrier.arrive;
+#   "bulk_rows": one cp.async.bulk (copy engine) per operand row, completion by transaction bytes.
+Loader = Literal["cp_async", "bulk_rows"]
+
+SMEM_CAPACITY_BYTES = 232448  # sm_90: 227 KiB of dynamic shared memory per block
+SMEM_ALIGN = 1024  # swizzle-128 operand buffers need 1024-byte alignment
+DEQUANT_SUB_K = 64  # K elements per dequantized sub-block (one SW128 atom of fp16)
+NUM_DEQUANT_BUFFERS = 2
+RAW_ROW_PAD_BYTES = 16  # pad each packed FP4 row in smem so 8 rows hit 8 different bank groups
+SF_BLOCK_ROWS = 128  # the blocked scale layout packs 128 rows x 4 scale columns per 512 bytes
+MAX_ACC_REGS_PER_THREAD = 128
+
+
+@dataclass(frozen=True)
+class HopperConfig:
+    tile_m: int = 128
+    tile_n: int = 128
+    tile_k: int = 256
+    num_ab_stages: int = 3
+    consumer_warpgroups: int = 1  # 1: one consumer warpgroup; 2: cooperative on one tile
+    producer_warps: int = 1
+    swapped: bool = False
+    dequant_dtype: DequantDtype = "fp16"
+    # 0: operands hold the exact dequantized values (two fp16 multiplies per pair);
+    # -14: operands hold value * 2^-14 (one multiply), the epilogue multiplies by 2^28. Both exact.
+    operand_exp_shift: int = -14
+    schedule: Schedule = "contiguous"
+    loader: Loader = "cp_async"
+    ctas_per_sm: int = 1
+    arch: str = "sm_90a"
+
+    # ---- derived geometry -------------------------------------------------------------
+    @property
+    def mma_m(self) -> int:
+        return self.tile_n if self.swapped else self.tile_m
+
+    @property
+    def mma_n(self) -> int:
+        return self.tile_m if self.swapped else self.tile_n
+
+    @property
+    def consumer_threads(self) -> int:
+        return 128 * self.consumer_warpgroups
+
+    @property
+    def threads(self) -> int:
+        return self.consumer_threads + 32 * self.producer_warps
+
+    @property
+    def acc_regs_per_thread(self) -> int:
+        return self.mma_m * self.mma_n // self.consumer_threads
+
+    @property
+    def label(self) -> str:
+        role = f"wg{self.consumer_warpgroups}"
+        swap = "_swap" if self.swapped else ""
+        shift = "" if self.operand_exp_shift == -14 else f"_x{self.operand_exp_shift}"
+        sched = "" if self.schedule == "contiguous" else f"_{self.schedule}"
+        sched += "" if self.loader == "cp_async" else f"_{self.loader}"
+        return (
+            f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
+            f"{swap}_{self.dequant_dtype}{shift}{sched}"
+        )
+
+
+# ---- shared-memory byte arithmetic (all plain ints) --------------------------------------
+def raw_row_pitch(config: HopperConfig) -> int:
+    return config.tile_k // 2 + RAW_ROW_PAD_BYTES
+
+
+def sf_blocks(rows: int) -> int:
+    """128-row scale blocks one stage loads for an operand of ``rows`` tile rows."""
+    return max(1, rows // SF_BLOCK_ROWS)
+
+
+def sf_block_bytes(config: HopperConfig) -> int:
+    """Bytes of one 128-row block of blocked scales covering ``tile_k`` K elements."""
+    return config.tile_k // 64 * 512
+
+
+def raw_stage_layout(config: HopperConfig) -> dict[str, int]:
+    """Byte offsets inside one raw stage: X rows, Y rows, X scales, Y scales (16-aligned)."""
+    pitch = raw_row_pitch(config)
+    x_rows = config.mma_m * pitch
+    y_rows = config.mma_n * pitch
+    x_sf = sf_blocks(config.mma_m) * sf_block_bytes(config)
+    y_sf = sf_blocks(config.mma_n) * sf_block_bytes(config)
+    off_x = 0
+    off_y = off_x + x_rows
+    off_sfx = off_y + y_rows
+    off_sfy = off_sfx + x_sf
+    total = off_sfy + y_sf
+    total = (total + 127) // 128 * 128
+    return {"x": off_x, "y": off_y, "sfx": off_sfx, "sfy": off_sfy, "bytes": total}
+
+
+def stage_tx_bytes(config: HopperConfig) -> int:
+    """Bytes the copy engine writes per stage (what the full barrier expects)."""
+    rows = (config.mma_m + config.mma_n) * (config.tile_k // 2)
+    sf = (sf_blocks(config.mma_m) + sf_blocks(config.mma_n)) * sf_block_bytes(config)
+    return rows + sf
+
+
+def dequant_buffer_bytes(config: HopperConfig) -> int:
+    """fp16 operand buffers (X and Y), all ping-pong copies."""
+    return NUM_DEQUANT_BUFFERS * (config.mma_m + config.mma_n) * DEQUANT_SUB_K * 2
+
+
+def smem_bytes(config: HopperConfig) -> dict[str, int]:
+    barriers = 2 * config.num_ab_stages * 8
+    raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
+    dq = dequant_buffer_bytes(config)
+    # barriers first, then three 1024-aligned regions (worst-case padding counted)
+    total = barriers + 3 * SMEM_ALIGN + raw + dq
+    return {"barriers": barriers, "raw_stages": raw, "dequant_buffers": dq, "total": total}
+
+
+def config_problems(config: HopperConfig) -> list[str]:
+    """Every rule ``config`` breaks (empty when it can be built)."""
+    p: list[str] = []
+    if config.arch != "sm_90a":
+        p.append(f"arch must be 'sm_90a', got {config.arch!r}")
+    if config.tile_m not in (64, 128, 256):
+        p.append(f"tile_m must be 64, 128 or 256, got {config.tile_m}")
+    if config.tile_n not in (64, 128, 256):
+        p.append(f"tile_n must be 64, 128 or 256, got {config.tile_n}")
+    if config.tile_k not in (128, 256):
+        p.append(f"tile_k must be 128 or 256, got {config.tile_k}")
+    if config.consumer_warpgroups not in (1, 2):
+        p.append(f"consumer_warpgroups must be 1 or 2, got {config.consumer_warpgroups}")
+    if config.producer_warps != 1:
+        p.append(f"producer_warps must be 1, got {config.producer_warps}")
+    if config.dequant_dtype != "fp16":
+        p.append(f"dequant_dtype must be 'fp16', got {config.dequant_dtype!r}")
+    if config.operand_exp_shift not in (0, -14):
+        p.append(f"operand_exp_shift must be 0 or -14, got {config.operand_exp_shift}")
+    if config.schedule not in ("contiguous", "strided"):
+        p.append(f"schedule must be 'contiguous' or 'strided', got {config.schedule!r}")
+    if config.loader not in ("cp_async", "bulk_rows"):
+        p.append(f"loader must be 'cp_async' or 'bulk_rows', got {config.loader!r}")
+    if config.ctas_per_sm != 1:
+        p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
+    if config.num_ab_stages < 2:
+        p.append(f"num_ab_stages must be >= 2, got {config.num_ab_stages}")
+    if p:
+        return p
+    # wgmma: M is 64 per warpgroup instruction, N <= 256
+    if config.mma_m not in (64, 128):
+        p.append(f"wgmma M side (mma_m={config.mma_m}) must be 64 or 128")
+    if config.mma_n > 256:
+        p.append(f"wgmma N side (mma_n={config.mma_n}) must be <= 256")
+    if config.consumer_warpgroups == 2 and config.mma_m != 128:
+        p.append("2 cooperative consumer warpgroups need mma_m == 128 (64 rows each)")
+    if config.acc_regs_per_thread > MAX_ACC_REGS_PER_THREAD:
+        p.append(
+            f"accumulator needs {config.acc_regs_per_thread} fp32 registers per thread "
+            f"({config.mma_m}x{config.mma_n} over {config.consumer_threads} threads), "
+            f"limit {MAX_ACC_REGS_PER_THREAD}"
+        )
+    sm = smem_bytes(config)
+    if sm["total"] > SMEM_CAPACITY_BYTES:
+        raw_stage = raw_stage_layout(config)["bytes"]
+        p.append(
+            f"shared memory {sm['total']} B > {SMEM_CAPACITY_BYTES} B: {config.num_ab_stages} stages x "
+            f"{raw_stage} B raw FP4+scales = {sm['raw_stages']} B, + {sm['dequant_buffers']} B fp16 "
+            f"operand buffers ({NUM_DEQUANT_BUFFERS} x ({config.mma_m}+{config.mma_n}) rows x "
+            f"{DEQUANT_SUB_K} x 2 B), + {sm['barriers']} B barriers + {3 * SMEM_ALIGN} B alignment"
+        )
+    return p
+
+
+def check_config(config: HopperConfig) -> None:
+    problems = config_problems(config)
+    if problems:
+        raise UnsupportedConfigError(config.label, problems)
+
+
+DEFAULT_CONFIG = HopperConfig()
+
+DECLARED_VARIANTS: tuple[HopperConfig, ...] = (
+    DEFAULT_CONFIG,  # 128x128, 3 stages, 1 consumer warpgroup
+    HopperConfig(tile_k=128, num_ab_stages=5),
+    HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2),
+    HopperConfig(tile_n=256, tile_k=128, consumer_warpgroups=2, num_ab_stages=3),
+    HopperConfig(tile_m=64, tile_n=128, swapped=True, num_ab_stages=4),
+    HopperConfig(tile_m=64, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4),
+    HopperConfig(tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3),
+    HopperConfig(operand_exp_shift=0),
+    HopperConfig(loader="bulk_rows"),
+    HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2, loader="bulk_rows"),
+)
+
+STATIC_MATRIX: tuple[HopperConfig, ...] = DECLARED_VARIANTS

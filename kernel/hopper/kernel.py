@@ -1,0 +1,395 @@
+"""The sm_90a kernel: persistent grouped NVFP4 GEMM, dequantized in shared memory, wgmma fp16.
+
+Warp roles (``threads = 128 * consumer_warpgroups + 32``):
+
+* warps ``0 .. 4*wg-1`` (one or two consumer warpgroups): dequantize each stage's packed FP4
+  rows into swizzled fp16 operand buffers (two ping-pong buffers of 64 K each), run wgmma with
+  fp32 accumulators, and store fp16 C with per-element predicates (ragged M and N);
+* warp ``4*wg`` (producer): for each of its tiles and K stages, waits for a free stage and
+  issues one ``cp.async.bulk`` per operand row (``tile_k/2`` bytes) and one per 128-row scale
+  block, all completing on the stage's full mbarrier (``PipelineTmaAsync``).
+
+Per-group addressing uses no tensor maps: every copy is a contiguous run of bytes whose global
+address comes from the pointer table, so moving to another group costs nothing. Rows past M (or
+N) are loaded as copies of the last valid row so the stage byte count is fixed; what they
+produce lands only in accumulator rows or columns that are never stored.
+
+Scheduling mirrors ``kernel.plan``: CTA ``b`` of ``num_ctas`` runs tiles ``[b*per, (b+1)*per)``
+(contiguous) or ``b, b+num_ctas, ...`` (strided); ``tile -> slot`` is the lower-bound search of
+``kernel.plan.device_group_search`` and tiles are M-block-fastest inside a slot.
+"""
+
+# no `from __future__ import annotations`: cute.struct reads real annotation objects
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import warpgroup
+
+from kernel.hopper import config as cfgmod
+from kernel.hopper.config import HopperConfig
+from kernel.hopper.ptx import bulk_copy_g2s, cp_async_16, dequant_unit, store_f16
+
+SUB_K = cfgmod.DEQUANT_SUB_K
+
+
+class HopperNvfp4GroupedGemm:
+    """One compiled variant: ``(config, num_groups)`` fixed, everything else run-time."""
+
+    def __init__(self, config: HopperConfig, num_groups: int):
+        cfgmod.check_config(config)
+        self.config = config
+        self.num_groups = num_groups
+        self.mma_m = config.mma_m
+        self.mma_n = config.mma_n
+        self.stages = config.num_ab_stages
+        raw = cfgmod.raw_stage_layout(config)
+        self.off_x, self.off_y, self.off_sfx, self.off_sfy = raw["x"], raw["y"], raw["sfx"], raw["sfy"]
+        self.raw_stage_bytes = raw["bytes"]
+        self.pitch = cfgmod.raw_row_pitch(config)
+        self.tx_bytes = cfgmod.stage_tx_bytes(config)
+        self.sf_block_bytes = cfgmod.sf_block_bytes(config)
+        self.n_sub = config.tile_k // SUB_K
+        self.consumer_threads = config.consumer_threads
+        self.consumer_warps = config.consumer_threads // 32
+        self.producer_warp = 4 * config.consumer_warpgroups
+        self.threads = config.threads
+        self.out_multiplier = float(2.0 ** (-2 * config.operand_exp_shift))
+        self.x_buf_bytes = self.mma_m * SUB_K * 2
+        self.y_buf_bytes = self.mma_n * SUB_K * 2
+        stages, raw_bytes = self.stages, self.stages * self.raw_stage_bytes
+        x_elems = cfgmod.NUM_DEQUANT_BUFFERS * self.mma_m * SUB_K
+        y_elems = cfgmod.NUM_DEQUANT_BUFFERS * self.mma_n * SUB_K
+
+        @cute.struct
+        class SharedStorage:
+            bars: cute.struct.MemRange[cutlass.Int64, stages * 2]
+            raw: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, raw_bytes], cfgmod.SMEM_ALIGN]
+            sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, x_elems], cfgmod.SMEM_ALIGN]
+            sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
+
+        self.shared_storage = SharedStorage
+
+    # ------------------------------------------------------------------------ host side
+    @cute.jit
+    def __call__(
+        self,
+        sizes_ptr: cute.Pointer,
+        prefix_ptr: cute.Pointer,
+        ptrs_ptr: cute.Pointer,
+        num_ctas: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            cutlass.Float16,
+            cutlass.Float16,
+            warpgroup.OperandMajorMode.K,
+            warpgroup.OperandMajorMode.K,
+            cutlass.Float32,
+            (self.config.consumer_warpgroups, 1, 1),
+            tiler_mn=(64, self.mma_n),
+        )
+        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
+        x_layout = cute.tile_to_shape(atom, (self.mma_m, SUB_K, cfgmod.NUM_DEQUANT_BUFFERS), order=(0, 1, 2))
+        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, cfgmod.NUM_DEQUANT_BUFFERS), order=(0, 1, 2))
+        self.kernel(tiled_mma, x_layout, y_layout, sizes_ptr, prefix_ptr, ptrs_ptr).launch(
+            grid=(num_ctas, 1, 1),
+            block=(self.threads, 1, 1),
+            min_blocks_per_mp=1,
+            stream=stream,
+        )
+
+    # ---------------------------------------------------------------------- device side
+    @cute.jit
+    def locate(self, m_prefix: cute.Tensor, m_sizes: cute.Tensor, tile: cutlass.Int32):
+        """tile -> (slot, m_block, n_block); the loop of kernel.plan.device_group_search."""
+        left = cutlass.Int32(0)
+        right = cutlass.Int32(self.num_groups)
+        while left < right:
+            mid = (left + right) // 2
+            if m_prefix[mid + 1] <= tile:
+                left = mid + 1
+            else:
+                right = mid
+        slot = left
+        rest = tile - m_prefix[slot]
+        tiles_m = (m_sizes[slot, 0] + (self.config.tile_m - 1)) // self.config.tile_m
+        n_block = rest // tiles_m
+        m_block = rest - n_block * tiles_m
+        return slot, m_block, n_block
+
+    @cute.jit
+    def tile_range(self, total: cutlass.Int32):
+        bid, _, _ = cute.arch.block_idx()
+        nct, _, _ = cute.arch.grid_dim()
+        bid = cutlass.Int32(bid)
+        nct = cutlass.Int32(nct)
+        begin = bid
+        end = total
+        step = nct
+        if cutlass.const_expr(self.config.schedule == "contiguous"):
+            per = (total + nct - 1) // nct
+            begin = bid * per
+            end = cutlass.min(begin + per, total)
+            step = cutlass.Int32(1)
+        return begin, end, step
+
+    @cute.jit
+    def dequant_operand(
+        self,
+        tidx: cutlass.Int32,
+        rows: cutlass.Constexpr,
+        raw_rows_addr: cutlass.Int32,
+        raw_sf_addr: cutlass.Int32,
+        dst_addr: cutlass.Int32,
+        sf_row0: cutlass.Int32,
+        sb: cutlass.Constexpr,
+    ):
+        """All consumer threads together: ``rows`` x 64 K of one operand, one sub-block.
+
+        Unit = 32 K of one row. Eight consecutive threads take eight consecutive rows of the
+        same half so their 16-byte chunk stores hit eight different swizzled bank groups and
+        their raw reads (row pitch = 16 mod 128) do too.
+        """
+        units = rows * 2
+        per_thread = (units + self.consumer_threads - 1) // self.consumer_threads
+        for u in cutlass.range_constexpr(per_thread):
+            unit = tidx + u * self.consumer_threads
+            if cutlass.const_expr(units % self.consumer_threads == 0) or unit < units:
+                r = (unit // 16) * 8 + unit % 8
+                h = (unit // 8) % 2
+                src = raw_rows_addr + r * self.pitch + sb * 32 + h * 16
+                i_full = sf_row0 + r
+                blk = i_full // cfgmod.SF_BLOCK_ROWS
+                i = i_full % cfgmod.SF_BLOCK_ROWS
+                sf = raw_sf_addr + blk * self.sf_block_bytes + sb * 512 + (i % 32) * 16 + (i // 32) * 4 + h * 2
+                r8 = r % 8
+                row_base = dst_addr + (r // 8) * 1024 + r8 * 128
+                c0 = h * 4
+                dequant_unit(
+                    src,
+                    sf,
+                    row_base + (((c0 + 0) ^ r8) << 4),
+                    row_base + (((c0 + 1) ^ r8) << 4),
+                    row_base + (((c0 + 2) ^ r8) << 4),
+                    row_base + (((c0 + 3) ^ r8) << 4),
+                    self.config.operand_exp_shift,
+                )
+
+    @cute.jit
+    def load_rows_bulk(self, lane, dst, src_ptr, row0, lim, row_bytes, kbyte, mbar, rows: cutlass.Constexpr):
+        for i in cutlass.range_constexpr(rows // 32):
+            r = lane + 32 * i
+            grow = cutlass.min(row0 + r, lim - 1)
+            bulk_copy_g2s(dst + r * self.pitch, src_ptr + cutlass.Int64(grow) * row_bytes + kbyte, self.config.tile_k // 2, mbar)
+
+    @cute.jit
+    def load_rows_cp_async(self, lane, dst, src_ptr, row0, lim, row_bytes, kbyte, rows: cutlass.Constexpr):
+        """Lane l copies 16-byte chunks l, l+32, ...: each warp instruction covers whole rows."""
+        chunks_per_row = self.config.tile_k // 32
+        rows_per_step = 32 // chunks_per_row
+        q = lane % chunks_per_row
+        r0 = lane // chunks_per_row
+        src0 = src_ptr + kbyte + q * 16
+        dst0 = dst + r0 * self.pitch + q * 16
+        # a rolled loop: unrolled, the hoisted row addresses spill (the producer shares the
+        # consumers' register budget)
+        for i in range(rows // rows_per_step, unroll=1):
+            r = r0 + rows_per_step * i
+            grow = cutlass.min(row0 + r, lim - 1)
+            cp_async_16(dst0 + (rows_per_step * self.pitch) * i, src0 + cutlass.Int64(grow) * row_bytes)
+
+    @cute.jit
+    def load_sf_cp_async(self, lane, dst, sf_ptr, row0, blocks, rest_k, sf_k, rows: cutlass.Constexpr):
+        chunks = self.sf_block_bytes // 16
+        for b in cutlass.range_constexpr(cfgmod.sf_blocks(rows)):
+            blk = cutlass.min(row0 // 128 + b, blocks - 1)
+            base = sf_ptr + (cutlass.Int64(blk) * rest_k + sf_k) * 512
+            for i in cutlass.range_constexpr(chunks // 32):
+                c = lane + 32 * i
+                cp_async_16(dst + b * self.sf_block_bytes + c * 16, base + c * 16)
+
+    @cute.kernel
+    def kernel(
+        self,
+        tiled_mma: cute.TiledMma,
+        x_layout: cute.ComposedLayout,
+        y_layout: cute.ComposedLayout,
+        sizes_ptr: cute.Pointer,
+        prefix_ptr: cute.Pointer,
+        ptrs_ptr: cute.Pointer,
+    ):
+        cfg = self.config
+        G = self.num_groups
+        tidx, _, _ = cute.arch.thread_idx()
+        tidx = cutlass.Int32(tidx)
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+
+        smem = cutlass.utils.SmemAllocator()
+        storage = smem.allocate(self.shared_storage)
+        if cutlass.const_expr(cfg.loader == "bulk_rows"):
+            # full: one elected arrive + transaction bytes; empty: lane 0 of each consumer warp
+            pipe = pipeline.PipelineTmaAsync.create(
+                barrier_storage=storage.bars.data_ptr(),
+                num_stages=self.stages,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
+                tx_count=self.tx_bytes,
+                cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+            )
+        else:
+            # full: each producer lane's cp.async.mbarrier.arrive.noinc; empty: every consumer thread
+            pipe = pipeline.PipelineCpAsync.create(
+                barrier_storage=storage.bars.data_ptr(),
+                num_stages=self.stages,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_threads),
+            )
+
+        sX = storage.sX.get_tensor(x_layout.outer, swizzle=x_layout.inner)
+        sY = storage.sY.get_tensor(y_layout.outer, swizzle=y_layout.inner)
+        raw_base = storage.raw.data_ptr().toint()
+        sx_base = storage.sX.data_ptr().toint()
+        sy_base = storage.sY.data_ptr().toint()
+
+        m_sizes = cute.make_tensor(sizes_ptr, cute.make_layout((G, 4), stride=(4, 1)))
+        m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
+        m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
+        total = m_prefix[G]
+        t_begin, t_end, t_step = self.tile_range(total)
+
+        if warp_idx == self.producer_warp:
+            # ------------------------------------------------------------ producer warp
+            lane = cute.arch.lane_idx()
+            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+            for tile in range(t_begin, t_end, t_step):
+                slot, m_block, n_block = self.locate(m_prefix, m_sizes, tile)
+                m = m_sizes[slot, 0]
+                n = m_sizes[slot, 1]
+                k = m_sizes[slot, 2]
+                m0 = m_block * cfg.tile_m
+                n0 = n_block * cfg.tile_n
+                a_ptr = m_ptrs[slot, 0]
+                b_ptr = m_ptrs[slot, 1]
+                sfa_ptr = m_ptrs[slot, 3]
+                sfb_ptr = m_ptrs[slot, 4]
+                x_ptr, x_row0, x_lim, sfx_ptr = a_ptr, m0, m, sfa_ptr
+                y_ptr, y_row0, y_lim, sfy_ptr = b_ptr, n0, n, sfb_ptr
+                if cutlass.const_expr(cfg.swapped):
+                    x_ptr, x_row0, x_lim, sfx_ptr = b_ptr, n0, n, sfb_ptr
+                    y_ptr, y_row0, y_lim, sfy_ptr = a_ptr, m0, m, sfa_ptr
+                row_bytes = cutlass.Int64(k // 2)
+                rest_k = cutlass.Int64(k // 64)
+                x_blocks = (x_lim + 127) // 128
+                y_blocks = (y_lim + 127) // 128
+                k_tiles = k // cfg.tile_k
+                for kt in range(k_tiles):
+                    pipe.producer_acquire(state)
+                    stage = raw_base + state.index * self.raw_stage_bytes
+                    kbyte = cutlass.Int64(kt * (cfg.tile_k // 2))
+                    sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
+                    if cutlass.const_expr(cfg.loader == "bulk_rows"):
+                        mbar = pipe.producer_get_barrier(state).toint()
+                        self.load_rows_bulk(lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, mbar, self.mma_m)
+                        self.load_rows_bulk(lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, mbar, self.mma_n)
+                        for b in cutlass.range_constexpr(cfgmod.sf_blocks(self.mma_m)):
+                            if lane == b:
+                                blk = cutlass.min(x_row0 // 128 + b, x_blocks - 1)
+                                bulk_copy_g2s(
+                                    stage + self.off_sfx + b * self.sf_block_bytes,
+                                    sfx_ptr + (cutlass.Int64(blk) * rest_k + sf_k) * 512,
+                                    self.sf_block_bytes,
+                                    mbar,
+                                )
+                        for b in cutlass.range_constexpr(cfgmod.sf_blocks(self.mma_n)):
+                            if lane == 16 + b:
+                                blk = cutlass.min(y_row0 // 128 + b, y_blocks - 1)
+                                bulk_copy_g2s(
+                                    stage + self.off_sfy + b * self.sf_block_bytes,
+                                    sfy_ptr + (cutlass.Int64(blk) * rest_k + sf_k) * 512,
+                                    self.sf_block_bytes,
+                                    mbar,
+                                )
+                    else:
+                        self.load_rows_cp_async(lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, self.mma_m)
+                        self.load_rows_cp_async(lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, self.mma_n)
+                        self.load_sf_cp_async(lane, stage + self.off_sfx, sfx_ptr, x_row0, x_blocks, rest_k, sf_k, self.mma_m)
+                        self.load_sf_cp_async(lane, stage + self.off_sfy, sfy_ptr, y_row0, y_blocks, rest_k, sf_k, self.mma_n)
+                    pipe.producer_commit(state)
+                    state.advance()
+            pipe.producer_tail(state)
+        else:
+            # ------------------------------------------------------- consumer warpgroups
+            thr_mma = tiled_mma.get_slice(tidx)
+            tCsX = thr_mma.partition_A(sX)
+            tCsY = thr_mma.partition_B(sY)
+            tCrX = tiled_mma.make_fragment_A(tCsX)
+            tCrY = tiled_mma.make_fragment_B(tCsY)
+            acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
+            tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
+            consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
+            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            for tile in range(t_begin, t_end, t_step):
+                slot, m_block, n_block = self.locate(m_prefix, m_sizes, tile)
+                m = m_sizes[slot, 0]
+                n = m_sizes[slot, 1]
+                k = m_sizes[slot, 2]
+                m0 = m_block * cfg.tile_m
+                n0 = n_block * cfg.tile_n
+                x_sf_row0 = m0 % 128
+                y_sf_row0 = n0 % 128
+                if cutlass.const_expr(cfg.swapped):
+                    x_sf_row0 = n0 % 128
+                    y_sf_row0 = m0 % 128
+                k_tiles = k // cfg.tile_k
+
+                acc.fill(0.0)
+                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                warpgroup.fence()
+                for kt in range(k_tiles):
+                    pipe.consumer_wait(state)
+                    stage = raw_base + state.index * self.raw_stage_bytes
+                    for sb in cutlass.range_constexpr(self.n_sub):
+                        buf = sb % 2
+                        self.dequant_operand(
+                            tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx,
+                            sx_base + buf * self.x_buf_bytes, x_sf_row0, sb,
+                        )
+                        self.dequant_operand(
+                            tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy,
+                            sy_base + buf * self.y_buf_bytes, y_sf_row0, sb,
+                        )
+                        # generic-proxy stores -> visible to wgmma's async proxy
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                        consumers.arrive_and_wait()
+                        if cutlass.const_expr(sb == self.n_sub - 1):
+                            pipe.consumer_release(state)
+                        for kb in cutlass.range_constexpr(SUB_K // 16):
+                            cute.gemm(
+                                tiled_mma,
+                                acc,
+                                tCrX[(None, None, kb, buf)],
+                                tCrY[(None, None, kb, buf)],
+                                acc,
+                            )
+                        warpgroup.commit_group()
+                        warpgroup.wait_group(1)
+                        # every warp has retired the wgmma that read the other buffer
+                        consumers.arrive_and_wait()
+                    state.advance()
+                warpgroup.wait_group(0)
+
+                # epilogue: predicated fp16 stores straight from the accumulators
+                c_ptr = m_ptrs[slot, 2]
+                mult = cutlass.Float32(self.out_multiplier)
+                for i in cutlass.range_constexpr(cute.size(acc)):
+                    crd = tCcC[i]
+                    row = m0 + crd[0]
+                    col = n0 + crd[1]
+                    if cutlass.const_expr(cfg.swapped):
+                        row = m0 + crd[1]
+                        col = n0 + crd[0]
+                    if row < m and col < n:
+                        store_f16(c_ptr + (cutlass.Int64(row) * cutlass.Int64(n) + cutlass.Int64(col)) * 2, acc[i], mult)

@@ -1,0 +1,95 @@
+"""Hopper config rules, byte arithmetic and the host plan flow: plain Python, no GPU, no CuTe DSL."""
+
+import pytest
+import torch
+
+from kernel.errors import InvalidProblemError, UnsupportedConfigError
+from kernel.hopper import (
+    DECLARED_VARIANTS,
+    DEFAULT_CONFIG,
+    STATIC_MATRIX,
+    HopperConfig,
+    check_config,
+    config_problems,
+    constraints,
+    prepare,
+    smem_bytes,
+)
+from kernel.hopper.config import SMEM_CAPACITY_BYTES, stage_tx_bytes
+
+
+@pytest.mark.parametrize("config", DECLARED_VARIANTS, ids=lambda c: c.label)
+def test_declared_variants_are_valid(config):
+    assert config_problems(config) == []
+    assert smem_bytes(config)["total"] <= SMEM_CAPACITY_BYTES
+    assert hash(config) == hash(HopperConfig(**config.__dict__))
+
+
+def test_variant_set():
+    labels = [c.label for c in DECLARED_VARIANTS]
+    assert len(set(labels)) == len(labels) >= 6
+    assert DEFAULT_CONFIG in DECLARED_VARIANTS
+    assert set(STATIC_MATRIX) <= set(DECLARED_VARIANTS)
+    assert {c.consumer_warpgroups for c in DECLARED_VARIANTS} == {1, 2}
+    assert any(c.swapped for c in DECLARED_VARIANTS)
+
+
+def test_smem_overflow_names_the_bytes():
+    cfg = HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=6)
+    problems = config_problems(cfg)
+    assert any("shared memory" in p and str(smem_bytes(cfg)["total"]) in p for p in problems)
+    with pytest.raises(UnsupportedConfigError) as info:
+        check_config(cfg)
+    assert info.value.label == cfg.label
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(tile_m=96),
+        dict(tile_k=64),
+        dict(consumer_warpgroups=3),
+        dict(arch="sm_100a"),
+        dict(tile_m=256, tile_n=128),  # wgmma M side 256
+        dict(tile_n=256),  # 1 warpgroup, 128x256 accumulator = 256 registers
+        dict(tile_m=64, consumer_warpgroups=2),  # cooperative needs mma_m 128
+        dict(loader="tma"),
+        dict(operand_exp_shift=3),
+    ],
+)
+def test_bad_configs_are_rejected(kwargs):
+    assert config_problems(HopperConfig(**kwargs))
+
+
+def test_swapped_geometry():
+    cfg = HopperConfig(tile_m=64, tile_n=128, swapped=True)
+    assert (cfg.mma_m, cfg.mma_n) == (128, 64)
+    # rows of both operands plus one 128-row scale block each, per 256-K stage
+    assert stage_tx_bytes(cfg) == (128 + 64) * 128 + 2 * 2048
+
+
+def test_constraints_follow_tile_k():
+    assert constraints(HopperConfig(tile_k=128)).k_granularity == 128
+    assert constraints(DEFAULT_CONFIG).k_granularity == 256
+
+
+def _cpu_problem(sizes):
+    from ci.hopper_dev_check import make_problem
+
+    data, _, _ = make_problem(sizes, seed=7, dist="wide", device="cpu")
+    return data
+
+
+def test_prepare_dry_run_plans_on_cpu():
+    sizes = [(40, 136, 256, 1), (0, 40, 256, 1), (200, 72, 512, 1)]
+    prep = prepare(_cpu_problem(sizes), DEFAULT_CONFIG, dry_run=True)
+    assert prep.tables is None
+    assert prep.plan.total_tiles == 1 * 2 + 0 + 2 * 1
+    assert [tuple(c.shape) for c in prep.outputs] == [(40, 136, 1), (0, 40, 1), (200, 72, 1)]
+
+
+def test_prepare_rejects_k_off_granularity():
+    with pytest.raises(InvalidProblemError) as info:
+        prepare(_cpu_problem([(8, 8, 128, 1)]), DEFAULT_CONFIG, dry_run=True)
+    assert info.value.rule == "k_granularity"
+    prepare(_cpu_problem([(8, 8, 128, 1)]), HopperConfig(tile_k=128, num_ab_stages=5), dry_run=True)

@@ -1,0 +1,47 @@
+"""pytest-benchmark hooks for profiling/benchmarks.
+
+* Machine information (GPU, compute capability, driver, torch, CUDA, nvidia-cutlass-dsl, the
+  ceilings measured in the session) goes into every saved run under ``machine_info["nvfp4"]``.
+* Outside ``--benchmark-only`` (the plain ``pytest`` CI run) the benchmarks here are skipped
+  with a reason, unless ``--benchmark-enable`` or ``--benchmark-disable`` (run once, untimed: a
+  smoke test) is given explicitly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def ceilings():
+    """Bandwidth and tensor-rate ceilings: measured once per session on a GPU (or FACTS.md's)."""
+    from profiling.benchmarks._support import run_ceilings
+
+    return run_ceilings()
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    from profiling.benchmarks._support import machine_info as nvfp4_machine_info
+
+    machine_info["nvfp4"] = nvfp4_machine_info()
+
+
+def _explicitly_benchmarking(config) -> bool:
+    opt = lambda name: bool(config.getoption(name, default=False))  # noqa: E731
+    return opt("benchmark_only") or opt("benchmark_enable") or opt("benchmark_disable")
+
+
+def pytest_collection_modifyitems(config, items):
+    if _explicitly_benchmarking(config):
+        return
+    skip = pytest.mark.skip(
+        reason="benchmark: runs under `pytest --benchmark-only` (or --benchmark-disable for one "
+        "untimed smoke run); see profiling/BENCHMARKS.md"
+    )
+    for item in items:
+        if _HERE in Path(str(item.fspath)).resolve().parents and "benchmark" in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)

@@ -1,0 +1,477 @@
+"""Fault isolation: run a subject's checks in a worker process, with a time limit per example.
+
+An illegal memory access poisons a CUDA context for good and a kernel that never returns blocks
+its process for good; in-process, either would end a fuzzing run or fail every later example.
+Here each example is sent to a worker process (a fresh process, so a fresh CUDA context; see
+``_worker_context``) that runs :func:`properties.checks.check_example_in_process` and
+answers with one :class:`Outcome`:
+
+* ``pass``;
+* ``fail``: a wrong result (the ``SubjectCheckFailed`` text); the worker is kept;
+* ``fault``: the worker died (exit code, signal) or the subject raised a CUDA error, or left the
+  context broken; the worker is gone or told to exit, and the next example gets a new one;
+* ``timeout``: no answer within the limit; the worker is killed (SIGKILL) and replaced;
+* ``error``: the subject raised something else (a Python exception, the context still healthy);
+  the worker is kept.
+
+A worker is reused across examples until it faults or times out, so the start-up cost (imports,
+CUDA context, CuTe DSL compiles) is paid once per failure, not once per example. Every outcome
+carries the one-line reproduction. Through :func:`check_isolated` (what ``check_example`` calls
+for isolated subjects) a non-pass outcome raises a ``SubjectCheckFailed`` subclass, so Hypothesis
+sees an ordinary failure of that example and goes on shrinking or drawing.
+
+Which subjects are isolated: ``--isolate=auto`` (default: GPU subjects), ``always``, ``never``
+(pytest option, or ``NVFP4_ISOLATE``); the time limit is ``--example-timeout`` /
+``NVFP4_EXAMPLE_TIMEOUT`` seconds (the first example of each new GPU worker gets
+``NVFP4_FIRST_EXAMPLE_EXTRA`` more, for the CUDA context and the CuTe DSL JIT compiles). Only variants that
+``resolve_subject`` can rebuild in the worker (``SubjectVariant.source`` set) can be isolated;
+variants built in code (``properties.wrong_subjects``) always run in the calling process.
+
+Command line, a fuzzing campaign that reports every example and goes on::
+
+    python -m properties.isolation --subject=S [--variant=L] [--sizes='[[m,n,k,1],...]' ...]
+        [--draw=N] [--seed=7] [--timeout=T]
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import collections
+import dataclasses
+import faulthandler
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from properties.checks import SubjectCheckFailed
+from properties.strategies import Example
+from properties.subjects import SubjectVariant, resolve_subject
+
+MODES = ("auto", "always", "never")
+KINDS = ("pass", "fail", "fault", "timeout", "error")
+
+
+class SubjectFaulted(SubjectCheckFailed):
+    """The subject crashed its process or broke its CUDA context on this example."""
+
+
+class SubjectTimedOut(SubjectCheckFailed):
+    """The subject did not finish this example within the time limit."""
+
+
+class SubjectErrored(SubjectCheckFailed):
+    """The subject raised an unexpected exception on this example (context still healthy)."""
+
+
+class WorkerStartError(RuntimeError):
+    """The worker could not import or resolve the subject: no example can run."""
+
+
+_RAISES = {"fault": SubjectFaulted, "timeout": SubjectTimedOut, "error": SubjectErrored, "fail": SubjectCheckFailed}
+
+
+@dataclass(frozen=True)
+class IsolationSettings:
+    mode: str = "auto"
+    timeout_s: float = 120.0
+    first_example_extra_s: float = 300.0  # GPU workers only: CUDA context, CuTe DSL JIT compiles
+    startup_timeout_s: float = 300.0
+
+
+def _settings_from_env() -> IsolationSettings:
+    mode = os.environ.get("NVFP4_ISOLATE", "auto")
+    if mode not in MODES:
+        raise ValueError(f"NVFP4_ISOLATE={mode!r}: use one of {MODES}")
+    base = IsolationSettings()
+    return IsolationSettings(
+        mode=mode,
+        timeout_s=float(os.environ.get("NVFP4_EXAMPLE_TIMEOUT", base.timeout_s)),
+        first_example_extra_s=float(os.environ.get("NVFP4_FIRST_EXAMPLE_EXTRA", base.first_example_extra_s)),
+    )
+
+
+SETTINGS = _settings_from_env()
+
+
+def configure(mode: str | None = None, timeout_s: float | None = None, first_example_extra_s: float | None = None):
+    """Set the process-wide isolation settings (pytest's ``--isolate`` / ``--example-timeout``)."""
+    global SETTINGS
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"isolation mode {mode!r}: use one of {MODES}")
+    changes = {k: v for k, v in
+               (("mode", mode), ("timeout_s", timeout_s), ("first_example_extra_s", first_example_extra_s))
+               if v is not None}
+    SETTINGS = dataclasses.replace(SETTINGS, **changes)
+    close_all()  # workers started under other settings
+
+
+def should_isolate(variant: SubjectVariant) -> bool:
+    if SETTINGS.mode == "never" or not variant.source:
+        return False
+    return SETTINGS.mode == "always" or variant.device == "cuda"
+
+
+def repro_line(variant_source: str, label: str, example: Example, kind: str = "fail",
+               timeout_s: float | None = None) -> str:
+    """The example's reproduction; a fault or a hang replays isolated (with the same time limit),
+    so the replay reports it instead of dying, or waiting forever, itself."""
+    line = example.repro(variant_source, label)
+    if kind in ("fault", "timeout"):
+        line += " --isolate=always"
+    if kind == "timeout" and timeout_s is not None:
+        line += f" --timeout={timeout_s:g}"
+    return line
+
+
+@dataclass
+class Outcome:
+    kind: str  # one of KINDS
+    test_id: str
+    example: Example
+    detail: str  # failure report, exception text, "killed by SIGSEGV", ...
+    repro: str
+    seconds: float
+    worker_pid: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "pass"
+
+    def headline(self) -> str:
+        ex = self.example
+        what = self.detail.strip().splitlines()[0] if self.detail.strip() else ""
+        return (f"{self.kind.upper():7s} {self.test_id} {[list(s) for s in ex.sizes]} "
+                f"seed={ex.seed} {ex.distribution} {ex.layout} ({self.seconds:.1f} s, worker {self.worker_pid})"
+                + (f": {what}" if what and self.kind != "fail" else ""))
+
+    def report(self) -> str:
+        """What a failure prints: how it failed, the details, the one-line reproduction."""
+        if self.kind == "fail":  # the SubjectCheckFailed text already ends with its reproduction
+            return self.detail
+        return (f"{self.test_id} {self.kind.upper()} on {len(self.example.sizes)} groups "
+                f"{[list(s) for s in self.example.sizes]} ({self.example.distribution}, {self.example.layout}, "
+                f"seed {self.example.seed}): {self.detail.rstrip()}\nreproduce: {self.repro}")
+
+    def raise_for_failure(self) -> None:
+        if self.kind != "pass":
+            raise _RAISES[self.kind](self.report())
+
+
+# ---------------------------------------------------------------------------------------------
+# the worker (runs in the child process)
+
+
+def _context_error(variant: SubjectVariant) -> str | None:
+    """None when the CUDA context still works, else the error it reports."""
+    if variant.device != "cuda":
+        return None
+    try:
+        import torch
+
+        torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").add_(1).item()
+    except Exception as exc:  # noqa: BLE001 - any failure here means the context is gone
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _looks_like_device_fault(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}"
+    return any(s in text for s in ("CUDA error", "AcceleratorError", "CUDA_ERROR", "cudaError",
+                                   "illegal memory access", "device-side assert"))
+
+
+def _worker_main(conn, source: str, label: str) -> None:
+    faulthandler.enable()  # a segfault prints the Python stack on the worker's stderr
+    try:
+        from properties.checks import check_example_in_process
+
+        matches = [v for v in resolve_subject(source) if v.label == label]
+        if not matches:
+            raise LookupError(f"subject {source!r} declares no variant {label!r}")
+        variant = matches[0]
+        if variant.skip_reason:
+            raise RuntimeError(f"variant {variant.test_id} cannot run here: {variant.skip_reason}")
+    except BaseException:  # noqa: BLE001 - reported to the parent
+        conn.send(("start_error", traceback.format_exc()))
+        return
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:  # the parent went away
+            return
+        if message is None:
+            return
+        example, rerun = message
+        try:
+            check_example_in_process(variant, example, rerun=rerun)
+        except SubjectCheckFailed as exc:
+            broken = _context_error(variant)
+            if broken:
+                conn.send(("fault", f"CUDA context broken after the check: {broken}\n{exc}"))
+                os._exit(3)
+            conn.send(("fail", str(exc)))
+        except BaseException as exc:  # noqa: BLE001 - everything else is reported, never raised
+            text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+            broken = _context_error(variant)
+            if broken or _looks_like_device_fault(exc):
+                conn.send(("fault", text if not broken else f"{text}(context check: {broken})"))
+                os._exit(3)  # no CUDA teardown: it can hang on a broken context
+            conn.send(("error", text))
+        else:
+            conn.send(("pass", ""))
+
+
+# ---------------------------------------------------------------------------------------------
+# the parent side
+
+
+# Workers are forked from a fork server that has imported torch and the harness but never touched
+# CUDA (so every worker still creates its own, fresh context), which makes a replacement worker
+# cost a fork instead of an interpreter start. Where fork servers do not exist: spawn.
+_PRELOAD = ["torch", "oracle", "properties.checks", "properties.subjects"]
+
+
+def _worker_context():
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(_PRELOAD)
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "the worker stopped answering"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the worker was killed by {name} (exit code {code})"
+    return f"the worker exited with code {code}"
+
+
+class IsolatedRunner:
+    """One subject variant in a worker process; :meth:`check` runs one example and never raises
+    for the subject's sake (only :class:`WorkerStartError` when the worker cannot start)."""
+
+    def __init__(self, source: str, label: str, *, device: str = "cpu", test_id: str | None = None,
+                 settings: IsolationSettings | None = None):
+        self.source = source
+        self.label = label
+        self.device = device
+        self.test_id = test_id or f"{Path(source).stem if source.endswith('.py') else source}:{label}"
+        self.settings = settings or SETTINGS
+        self._context = _worker_context()
+        self._process = None
+        self._conn = None
+        self._fresh = False
+        self.workers_started = 0
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._process.pid if self._process is not None and self._process.is_alive() else None
+
+    def _start(self) -> None:
+        parent, child = self._context.Pipe(duplex=True)
+        process = self._context.Process(target=_worker_main, args=(child, self.source, self.label),
+                                        name=f"nvfp4-worker-{self.label}", daemon=True)
+        process.start()
+        child.close()
+        self._process, self._conn, self._fresh = process, parent, True
+        self.workers_started += 1
+        if not parent.poll(self.settings.startup_timeout_s):
+            self._kill()
+            raise WorkerStartError(f"{self.test_id}: the worker did not start within "
+                                   f"{self.settings.startup_timeout_s:.0f} s")
+        try:
+            kind, payload = parent.recv()
+        except EOFError:
+            code = self._reap()
+            raise WorkerStartError(f"{self.test_id}: {_describe_exit(code)} while starting") from None
+        if kind != "ready":
+            self._kill()
+            raise WorkerStartError(f"{self.test_id}: the worker could not load the subject:\n{payload}")
+
+    def _reap(self, grace_s: float = 5.0) -> int | None:
+        """Wait for a dying worker; kill it if it lingers; return its exit code."""
+        process = self._process
+        self._process = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if process is None:
+            return None
+        process.join(grace_s)
+        if process.is_alive():
+            process.kill()
+            process.join(grace_s)
+        return process.exitcode
+
+    def _kill(self) -> int | None:
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+        return self._reap()
+
+    def check(self, example: Example, *, rerun: bool = True) -> Outcome:
+        if self._process is None or not self._process.is_alive():
+            self._reap(0)
+            self._start()
+        extra = self.settings.first_example_extra_s if self._fresh and self.device == "cuda" else 0.0
+        limit = self.settings.timeout_s + extra
+        self._fresh = False
+        pid = self._process.pid
+        start = time.monotonic()
+        try:
+            self._conn.send((example, rerun))
+            answered = self._conn.poll(limit)
+        except (BrokenPipeError, EOFError, OSError):
+            answered = True  # the worker is gone: recv below says so
+        if not answered:
+            self._kill()
+            return self._outcome("timeout", f"no answer within {limit:.0f} s (the worker was killed)", example,
+                                 start, pid, limit)
+        try:
+            kind, detail = self._conn.recv()
+        except (EOFError, OSError):
+            code = self._reap()
+            return self._outcome("fault", _describe_exit(code), example, start, pid)
+        if kind == "fault":
+            code = self._reap()
+            detail = f"{detail.rstrip()}\n({_describe_exit(code)} after reporting it; a new worker takes the next example)"
+        return self._outcome(kind, detail, example, start, pid)
+
+    def _outcome(self, kind, detail, example, start, pid, limit=None) -> Outcome:
+        repro = repro_line(self.source, self.label, example, kind, limit)
+        return Outcome(kind, self.test_id, example, detail, repro, time.monotonic() - start, pid)
+
+    def close(self) -> None:
+        if self._process is not None and self._process.is_alive() and self._conn is not None:
+            try:
+                self._conn.send(None)
+            except OSError:
+                pass
+            self._reap(10.0)
+        else:
+            self._reap(0)
+
+    def __enter__(self) -> "IsolatedRunner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+MAX_LIVE_WORKERS = 4  # each GPU worker holds a CUDA context and its compiled kernels
+_RUNNERS: "collections.OrderedDict[tuple[str, str], IsolatedRunner]" = collections.OrderedDict()
+
+
+def runner_for(variant: SubjectVariant) -> IsolatedRunner:
+    """The (reused) runner of ``variant``; the least recently used one is closed beyond the cap."""
+    key = (variant.source, variant.label)
+    runner = _RUNNERS.pop(key, None) or IsolatedRunner(variant.source, variant.label, device=variant.device,
+                                                     test_id=variant.test_id)
+    _RUNNERS[key] = runner
+    while len(_RUNNERS) > MAX_LIVE_WORKERS:
+        _RUNNERS.popitem(last=False)[1].close()
+    return runner
+
+
+def close_all() -> None:
+    while _RUNNERS:
+        _RUNNERS.popitem()[1].close()
+
+
+atexit.register(close_all)
+
+
+def check_isolated(variant: SubjectVariant, example: Example, *, rerun: bool = True) -> Outcome:
+    """``check_example`` through the variant's worker: raises the SubjectCheckFailed subclass of
+    the outcome (with its one-line reproduction) unless the example passed."""
+    outcome = runner_for(variant).check(example, rerun=rerun)
+    outcome.raise_for_failure()
+    return outcome
+
+
+# ---------------------------------------------------------------------------------------------
+# command line: a campaign over explicit and drawn examples, every outcome reported
+
+
+def _drawn_examples(variant: SubjectVariant, count: int, seed: int) -> list[Example]:
+    """``count`` examples from the property strategy, reproducibly (no shrinking: a campaign)."""
+    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+
+    from properties.strategies import examples
+
+    drawn: list[Example] = []
+
+    @hseed(seed)
+    @settings(max_examples=count, phases=[Phase.generate], database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(examples(variant))
+    def collect(example):
+        drawn.append(example)
+
+    collect()
+    return drawn[:count]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--subject", default="auto")
+    parser.add_argument("--variant", default=None, help="variant label (default: the first declared)")
+    parser.add_argument("--sizes", action="append", default=[], help="an explicit example's [[m, n, k, 1], ...] "
+                        "(repeatable; run in order, before the drawn ones)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the explicit examples and of the draw")
+    parser.add_argument("--distribution", default="uniform")
+    parser.add_argument("--layout", default="separate")
+    parser.add_argument("--draw", type=int, default=0, help="also run N examples drawn by the property strategy")
+    parser.add_argument("--timeout", type=float, default=SETTINGS.timeout_s, help="seconds per example")
+    parser.add_argument("--first-example-extra", type=float, default=SETTINGS.first_example_extra_s,
+                        help="more seconds for the first example of each new GPU worker (JIT compiles)")
+    parser.add_argument("--no-rerun", action="store_true", help="skip the determinism rerun")
+    args = parser.parse_args(argv)
+
+    import ast
+
+    name = args.subject
+    variants = resolve_subject(name)
+    chosen = [v for v in variants if args.variant in (None, v.label)][:1]
+    if not chosen:
+        print(f"no variant {args.variant!r} in subject {name}: {[v.label for v in variants]}", file=sys.stderr)
+        return 2
+    variant = chosen[0]
+    if variant.skip_reason:
+        print(f"SKIP {variant.test_id}: {variant.skip_reason}")
+        return 0
+    examples = [Example(tuple(tuple(int(x) for x in s) for s in ast.literal_eval(text)), args.seed,
+                        args.distribution, args.layout) for text in args.sizes]
+    if args.draw:
+        examples += _drawn_examples(variant, args.draw, args.seed)
+    settings = dataclasses.replace(SETTINGS, timeout_s=args.timeout, first_example_extra_s=args.first_example_extra)
+    outcomes: list[Outcome] = []
+    with IsolatedRunner(variant.source, variant.label, device=variant.device, test_id=variant.test_id,
+                        settings=settings) as runner:
+        for i, example in enumerate(examples):
+            outcome = runner.check(example, rerun=not args.no_rerun)
+            outcomes.append(outcome)
+            print(f"#{i:<3d} {outcome.headline()}", flush=True)
+            if not outcome.ok:
+                print("     " + outcome.report().replace("\n", "\n     "), flush=True)
+        started = runner.workers_started
+    counts = collections.Counter(o.kind for o in outcomes)
+    print(f"\n{len(outcomes)} examples of {variant.test_id}: "
+          + ", ".join(f"{counts[k]} {k}" for k in KINDS if counts[k]) + f"; {started} worker(s) started")
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

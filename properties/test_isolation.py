@@ -1,0 +1,174 @@
+"""The fault-isolating runner on CPU: planted subjects that segfault, hang or answer wrongly on some
+shapes are reported (which example, how, the one-line reproduction) and the run goes on with a
+fresh worker; the GPU planted subjects import here and are skipped with the reason."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from properties import isolation
+from properties.checks import SubjectCheckFailed, check_example
+from properties.isolation import (IsolatedRunner, IsolationSettings, SubjectFaulted, SubjectTimedOut,
+                                  WorkerStartError)
+from properties.strategies import Example
+from properties.subjects import resolve_subject
+from properties.wrong_subjects import wrong_variant
+
+ROOT = Path(__file__).resolve().parent.parent
+FAULTY = "properties/faulty_subjects"
+FAST = IsolationSettings(mode="always", timeout_s=20.0, first_example_extra_s=0.0, startup_timeout_s=60.0)
+
+
+def _example(*sizes, seed=3) -> Example:
+    return Example(tuple(sizes), seed, "uniform", "separate")
+
+
+GOOD = _example((8, 16, 64, 1), (4, 6, 128, 1))
+GOOD_2 = _example((6, 10, 128, 1), seed=4)
+ODD_M = _example((8, 16, 64, 1), (9, 6, 64, 1))  # segfault_cpu / wrong_result_cpu fire on an odd M
+ODD_N = _example((8, 17, 64, 1))  # hang_cpu fires on an odd N
+
+
+def _runner(name: str, settings: IsolationSettings = FAST) -> IsolatedRunner:
+    return IsolatedRunner(f"{FAULTY}/{name}.py", name, settings=settings)
+
+
+def _run_repro(line: str) -> subprocess.CompletedProcess:
+    argv = shlex.split(line)
+    assert argv[:3] == ["python", "-m", "properties.repro"], line
+    return subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_a_segfault_fails_its_example_only():
+    with _runner("segfault_cpu") as runner:
+        first, fault, after = (runner.check(e) for e in (GOOD, ODD_M, GOOD_2))
+        assert runner.workers_started == 2
+    assert [first.kind, fault.kind, after.kind] == ["pass", "fault", "pass"], fault.report()
+    assert "SIGSEGV" in fault.detail
+    assert first.worker_pid == fault.worker_pid != after.worker_pid  # reused until it died, then replaced
+    report = fault.report()
+    assert "segfault_cpu:segfault_cpu FAULT on 2 groups [[8, 16, 64, 1], [9, 6, 64, 1]]" in report
+    assert report.endswith(f"reproduce: {fault.repro}")
+    assert fault.repro == (f"python -m properties.repro --subject={FAULTY}/segfault_cpu.py --variant=segfault_cpu "
+                           "--sizes='[[8, 16, 64, 1], [9, 6, 64, 1]]' --seed=3 --distribution=uniform "
+                           "--layout=separate --isolate=always")
+    replay = _run_repro(fault.repro)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "FAULT on 2 groups" in replay.stdout and "SIGSEGV" in replay.stdout
+
+
+def test_a_hang_times_out_and_the_next_example_passes():
+    with _runner("hang_cpu", IsolationSettings(mode="always", timeout_s=2.0, first_example_extra_s=0.0)) as runner:
+        first, hang, after = (runner.check(e) for e in (GOOD, ODD_N, GOOD_2))
+        assert runner.workers_started == 2
+    assert [first.kind, hang.kind, after.kind] == ["pass", "timeout", "pass"], hang.report()
+    assert 2.0 <= hang.seconds < 10.0
+    assert "no answer within 2 s" in hang.detail
+    assert hang.repro.endswith("--isolate=always --timeout=2")
+    replay = _run_repro(hang.repro)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "TIMEOUT on 1 groups [[8, 17, 64, 1]]" in replay.stdout
+
+
+def test_a_wrong_result_is_a_plain_failure_and_keeps_the_worker():
+    with _runner("wrong_result_cpu") as runner:
+        outcomes = [runner.check(e) for e in (GOOD, ODD_M, GOOD_2)]
+        assert runner.workers_started == 1
+    assert [o.kind for o in outcomes] == ["pass", "fail", "pass"], outcomes[1].report()
+    assert len({o.worker_pid for o in outcomes}) == 1
+    assert "wrong_result_cpu:wrong_result_cpu failed on 2 groups" in outcomes[1].detail
+    assert outcomes[1].detail.rstrip().endswith(outcomes[1].repro)
+
+
+@pytest.fixture
+def isolate_always():
+    saved = isolation.SETTINGS
+    isolation.configure(mode="always", timeout_s=2.0, first_example_extra_s=0.0)
+    yield
+    isolation.SETTINGS = saved
+    isolation.close_all()
+
+
+def test_check_example_routes_through_the_worker(isolate_always):
+    variant = resolve_subject(f"{FAULTY}/segfault_cpu.py")[0]
+    assert isolation.should_isolate(variant)
+    check_example(variant, GOOD)
+    with pytest.raises(SubjectFaulted, match=r"SIGSEGV(.|\n)*reproduce: python -m properties\.repro .*--isolate=always$"):
+        check_example(variant, ODD_M)
+    check_example(variant, GOOD_2)  # a fresh worker: the fault did not end the run
+    hang = resolve_subject(f"{FAULTY}/hang_cpu.py")[0]
+    with pytest.raises(SubjectTimedOut, match="no answer within 2 s"):
+        check_example(hang, ODD_N, rerun=False)
+    assert issubclass(SubjectTimedOut, SubjectCheckFailed)  # what the property tests and repro catch
+
+
+def test_hypothesis_sees_a_fault_as_a_failing_example(isolate_always):
+    variant = resolve_subject(f"{FAULTY}/segfault_cpu.py")[0]
+    ran = []
+
+    @settings(max_examples=30, derandomize=True, database=None, deadline=None, phases=[Phase.generate])
+    @given(st.integers(1, 40), st.integers(1, 40), st.integers(0, 2**31 - 1))
+    def prop(m, n, seed):
+        example = _example((m, n, 64, 1), seed=seed)
+        ran.append(example)
+        check_example(variant, example, rerun=False)
+
+    with pytest.raises(SubjectFaulted, match="--isolate=always"):
+        prop()
+    faulted = [e for e in ran if e.sizes[0][0] % 2]
+    assert faulted, "the draw never hit an odd M"
+    assert all(e.sizes[0][0] % 2 == 0 for e in ran[: ran.index(faulted[0])])  # the passes came first
+
+
+def test_in_process_subjects_are_not_isolated_by_default():
+    saved = isolation.SETTINGS
+    try:
+        isolation.configure(mode="auto")
+        assert not isolation.should_isolate(resolve_subject("model")[0])
+        assert not isolation.should_isolate(resolve_subject(f"{FAULTY}/segfault_cpu.py")[0])
+        for name in ("gpu_oob_cute", "gpu_oob_torch", "gpu_hang"):
+            assert isolation.should_isolate(resolve_subject(f"{FAULTY}/{name}.py")[0])
+        isolation.configure(mode="always")
+        assert not isolation.should_isolate(wrong_variant("writes_past_c"))  # built in code: no source
+        isolation.configure(mode="never")
+        assert not isolation.should_isolate(resolve_subject(f"{FAULTY}/gpu_hang.py")[0])
+        with pytest.raises(ValueError):
+            isolation.configure(mode="sometimes")
+    finally:
+        isolation.SETTINGS = saved
+
+
+def test_a_subject_that_cannot_load_is_a_start_error(tmp_path):
+    broken = tmp_path / "broken_subject.py"
+    broken.write_text("raise ImportError('planted import failure')\n")
+    runner = IsolatedRunner(str(broken), "broken_subject", settings=FAST)
+    with pytest.raises(WorkerStartError, match="planted import failure"):
+        runner.check(GOOD)
+    runner.close()
+
+
+@pytest.mark.parametrize("name", ["gpu_oob_cute", "gpu_oob_torch", "gpu_hang"])
+def test_gpu_faulty_subjects_load_everywhere(name):
+    (variant,) = resolve_subject(f"{FAULTY}/{name}.py")
+    assert variant.device == "cuda"
+    from kernel.device import cuda_capability
+
+    if cuda_capability() is None:
+        assert "needs a CUDA device" in variant.skip_reason
+
+
+@pytest.mark.compile
+def test_gpu_oob_kernel_compiles_for_sm90():
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a")
+    done = subprocess.run([sys.executable, "-m", "properties.faulty_subjects.gpu_oob_cute", "--compile"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "compiled the out-of-bounds store for sm_90a" in done.stdout
