@@ -35,7 +35,7 @@ class SizeLimits:
 
 
 CPU_LIMITS = SizeLimits(max_groups=5, max_m=260, max_n=260, max_k_blocks=5)
-GPU_LIMITS = SizeLimits(max_groups=16, max_m=640, max_n=800, max_k_blocks=12)
+GPU_LIMITS = SizeLimits(max_groups=6, max_m=640, max_n=800, max_k_blocks=8)  # G is a compile-time constant: few compiles
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The property suite on the H200 (issue 4's acceptance run), in one device call:
+#   source .device/env.sh && bash ci/h200_properties.sh   (logs under $OUT, or ./out)
+set -u
+OUT=${OUT:-out}; mkdir -p "$OUT"
+DEFAULT=$(python3 -c "import kernel.hopper as h; print(h.DEFAULT_CONFIG.label)")
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+timeout 60 python3 -m oracle.speed --device cuda 2>&1 | tee "$OUT/oracle_speed.txt"
+# every declared variant: the main kernel-vs-oracle property and the invalid-problem property
+timeout ${T_CI:-270} python3 -m pytest -m properties --subject=hopper --hypothesis-profile=ci \
+  -k "test_subject_matches_oracle and not per_distribution or rejects" -p no:cacheprovider -q -rs \
+  --junitxml="$OUT/properties_ci.xml" 2>&1 | tail -25 | tee "$OUT/properties_ci.txt"
+# the default variant: each distribution on its own, then the long run (500 examples)
+timeout ${T_DIST:-90} python3 -m pytest -m properties --subject=hopper --variant="$DEFAULT" --hypothesis-profile=ci \
+  -k per_distribution -p no:cacheprovider -q 2>&1 | tail -8 | tee "$OUT/properties_dist.txt"
+timeout ${T_LONG:-150} python3 -m pytest -m properties --subject=hopper --variant="$DEFAULT" --hypothesis-profile=gpu-long \
+  -k "test_subject_matches_oracle and not per_distribution" -p no:cacheprovider -q --hypothesis-show-statistics 2>&1 \
+  | grep -E "passing|failing|invalid|passed|failed|Error|reproduce" | tail -12 | tee "$OUT/properties_long.txt"
