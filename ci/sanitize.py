@@ -42,7 +42,9 @@ TOOL_OPTIONS = {"memcheck": ["--leak-check", "no"], "racecheck": [], "synccheck"
 SEED = 1
 MARK = "@@sanitize-case"
 SETUP = "(setup)"
-_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
+# memcheck and synccheck end with "ERROR SUMMARY: N errors"; racecheck (compute-sanitizer
+# 2025.x) with "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)"
+_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error|RACECHECK SUMMARY:.*?\((\d+)\s+error")
 _RECORD = re.compile(r"^=+ (?! )(?!ERROR SUMMARY|COMPUTE-SANITIZER|RACECHECK SUMMARY|LEAK SUMMARY|Warning)\S")
 
 
@@ -116,7 +118,7 @@ def parse_output(text: str, cases: list[str]) -> tuple[dict[str, CaseResult], li
             continue
         match = _SUMMARY.search(line)
         if match:
-            summary = int(match.group(1))
+            summary = int(match.group(1) or match.group(2))
             continue
         if _RECORD.match(line):
             record = line.lstrip("= ").strip()

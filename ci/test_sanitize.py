@@ -69,3 +69,10 @@ def test_skips_cleanly_without_a_gpu_or_sanitizer():
     required = subprocess.run([sys.executable, "-m", "ci.sanitize", "--require"], cwd=ROOT, capture_output=True,
                               text=True, timeout=120)
     assert required.returncode == 2
+
+
+def test_racecheck_summary_is_the_verdict():
+    """racecheck prints no ERROR SUMMARY line; its hazard summary carries the error count."""
+    _, _, clean = sanitize.parse_output("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n", [])
+    _, _, dirty = sanitize.parse_output("========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)\n", [])
+    assert (clean, dirty) == (0, 2)

@@ -157,9 +157,15 @@ def test_exact_sum_scale_limit():
 
 
 def test_bad_problem_sizes_are_rejected():
-    for sizes in ([(16, 16, 24, 1)], [(16, 16, 32, 2)], [(0, 16, 32, 1)]):
+    for sizes in ([(16, 16, 24, 1)], [(16, 16, 32, 2)], [(-1, 16, 32, 1)], [(16, 16, 0, 1)]):
         with pytest.raises(ValueError):
             make_inputs(sizes, 0)
+
+
+def test_empty_groups_are_built():
+    """M = 0 or N = 0 is a legal group (empty output) for every layout that allows it."""
+    data = make_inputs([(0, 16, 32, 1), (16, 0, 32, 1), (3, 5, 32, 1)], 0)
+    assert [tuple(abc[2].shape) for abc in data[0]] == [(0, 16, 1), (16, 0, 1), (3, 5, 1)]
     with pytest.raises(ValueError):
         make_inputs(SIZES, 0, distribution="nope")
     with pytest.raises(ValueError):
