@@ -200,24 +200,17 @@ def custom_kernel(data, config: cfg.BlackwellConfig = cfg.DEFAULT_CONFIG) -> lis
 
 def static_build(config: cfg.BlackwellConfig, dump_dir: str | os.PathLike, num_groups: int = 8) -> dict:
     """profiling.static_report's hook: compile one variant, keep its cubin, state the budgets."""
-    import time
+    from kernel.cubin import compile_keeping_cubin
 
     resolved = config.resolved()
-    dump = Path(dump_dir) / config.label  # one folder per variant: the DSL names cubins by signature
-    dump.mkdir(parents=True, exist_ok=True)
-    for old in dump.glob("*.cubin"):
-        old.unlink()
-    start = time.perf_counter()
-    compile_uncached(resolved, num_groups, dump)
-    seconds = time.perf_counter() - start
-    cubins = sorted(dump.glob("*.cubin"))
-    if len(cubins) != 1:
-        raise RuntimeError(f"expected one new cubin in {dump}, found {[c.name for c in cubins]}")
+    cubin, seconds = compile_keeping_cubin(
+        config.label, dump_dir, lambda dump: compile_uncached(resolved, num_groups, dump)
+    )
     smem = cfg.smem_budget(resolved)
     return {
         "label": config.label,
         "arch": resolved.arch,
-        "cubin": str(cubins[0]),
+        "cubin": cubin,
         "compile_seconds": seconds,
         "shared_bytes": smem.total_bytes,
         "threads_per_cta": cfg.threads_per_cta(resolved),

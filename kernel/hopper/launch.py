@@ -72,24 +72,14 @@ def _build(config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | 
 
 def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: int = 8) -> dict:
     """profiling.static_report's hook: compile one variant, keep its cubin, state the budgets."""
-    import time
-    from pathlib import Path
+    from kernel.cubin import compile_keeping_cubin
 
     check_config(config)
-    dump = Path(dump_dir) / config.label  # one folder per variant: cubins are named by signature
-    dump.mkdir(parents=True, exist_ok=True)
-    for old in dump.glob("*.cubin"):
-        old.unlink()
-    start = time.perf_counter()
-    _build(config, num_groups, dump)
-    seconds = time.perf_counter() - start
-    cubins = sorted(dump.glob("*.cubin"))
-    if len(cubins) != 1:
-        raise RuntimeError(f"expected one new cubin in {dump}, found {[c.name for c in cubins]}")
+    cubin, seconds = compile_keeping_cubin(config.label, dump_dir, lambda dump: _build(config, num_groups, dump))
     return {
         "label": config.label,
         "arch": ARCH,
-        "cubin": str(cubins[0]),
+        "cubin": cubin,
         "compile_seconds": seconds,
         "shared_bytes": smem_bytes(config)["total"],
         "threads_per_cta": config.threads,
