@@ -17,6 +17,7 @@ A failure raises ``SubjectCheckFailed`` whose message ends with a one-line repro
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -130,10 +131,23 @@ def check_example(variant: SubjectVariant, example: Example, *, rerun: bool = Tr
     ``SubjectTimedOut``) and the next example gets a fresh CUDA context."""
     from properties import isolation  # imports this module: import here, not at the top
 
-    if isolation.should_isolate(variant):
-        isolation.check_isolated(variant, example, rerun=rerun)
-        return
-    check_example_in_process(variant, example, rerun=rerun)
+    try:
+        if isolation.should_isolate(variant):
+            isolation.check_isolated(variant, example, rerun=rerun)
+        else:
+            check_example_in_process(variant, example, rerun=rerun)
+    except BaseException:
+        _log_example(variant, example, "fail")
+        raise
+    _log_example(variant, example, "pass")
+
+
+def _log_example(variant: SubjectVariant, example: Example, outcome: str) -> None:
+    """NVFP4_EXAMPLE_LOG=path: append one line per checked example (ci.mutation_runner counts them)."""
+    path = os.environ.get("NVFP4_EXAMPLE_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{outcome}\t{variant.test_id}\t{example.repro(variant.repro_subject, variant.label)}\n")
 
 
 def check_example_in_process(variant: SubjectVariant, example: Example, *, rerun: bool = True) -> None:

@@ -1,0 +1,351 @@
+"""The mutant catalog: planted bugs, each a small, named, reversible edit of the real code.
+
+A :class:`Mutant` is data: which file, the exact original text (it must occur exactly once in
+that file: ``ci/test_mutants.py`` checks every entry, so the catalog cannot rot silently when
+the code changes), its replacement, the subject whose tests must catch it and the pytest
+selection that runs them. ``python -m ci.mutation_runner`` applies each one to a copy of the
+repository and runs its selection there (see that module).
+
+Subjects:
+
+* ``model``: the CPU model (``kernel/model.py``), caught by the main property
+  (``properties/test_subject_vs_oracle.py``) with ``--subject=model``;
+* ``plan``: the shared host plan / device tables, caught by ``properties/test_plan_properties.py``
+  (and, through the model that executes the plan, by the main property);
+* ``hopper``: the sm_90a kernel, needs an H200 (``--subject=hopper``); skipped on a CPU;
+* ``blackwell-static``: the sm_100a kernel compiled on the CPU, caught by the compile tests and
+  the SASS census assertions (``profiling/tests/test_static_blackwell.py``,
+  ``kernel/tests/test_blackwell_sync_sites.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SUBJECTS = ("model", "plan", "hopper", "blackwell-static")
+CPU_SUBJECTS = ("model", "plan", "blackwell-static")
+
+# the main property, run against the CPU model (both declared model variants)
+MODEL_PROPERTY = ["properties/test_subject_vs_oracle.py::test_subject_matches_oracle", "--subject=model"]
+PLAN_PROPERTIES = ["properties/test_plan_properties.py"]
+# one Hopper variant keeps the compiles (one per group count) within the device budget
+HOPPER_VARIANT = "h90_m128n128k256_s3_wg1_fp16"
+HOPPER_PROPERTY = [
+    "properties/test_subject_vs_oracle.py::test_subject_matches_oracle",
+    "--subject=hopper",
+    f"--variant={HOPPER_VARIANT}",
+]
+BLACKWELL_STATIC = [
+    "kernel/tests/test_blackwell_sync_sites.py",
+    "profiling/tests/test_static_blackwell.py",
+    "kernel/tests/test_blackwell_compile.py",
+]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    kind: str  # the kind of bug, in words
+    target: str  # file, relative to the repository root
+    original: str  # exact text, occurs exactly once in target
+    replacement: str
+    subject: str  # one of SUBJECTS
+    select: tuple[str, ...] = field(default=())  # pytest arguments (paths, node ids, options)
+
+    @property
+    def needs_gpu(self) -> bool:
+        return self.subject == "hopper"
+
+    def apply(self, root: Path) -> None:
+        """Edit ``root/target`` in place (root is a copy of the repository, never the checkout)."""
+        path = Path(root) / self.target
+        text = path.read_text()
+        count = text.count(self.original)
+        if count != 1:
+            raise ValueError(f"mutant {self.name}: original text occurs {count} times in {self.target}")
+        path.write_text(text.replace(self.original, self.replacement, 1))
+
+
+def _m(name, kind, target, original, replacement, subject, select):
+    return Mutant(name, kind, target, original, replacement, subject, tuple(select))
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    # ----------------------------------------------------------------------- CPU model
+    _m(
+        "model_m_residue_off_by_one",
+        "off-by-one in the M residue predicate (last row of a ragged M tile not stored)",
+        "kernel/model.py",
+        "rows_a = torch.arange(m0, min(m0 + plan.tile_m, m))",
+        "rows_a = torch.arange(m0, min(m0 + plan.tile_m, m - 1))",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    _m(
+        "model_n_residue_off_by_one",
+        "off-by-one in the N residue predicate (last column of a ragged N tile not stored)",
+        "kernel/model.py",
+        "rows_b = torch.arange(n0, min(n0 + plan.tile_n, n))",
+        "rows_b = torch.arange(n0, min(n0 + plan.tile_n, n - 1))",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    _m(
+        "model_scale_subblocks_swapped",
+        "wrong scale-factor index map: the 32- and 4-row sub-blocks of the 128-row block swapped",
+        "kernel/model.py",
+        "[r % 32, (r % 128) // 32, r // 128, c % 4, c // 4, 0]",
+        "[(r % 128) // 4, r % 4, r // 128, c % 4, c // 4, 0]",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    _m(
+        "model_last_k_tile_dropped",
+        "last K tile dropped when K is not a multiple of the K tile (k // tile_k tiles)",
+        "kernel/model.py",
+        "for k0 in range(0, k, plan.tile_k):",
+        "for k0 in range(0, k - plan.tile_k + 1, plan.tile_k):",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    _m(
+        "model_accumulator_not_reset",
+        "accumulate flag not reset between tiles of one CTA (accumulator carries over)",
+        "kernel/model.py",
+        "    acc.zero_()\n",
+        "",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    _m(
+        "model_upper_nibble_sign_lost",
+        "wrong decode of the upper nibble (its sign bit masked off)",
+        "kernel/model.py",
+        "codes = torch.stack((raw & 0xF, raw >> 4), dim=-1)",
+        "codes = torch.stack((raw & 0xF, (raw >> 4) & 0x7), dim=-1)",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    _m(
+        "model_scale_per_32",
+        "scale applied per 32 elements instead of per 16 (every other scale used twice)",
+        "kernel/model.py",
+        "return values * scales.repeat_interleave(16, dim=1)",
+        "return values * scales[:, ::2].repeat_interleave(32, dim=1)[:, : values.shape[1]]",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    _m(
+        "model_output_bf16_bits",
+        "output written as bf16 bits into the fp16 C",
+        "kernel/model.py",
+        "acc[: len(rows_a), : len(rows_b)].to(torch.float16)",
+        "acc[: len(rows_a), : len(rows_b)].to(torch.bfloat16).view(torch.float16)",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    _m(
+        "model_group_order_not_restored",
+        "group order not restored: outputs returned in launch (slot) order",
+        "kernel/model.py",
+        "    return [g.c for g in groups]",
+        "    return [groups[g].c for g in plan.group_order]",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    _m(
+        "model_accumulates_in_fp16",
+        "accumulation in fp16 per K tile instead of fp32",
+        "kernel/model.py",
+        "acc[: len(rows_a), : len(rows_b)] += a_tile @ b_tile.T",
+        "acc[: len(rows_a), : len(rows_b)] += (a_tile @ b_tile.T).half().float()",
+        "model",
+        MODEL_PROPERTY,
+    ),
+    # ----------------------------------------------------------------------- plan / tables
+    _m(
+        "plan_stale_pointer_table",
+        "stale pointer table reused for new tensors of the same shapes (cache key lacks pointers)",
+        "kernel/tables.py",
+        "key = (plan.sizes, plan.tile_prefix, pointers, str(device))",
+        "key = (plan.sizes, plan.tile_prefix, str(device))",
+        "plan",
+        PLAN_PROPERTIES + MODEL_PROPERTY,
+    ),
+    _m(
+        "plan_group_search_boundary",
+        "device group search off by one at a group boundary (< instead of <=)",
+        "kernel/plan.py",
+        "        if tile_prefix[mid + 1] <= tile:",
+        "        if tile_prefix[mid + 1] < tile:",
+        "plan",
+        PLAN_PROPERTIES + MODEL_PROPERTY,
+    ),
+    _m(
+        "plan_tile_prefix_off_by_one_group",
+        "tile prefix sum off by one group (each slot's count added one slot late)",
+        "kernel/plan.py",
+        "    for tm, tn in zip(tiles_m, tiles_n):",
+        "    for tm, tn in zip((1,) + tiles_m[:-1], (1,) + tiles_n[:-1]):",
+        "plan",
+        PLAN_PROPERTIES + MODEL_PROPERTY,
+    ),
+    _m(
+        "plan_group_order_not_restored",
+        "group order not restored by LaunchPlan.restore_order (slot index used for the group)",
+        "kernel/plan.py",
+        "            out[group] = per_slot[slot]",
+        "            out[slot] = per_slot[slot]",
+        "plan",
+        PLAN_PROPERTIES,
+    ),
+    _m(
+        "plan_contiguous_range_short",
+        "contiguous CTA range one tile short (last tile of every CTA range never runs)",
+        "kernel/plan.py",
+        "            return range(start, min(start + per, self.total_tiles))",
+        "            return range(start, min(start + per - 1, self.total_tiles))",
+        "plan",
+        PLAN_PROPERTIES + MODEL_PROPERTY,
+    ),
+    # ----------------------------------------------------------------------- Hopper (GPU)
+    _m(
+        "hopper_n_residue_off_by_one",
+        "off-by-one in the N residue predicate of the epilogue (col <= n)",
+        "kernel/hopper/kernel.py",
+        "                    if row < m and col < n:",
+        "                    if row < m and col <= n:",
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_m_residue_off_by_one",
+        "off-by-one in the M residue predicate of the epilogue (row < m - 1)",
+        "kernel/hopper/kernel.py",
+        "                    if row < m and col < n:",
+        "                    if row < m - 1 and col < n:",
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_scale_subblocks_swapped",
+        "wrong scale-factor index map: 32- and 4-row sub-blocks swapped in the smem scale address",
+        "kernel/hopper/kernel.py",
+        "sb * 512 + (i % 32) * 16 + (i // 32) * 4 + h * 2",
+        "sb * 512 + (i // 4 % 32) * 16 + (i % 4) * 4 + h * 2",
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_accumulator_not_reset",
+        "accumulator not reset between the tiles of one CTA",
+        "kernel/hopper/kernel.py",
+        "                acc.fill(0.0)\n",
+        "",
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_wrong_stage_index",
+        "consumer reads the wrong pipeline stage (stage index off by one)",
+        "kernel/hopper/kernel.py",
+        "stage = raw_base + state.index * self.raw_stage_bytes\n                    for sb in",
+        "stage = raw_base + ((state.index + 1) % self.stages) * self.raw_stage_bytes\n                    for sb in",
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_no_wait_before_epilogue",
+        "missing wait (wgmma wait_group 0) before the epilogue reads the accumulators",
+        "kernel/hopper/kernel.py",
+        "                warpgroup.wait_group(0)\n",
+        "",
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_no_barrier_before_buffer_reuse",
+        "missing named barrier before a dequant buffer is overwritten (wgmma may still read it)",
+        "kernel/hopper/kernel.py",
+        "# every warp has retired the wgmma that read the other buffer\n                        consumers.arrive_and_wait()",
+        "# every warp has retired the wgmma that read the other buffer (barrier removed)",
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_upper_half_wrong_scale",
+        "wrong scale for the upper half-word (nibbles n4..n7 of a word use the next block's scale)",
+        "kernel/hopper/ptx.py",
+        '"prmt.b32 p, p, 0, 0x1100;"',
+        '"prmt.b32 p, p, 0, 0x0100;"',
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_scale_per_32",
+        "scale applied per 32 elements instead of per 16 (first scale of the unit used for all)",
+        "kernel/hopper/ptx.py",
+        'lines.append(f"mul.rn.f16x2 q{j}, q{j}, sc{word // 2};")',
+        'lines.append(f"mul.rn.f16x2 q{j}, q{j}, sc{word // 4};")',
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_output_bf16_bits",
+        "output written as bf16 bits (cvt to bf16, stored as 16 bits)",
+        "kernel/hopper/ptx.py",
+        "cvt.rn.f16.f32 h, f;",
+        "cvt.rn.bf16.f32 h, f;",
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    _m(
+        "hopper_group_search_boundary",
+        "device group search off by one at a group boundary (< instead of <=)",
+        "kernel/hopper/kernel.py",
+        "            if m_prefix[mid + 1] <= tile:",
+        "            if m_prefix[mid + 1] < tile:",
+        "hopper",
+        HOPPER_PROPERTY,
+    ),
+    # ----------------------------------------------------------------------- Blackwell (static)
+    _m(
+        "blackwell_drop_one_mma_per_k_tile",
+        "one of the 4 block-scaled MMAs per K tile dropped",
+        "kernel/blackwell/common.py",
+        "for kblock in cutlass.range_constexpr(num_kblocks):",
+        "for kblock in cutlass.range_constexpr(num_kblocks - 1):",
+        "blackwell-static",
+        BLACKWELL_STATIC,
+    ),
+    _m(
+        "blackwell_no_accumulator_wait_in_epilogue",
+        "missing barrier before the epilogue reads: no wait on the accumulator-full mbarrier",
+        "kernel/blackwell/common.py",
+        "        acc_pipeline.consumer_wait(acc_state)\n",
+        "",
+        "blackwell-static",
+        BLACKWELL_STATIC,
+    ),
+    _m(
+        "blackwell_mono_no_barrier_before_tmem_free",
+        "missing CTA barrier before TMEM is freed (monolithic: a warp may still read the accumulator)",
+        "kernel/blackwell/monolithic.py",
+        "        cute.arch.barrier()\n",
+        "",
+        "blackwell-static",
+        BLACKWELL_STATIC,
+    ),
+    _m(
+        "blackwell_spec_no_epilogue_barrier_before_tmem_free",
+        "missing named barrier of the epilogue warps before TMEM is freed (specialized)",
+        "kernel/blackwell/specialized.py",
+        "            pipeline.NamedBarrier(barrier_id=EPILOGUE_BARRIER, num_threads=32 * cfg.EPILOGUE_WARPS).arrive_and_wait()\n",
+        "",
+        "blackwell-static",
+        BLACKWELL_STATIC,
+    ),
+)
+
+BY_NAME = {m.name: m for m in MUTANTS}

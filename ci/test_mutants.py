@@ -1,0 +1,89 @@
+"""The mutant catalog stays applicable, and the property suite catches every CPU mutant.
+
+* fast (every CI run): each mutant's original text occurs exactly once in its target file, so
+  a code change that moves or rewrites a mutated line fails here instead of silently turning
+  the mutant into a no-op; the catalog is well formed;
+* slow (``-m slow``, about 1.5 min on 2 cores): ``ci.mutation_runner`` applies every CPU mutant
+  (model, plan, blackwell-static) to a copy of the repository and runs its selection there,
+  after checking the unmutated selections pass; every mutant must be caught and the working
+  tree must be left as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from ci import mutation_runner
+from ci.mutants import CPU_SUBJECTS, MUTANTS, SUBJECTS
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUIRED_KINDS = (
+    "residue", "scale-factor index map", "stale pointer table", "group order", "last K tile",
+    "accumulat", "stage index", "barrier", "upper", "prefix sum", "bf16", "per 32",
+)
+
+
+def test_catalog_is_well_formed():
+    names = [m.name for m in MUTANTS]
+    assert len(names) == len(set(names)), "duplicate mutant names"
+    assert len(MUTANTS) >= 12
+    for m in MUTANTS:
+        assert m.subject in SUBJECTS, m
+        assert m.original != m.replacement, m.name
+        assert m.select, m.name
+        for arg in m.select:
+            if not arg.startswith("-"):
+                assert (ROOT / arg.split("::")[0]).is_file(), f"{m.name}: selection {arg} does not exist"
+    kinds = " ".join(m.kind for m in MUTANTS)
+    missing = [k for k in REQUIRED_KINDS if k not in kinds]
+    assert not missing, f"no mutant of these kinds: {missing}"
+    assert {m.subject for m in MUTANTS} == set(SUBJECTS)
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+def test_original_text_occurs_exactly_once(mutant):
+    path = ROOT / mutant.target
+    assert path.is_file(), f"{mutant.name}: target {mutant.target} does not exist"
+    count = path.read_text().count(mutant.original)
+    assert count == 1, (
+        f"{mutant.name}: the original text occurs {count} times in {mutant.target}; the code changed: "
+        "update the mutant in ci/mutants.py (same bug, current text)"
+    )
+
+
+def _digest(paths):
+    return {p: hashlib.sha256((ROOT / p).read_bytes()).hexdigest() for p in paths}
+
+
+@pytest.mark.slow
+def test_every_cpu_mutant_is_caught():
+    mutants = mutation_runner.select_mutants(["cpu"], [])
+    assert {m.subject for m in mutants} == set(CPU_SUBJECTS)
+    before = _digest(sorted({m.target for m in MUTANTS}))
+    results = mutation_runner.run_all(
+        mutants, jobs=os.cpu_count() or 1, baseline=True, carry=[], timeout=480, log=lambda msg: None
+    )
+    assert _digest(sorted(before)) == before, "the runner modified the working tree"
+    table = mutation_runner.markdown(results)
+    baselines = [r for r in results if r.name.startswith("(baseline")]
+    assert all(r.verdict == "passed" for r in baselines), f"an unmutated selection fails:\n{table}"
+    survivors = [r for r in results if not r.name.startswith("(baseline") and r.verdict != "caught"]
+    assert not survivors, "mutants not caught:\n" + table + "".join(
+        f"\n\n{r.name}: {r.verdict} {r.detail}\n  {r.command}\n{r.output_tail[-1500:]}" for r in survivors
+    )
+
+
+def test_gpu_mutants_are_skipped_with_a_reason_without_a_gpu():
+    if mutation_runner.gpu_reason() is None:
+        pytest.skip("an sm_90 GPU is present: the Hopper mutants run here")
+    hopper = [m for m in MUTANTS if m.subject == "hopper"]
+    results = mutation_runner.run_all(hopper, jobs=1, baseline=False, carry=[], timeout=10, log=lambda msg: None)
+    assert [r.verdict for r in results] == ["skipped"] * len(hopper)
+    assert all("sm_90" in r.detail for r in results)
+    cmd, env = mutation_runner.pytest_command(hopper[0])
+    assert "--subject=hopper" in cmd and "-x" in cmd and "no:cacheprovider" in shlex.join(cmd)
