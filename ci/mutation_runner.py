@@ -199,6 +199,8 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
             res.verdict = "SURVIVED" if mutant else "passed"
             summary = [l for l in output.splitlines() if re.search(r"\d+ (passed|skipped)", l)]
             res.detail = summary[-1].strip("= ") if summary else ""
+            if mutant is not None and mutant.equivalent_because:
+                res.verdict, res.detail = "equivalent", f"{mutant.equivalent_because} ({res.detail})"
             if mutant is None and "passed" not in res.detail:
                 res.verdict, res.detail = "error", f"nothing ran: {res.detail}"
         elif proc.returncode == 1:
@@ -292,7 +294,9 @@ def markdown(results: list[Result]) -> str:
         ex = "" if r.examples is None else str(r.examples)
         if r.examples is None and r.checked_examples is not None and r.verdict.startswith("caught"):
             ex = f"{r.checked_examples} (checks)"
-        by = f"`{r.caught_by}`" if r.caught_by else (r.detail if r.verdict in ("skipped", "error", "timeout") else "")
+        by = f"`{r.caught_by}`" if r.caught_by else (
+            r.detail if r.verdict in ("skipped", "error", "timeout", "equivalent") else ""
+        )
         rows.append(f"| `{r.name}` | {r.subject} | {r.kind} | {r.verdict} | {by} | {ex} | {r.wall_s:.1f} |")
     return "\n".join([head, *rows])
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ci import mutation_runner
-from ci.mutants import CPU_SUBJECTS, MUTANTS, SUBJECTS
+from ci.mutants import CPU_SUBJECTS, EQUIVALENT, MUTANTS, SUBJECTS
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED_KINDS = (
@@ -43,6 +43,7 @@ def test_catalog_is_well_formed():
     missing = [k for k in REQUIRED_KINDS if k not in kinds]
     assert not missing, f"no mutant of these kinds: {missing}"
     assert {m.subject for m in MUTANTS} == set(SUBJECTS)
+    assert set(EQUIVALENT) <= set(names), "an equivalence is recorded for a mutant not in the catalog"
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
