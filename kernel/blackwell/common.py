@@ -1,5 +1,7 @@
-"""What both Blackwell kernels share: the traced host function, operand layouts, group lookup,
-per-group TMA descriptors, the scale-factor TMEM copies and the epilogue.
+"""What both Blackwell kernels share: the traced host function, the kernel entry point, operand
+layouts, shared storage/pipeline/TMEM setup, TMA partitions, group lookup, per-group TMA
+descriptors, the scale-factor TMEM copies and the epilogue. The kernel files keep only their
+warp roles and loops (``warp_roles``).
 
 Importing this module imports CuTe DSL; ``kernel.blackwell.host`` imports it lazily after it
 has fixed the target architecture.
@@ -14,11 +16,13 @@ from typing import Tuple
 
 import cutlass
 import cutlass.cute as cute
+import cutlass.pipeline as pipeline
 import cutlass.utils.blackwell_helpers as sm100_utils
 import cutlass.utils.blockscaled_layout as blockscaled_utils
 from cutlass._mlir.dialects import nvvm
 from cutlass.cute.nvgpu import OperandMajorMode, cpasync, tcgen05
 from cutlass.cutlass_dsl import dsl_user_op
+from cutlass.memory import SmemAllocator, TmemAllocator
 from cutlass.tensor_utils import TensorMapManager, TensorMapUpdateMode
 
 from kernel.blackwell import config as cfg
@@ -39,7 +43,7 @@ K_DIVISIBILITY = 32
 
 
 def tensormap_slots(config: cfg.BlackwellConfig, num_groups: int) -> int:
-    """Descriptor sets per CTA in the workspace (see ``GroupedGemmBase.kernel`` docs)."""
+    """Descriptor sets per CTA in the workspace (see the ``kernel.blackwell.specialized`` docstring)."""
     return num_groups if config.warp_roles == "specialized" else 1
 
 
@@ -140,7 +144,8 @@ def check_traced_budget(smem: cfg.SmemBudget, stage_bytes: tuple, storage_bytes:
 
 
 class GroupedGemmBase:
-    """Host side shared by the two warp-role variants; subclasses define ``kernel``.
+    """Host side and device entry shared by the two warp-role variants; subclasses define
+    ``warp_roles`` (a ``@cute.jit`` method called by ``kernel``).
 
     Nothing is stored on ``self`` during tracing: every attribute is set in ``__init__`` from the
     (resolved) config, and the traced function passes what it builds to the kernel as arguments.
@@ -265,6 +270,42 @@ class GroupedGemmBase:
             stream=stream,
         )
 
+    # -- the device entry point ----------------------------------------------------------------
+
+    @cute.kernel
+    def kernel(
+        self,
+        tiled_mma: cute.TiledMma,
+        tma_atom_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_atom_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        tma_atom_sfa: cute.CopyAtom,
+        mSFA: cute.Tensor,
+        tma_atom_sfb: cute.CopyAtom,
+        mSFB: cute.Tensor,
+        sizes: cute.Tensor,
+        tile_prefix: cute.Tensor,
+        pointers: cute.Tensor,
+        tensormaps: cute.Tensor,
+        a_smem_staged: cute.ComposedLayout,
+        b_smem_staged: cute.ComposedLayout,
+        sfa_smem_staged: cute.Layout,
+        sfb_smem_staged: cute.Layout,
+    ):
+        """What ``__call__`` launches: the subclass's ``warp_roles``, traced inline (no call in
+        the compiled code). The operands go in groups of four, in (A, B, SFA, SFB) order."""
+        self.warp_roles(
+            tiled_mma,
+            (tma_atom_a, tma_atom_b, tma_atom_sfa, tma_atom_sfb),
+            (mA, mB, mSFA, mSFB),
+            (a_smem_staged, b_smem_staged, sfa_smem_staged, sfb_smem_staged),
+            sizes,
+            tile_prefix,
+            pointers,
+            tensormaps,
+        )
+
     # -- device helpers shared by both kernels --------------------------------------------------
 
     @cute.jit
@@ -387,6 +428,170 @@ class GroupedGemmBase:
                 tCrB[(None, None, kblock, stage)],
                 tCtAcc,
             )
+
+    # Trace-time helpers (plain Python, no dynamic control flow): each emits exactly the ops the
+    # kernels used to spell out inline, in the same order, so the compiled code is unchanged.
+
+    def setup_shared(
+        self,
+        a_smem_staged: cute.ComposedLayout,
+        b_smem_staged: cute.ComposedLayout,
+        sfa_smem_staged: cute.Layout,
+        sfb_smem_staged: cute.Layout,
+        acc_consumer_threads: int,
+        tmem_alloc_barrier_id: int,
+        tmem_barrier_threads: int,
+        tmem_allocator_warp: int,
+    ):
+        """Shared storage, the staged smem operand tensors, both pipelines and the TMEM allocator.
+
+        Returns ((sA, sB, sSFA, sSFB), ab_pipeline, acc_pipeline, tmem). The kernels differ only
+        in who consumes the accumulator and who waits for the TMEM address (the arguments).
+        """
+        storage_type = make_shared_storage(
+            self.num_ab_stages, self.num_acc_stages, a_smem_staged, b_smem_staged, sfa_smem_staged, sfb_smem_staged
+        )
+        storage = SmemAllocator().allocate(storage_type)
+        sA = storage.sA.get_tensor(a_smem_staged.outer, swizzle=a_smem_staged.inner)
+        sB = storage.sB.get_tensor(b_smem_staged.outer, swizzle=b_smem_staged.inner)
+        sSFA = storage.sSFA.get_tensor(sfa_smem_staged)
+        sSFB = storage.sSFB.get_tensor(sfb_smem_staged)
+
+        ab_pipeline = pipeline.PipelineTmaUmma.create(
+            barrier_storage=storage.ab_mbar.data_ptr(),
+            num_stages=self.num_ab_stages,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 1),
+            tx_count=self.smem.stage_bytes,
+        )
+        acc_pipeline = pipeline.PipelineUmmaAsync.create(
+            barrier_storage=storage.acc_mbar.data_ptr(),
+            num_stages=self.num_acc_stages,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, acc_consumer_threads),
+        )
+        tmem = TmemAllocator(
+            storage.tmem_holding_buf.ptr,
+            barrier_for_retrieve=pipeline.NamedBarrier(barrier_id=tmem_alloc_barrier_id, num_threads=tmem_barrier_threads),
+            allocator_warp_id=tmem_allocator_warp,
+        )
+        return (sA, sB, sSFA, sSFB), ab_pipeline, acc_pipeline, tmem
+
+    def partition_operands(self, tiled_mma: cute.TiledMma, tma_atoms: Tuple, global_tensors: Tuple, smem_tensors: Tuple):
+        """Global tiles -> MMA partitions -> TMA partitions (coordinates only: the extents that
+        bound the loads live in the per-group descriptors), plus the MMA operand fragments.
+
+        Returns (smem_stages, global_parts, tCrA, tCrB, tCtAcc_fake): smem_stages =
+        (tAsA, tBsB, tAsSFA, tBsSFB), global_parts = (tAgA, tBgB, tAgSFA, tBgSFB); tCtAcc_fake's
+        layout (acc stages appended) is the accumulator's, its address a placeholder.
+        """
+        tma_atom_a, tma_atom_b, tma_atom_sfa, tma_atom_sfb = tma_atoms
+        mA, mB, mSFA, mSFB = global_tensors
+        sA, sB, sSFA, sSFB = smem_tensors
+        thr_mma = tiled_mma.get_slice(0)
+        gA = cute.local_tile(mA, cute.slice_(self.tile_mnk, (None, 0, None)), (None, None, None))
+        gB = cute.local_tile(mB, cute.slice_(self.tile_mnk, (0, None, None)), (None, None, None))
+        gSFA = cute.local_tile(mSFA, cute.slice_(self.tile_mnk, (None, 0, None)), (None, None, None))
+        gSFB = cute.local_tile(mSFB, cute.slice_(self.tile_mnk, (0, None, None)), (None, None, None))
+        tAsA, tAgA = cpasync.tma_partition(
+            tma_atom_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(thr_mma.partition_A(gA), 0, 3)
+        )
+        tBsB, tBgB = cpasync.tma_partition(
+            tma_atom_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(thr_mma.partition_B(gB), 0, 3)
+        )
+        tAsSFA, tAgSFA = cpasync.tma_partition(
+            tma_atom_sfa,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sSFA, 0, 3),
+            cute.group_modes(thr_mma.partition_A(gSFA), 0, 3),
+        )
+        tBsSFB, tBgSFB = cpasync.tma_partition(
+            tma_atom_sfb,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sSFB, 0, 3),
+            cute.group_modes(thr_mma.partition_B(gSFB), 0, 3),
+        )
+        tAsSFA = cute.filter_zeros(tAsSFA)
+        tAgSFA = cute.filter_zeros(tAgSFA)
+        tBsSFB = cute.filter_zeros(tBsSFB)
+        tBgSFB = cute.filter_zeros(tBgSFB)
+
+        tCrA = tiled_mma.make_fragment_A(sA)
+        tCrB = tiled_mma.make_fragment_B(sB)
+        acc_shape = tiled_mma.partition_shape_C(self.tile_mnk[:2])
+        tCtAcc_fake = tiled_mma.make_fragment_C(cute.append(acc_shape, self.num_acc_stages))
+        return (tAsA, tBsB, tAsSFA, tBsSFB), (tAgA, tBgB, tAgSFA, tBgSFB), tCrA, tCrB, tCtAcc_fake
+
+    @staticmethod
+    def tile_sources(global_parts: Tuple, m_block: cutlass.Int32, n_block: cutlass.Int32):
+        """The global K-tile sequences (A, B, SFA, SFB) of output tile (m_block, n_block)."""
+        tAgA, tBgB, tAgSFA, tBgSFB = global_parts
+        return (
+            tAgA[(None, m_block, None, 0)],
+            tBgB[(None, n_block, None, 0)],
+            tAgSFA[(None, m_block, None, 0)],
+            tBgSFB[(None, n_block, None, 0)],
+        )
+
+    def locate_group(self, tile_prefix: cute.Tensor, sizes: cute.Tensor, tile: cutlass.Int32):
+        """The group slot owning ``tile`` and its geometry, as LaunchPlan.locate finds it.
+
+        Returns (slot, group_start, group_end, m, n, k, tiles_m); loads nobody uses are dropped
+        by the compiler.
+        """
+        slot = group_search(tile_prefix, tile, self.num_groups)
+        group_start = tile_prefix[slot]
+        group_end = tile_prefix[slot + 1]
+        m = sizes[slot, 0]
+        n = sizes[slot, 1]
+        k = sizes[slot, 2]
+        tiles_m = (m + self.tile_mnk[0] - 1) // self.tile_mnk[0]
+        return slot, group_start, group_end, m, n, k, tiles_m
+
+    @staticmethod
+    def tile_blocks(tile: cutlass.Int32, group_start: cutlass.Int32, tiles_m: cutlass.Int32):
+        """(m_block, n_block) of ``tile`` inside its group (M block fastest)."""
+        rest = tile - group_start
+        n_block = rest // tiles_m
+        m_block = rest - n_block * tiles_m
+        return m_block, n_block
+
+    def retrieve_accumulators(self, tmem, acc_layout):
+        """Wait for the TMEM address, then the staged accumulator tensor at its base."""
+        tmem.wait_for_alloc()
+        tcgen05_fence_after_sync()
+        acc_base = tmem.retrieve_ptr(ACC_DTYPE)
+        return acc_base, cute.make_tensor(acc_base, acc_layout)
+
+    def allocate_accumulators(self, tmem, acc_layout):
+        """Allocate TMEM (the allocator warp), then ``retrieve_accumulators``."""
+        tmem.allocate(self.tmem.alloc_columns)
+        tcgen05_fence_before_sync()
+        return self.retrieve_accumulators(tmem, acc_layout)
+
+    def scale_factor_tmem(self, tiled_mma, acc_base, sSFA, sSFB, sfa_smem_staged, sfb_smem_staged):
+        """SFA/SFB TMEM tensors (after the accumulator stages) and their smem -> TMEM copies.
+
+        Returns (tCtSFA, tCtSFB, s2t_sfa, s2t_sfb) as ``mma_k_tile`` takes them.
+        """
+        sf_base = acc_base + self.tmem.acc_columns * self.num_acc_stages
+        tCtSFA = cute.make_tensor(
+            cute.recast_ptr(sf_base, dtype=SF_DTYPE),
+            blockscaled_utils.make_tmem_layout_sfa(
+                tiled_mma, self.tile_mnk, cfg.SF_VEC_SIZE, cute.slice_(sfa_smem_staged, (None, None, None, 0))
+            ),
+        )
+        tCtSFB = cute.make_tensor(
+            cute.recast_ptr(sf_base + self.tmem.sfa_columns, dtype=SF_DTYPE),
+            blockscaled_utils.make_tmem_layout_sfb(
+                tiled_mma, self.tile_mnk, cfg.SF_VEC_SIZE, cute.slice_(sfb_smem_staged, (None, None, None, 0))
+            ),
+        )
+        s2t_sfa = s2t_copy_and_partition(sSFA, tCtSFA)
+        s2t_sfb = s2t_copy_and_partition(sSFB, tCtSFB)
+        return tCtSFA, tCtSFB, s2t_sfa, s2t_sfb
 
     def epilogue_partitions(self, tidx, tCtAcc_staged: cute.Tensor):
         """TMEM -> register copies of one EPILOGUE_COLUMNS-wide slice per step (32x32b.x32).

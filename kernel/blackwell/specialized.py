@@ -16,22 +16,17 @@ reading it (the seed rewrote one set per CTA in place, racing its own in-flight 
 """
 
 
+from typing import Tuple
+
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import cutlass.utils.blockscaled_layout as blockscaled_utils
-from cutlass.cute.nvgpu import cpasync
-from cutlass.memory import SmemAllocator, TmemAllocator
 
 from kernel.blackwell import config as cfg
 from kernel.blackwell.common import (
-    ACC_DTYPE,
     PTR_C,
-    SF_DTYPE,
     GroupedGemmBase,
     group_search,
-    make_shared_storage,
-    s2t_copy_and_partition,
     tcgen05_fence_after_sync,
     tcgen05_fence_before_sync,
 )
@@ -41,29 +36,20 @@ EPILOGUE_BARRIER = 2  # epilogue warps, before freeing TMEM
 
 
 class SpecializedKernel(GroupedGemmBase):
-    @cute.kernel
-    def kernel(
+    @cute.jit
+    def warp_roles(
         self,
         tiled_mma: cute.TiledMma,
-        tma_atom_a: cute.CopyAtom,
-        mA: cute.Tensor,
-        tma_atom_b: cute.CopyAtom,
-        mB: cute.Tensor,
-        tma_atom_sfa: cute.CopyAtom,
-        mSFA: cute.Tensor,
-        tma_atom_sfb: cute.CopyAtom,
-        mSFB: cute.Tensor,
+        tma_atoms: Tuple,  # (A, B, SFA, SFB) TMA atoms
+        global_tensors: Tuple,  # (mA, mB, mSFA, mSFB): TMA coordinate tensors
+        smem_layouts: Tuple,  # (A, B, SFA, SFB) staged smem layouts
         sizes: cute.Tensor,
         tile_prefix: cute.Tensor,
         pointers: cute.Tensor,
         tensormaps: cute.Tensor,
-        a_smem_staged: cute.ComposedLayout,
-        b_smem_staged: cute.ComposedLayout,
-        sfa_smem_staged: cute.Layout,
-        sfb_smem_staged: cute.Layout,
     ):
         G = self.num_groups
-        tile_m, tile_n, tile_k = self.tile_mnk
+        tile_k = self.tile_mnk[2]
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         tidx, _, _ = cute.arch.thread_idx()
         cta, _, _ = cute.arch.block_idx()
@@ -82,74 +68,21 @@ class SpecializedKernel(GroupedGemmBase):
                 end = total_tiles
             step = cutlass.Int32(1)
 
-        storage_type = make_shared_storage(
-            self.num_ab_stages, self.num_acc_stages, a_smem_staged, b_smem_staged, sfa_smem_staged, sfb_smem_staged
+        a_smem_staged, b_smem_staged, sfa_smem_staged, sfb_smem_staged = smem_layouts
+        smem_tensors, ab_pipeline, acc_pipeline, tmem = self.setup_shared(
+            a_smem_staged,
+            b_smem_staged,
+            sfa_smem_staged,
+            sfb_smem_staged,
+            acc_consumer_threads=32 * cfg.EPILOGUE_WARPS,
+            tmem_alloc_barrier_id=TMEM_ALLOC_BARRIER,
+            tmem_barrier_threads=32 * (cfg.EPILOGUE_WARPS + 1),
+            tmem_allocator_warp=0,
         )
-        storage = SmemAllocator().allocate(storage_type)
-        sA = storage.sA.get_tensor(a_smem_staged.outer, swizzle=a_smem_staged.inner)
-        sB = storage.sB.get_tensor(b_smem_staged.outer, swizzle=b_smem_staged.inner)
-        sSFA = storage.sSFA.get_tensor(sfa_smem_staged)
-        sSFB = storage.sSFB.get_tensor(sfb_smem_staged)
-
-        ab_pipeline = pipeline.PipelineTmaUmma.create(
-            barrier_storage=storage.ab_mbar.data_ptr(),
-            num_stages=self.num_ab_stages,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 1),
-            tx_count=self.smem.stage_bytes,
+        sA, sB, sSFA, sSFB = smem_tensors
+        smem_stages, global_parts, tCrA, tCrB, tCtAcc_fake = self.partition_operands(
+            tiled_mma, tma_atoms, global_tensors, smem_tensors
         )
-        acc_pipeline = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=storage.acc_mbar.data_ptr(),
-            num_stages=self.num_acc_stages,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32 * cfg.EPILOGUE_WARPS),
-        )
-        tmem = TmemAllocator(
-            storage.tmem_holding_buf.ptr,
-            barrier_for_retrieve=pipeline.NamedBarrier(
-                barrier_id=TMEM_ALLOC_BARRIER, num_threads=32 * (cfg.EPILOGUE_WARPS + 1)
-            ),
-            allocator_warp_id=0,
-        )
-
-        # Global tiles -> MMA partitions -> TMA partitions (coordinates only: the extents that
-        # bound the loads live in the per-group descriptors).
-        thr_mma = tiled_mma.get_slice(0)
-        gA = cute.local_tile(mA, cute.slice_(self.tile_mnk, (None, 0, None)), (None, None, None))
-        gB = cute.local_tile(mB, cute.slice_(self.tile_mnk, (0, None, None)), (None, None, None))
-        gSFA = cute.local_tile(mSFA, cute.slice_(self.tile_mnk, (None, 0, None)), (None, None, None))
-        gSFB = cute.local_tile(mSFB, cute.slice_(self.tile_mnk, (0, None, None)), (None, None, None))
-        tAsA, tAgA = cpasync.tma_partition(
-            tma_atom_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 3), cute.group_modes(thr_mma.partition_A(gA), 0, 3)
-        )
-        tBsB, tBgB = cpasync.tma_partition(
-            tma_atom_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 3), cute.group_modes(thr_mma.partition_B(gB), 0, 3)
-        )
-        tAsSFA, tAgSFA = cpasync.tma_partition(
-            tma_atom_sfa,
-            0,
-            cute.make_layout(1),
-            cute.group_modes(sSFA, 0, 3),
-            cute.group_modes(thr_mma.partition_A(gSFA), 0, 3),
-        )
-        tBsSFB, tBgSFB = cpasync.tma_partition(
-            tma_atom_sfb,
-            0,
-            cute.make_layout(1),
-            cute.group_modes(sSFB, 0, 3),
-            cute.group_modes(thr_mma.partition_B(gSFB), 0, 3),
-        )
-        tAsSFA = cute.filter_zeros(tAsSFA)
-        tAgSFA = cute.filter_zeros(tAgSFA)
-        tBsSFB = cute.filter_zeros(tBsSFB)
-        tBgSFB = cute.filter_zeros(tBgSFB)
-
-        tCrA = tiled_mma.make_fragment_A(sA)
-        tCrB = tiled_mma.make_fragment_B(sB)
-        acc_shape = tiled_mma.partition_shape_C(self.tile_mnk[:2])
-        tCtAcc_fake = tiled_mma.make_fragment_C(cute.append(acc_shape, self.num_acc_stages))
-
-        tma_atoms = (tma_atom_a, tma_atom_b, tma_atom_sfa, tma_atom_sfb)
 
         # ---------------------------------------------------------------- TMA producer warp
         if warp_idx == cfg.TMA_WARP:
@@ -162,27 +95,13 @@ class SpecializedKernel(GroupedGemmBase):
             tile = first
             while tile < end:
                 if tile >= group_end:
-                    slot = group_search(tile_prefix, tile, G)
-                    group_start = tile_prefix[slot]
-                    group_end = tile_prefix[slot + 1]
-                    m = sizes[slot, 0]
-                    n = sizes[slot, 1]
-                    k = sizes[slot, 2]
-                    tiles_m = (m + tile_m - 1) // tile_m
+                    slot, group_start, group_end, m, n, k, tiles_m = self.locate_group(tile_prefix, sizes, tile)
                     k_tiles = k // tile_k
                     self.write_group_tensormaps(tma_atoms, tensormaps, cta, slot, pointers, slot, m, n, k, cfg.TMA_WARP)
                     self.acquire_tensormaps(tensormaps, cta, slot)
                 descriptors = self.descriptor_ptrs(tensormaps, cta, slot)
-                rest = tile - group_start
-                n_block = rest // tiles_m
-                m_block = rest - n_block * tiles_m
-                global_tiles = (
-                    tAgA[(None, m_block, None, 0)],
-                    tBgB[(None, n_block, None, 0)],
-                    tAgSFA[(None, m_block, None, 0)],
-                    tBgSFB[(None, n_block, None, 0)],
-                )
-                smem_stages = (tAsA, tBsB, tAsSFA, tBsSFB)
+                m_block, n_block = self.tile_blocks(tile, group_start, tiles_m)
+                global_tiles = self.tile_sources(global_parts, m_block, n_block)
                 for k_tile in cutlass.range(k_tiles, unroll=1):
                     ab_pipeline.producer_acquire(ab_state)
                     self.load_k_tile(
@@ -200,25 +119,10 @@ class SpecializedKernel(GroupedGemmBase):
 
         # ---------------------------------------------------------------- MMA warp
         if warp_idx == cfg.MMA_WARP:
-            tmem.wait_for_alloc()
-            tcgen05_fence_after_sync()
-            acc_base = tmem.retrieve_ptr(ACC_DTYPE)
-            tCtAcc_staged = cute.make_tensor(acc_base, tCtAcc_fake.layout)
-            sf_base = acc_base + self.tmem.acc_columns * self.num_acc_stages
-            tCtSFA = cute.make_tensor(
-                cute.recast_ptr(sf_base, dtype=SF_DTYPE),
-                blockscaled_utils.make_tmem_layout_sfa(
-                    tiled_mma, self.tile_mnk, cfg.SF_VEC_SIZE, cute.slice_(sfa_smem_staged, (None, None, None, 0))
-                ),
+            acc_base, tCtAcc_staged = self.retrieve_accumulators(tmem, tCtAcc_fake.layout)
+            tCtSFA, tCtSFB, s2t_sfa, s2t_sfb = self.scale_factor_tmem(
+                tiled_mma, acc_base, sSFA, sSFB, sfa_smem_staged, sfb_smem_staged
             )
-            tCtSFB = cute.make_tensor(
-                cute.recast_ptr(sf_base + self.tmem.sfa_columns, dtype=SF_DTYPE),
-                blockscaled_utils.make_tmem_layout_sfb(
-                    tiled_mma, self.tile_mnk, cfg.SF_VEC_SIZE, cute.slice_(sfb_smem_staged, (None, None, None, 0))
-                ),
-            )
-            s2t_sfa = s2t_copy_and_partition(sSFA, tCtSFA)
-            s2t_sfb = s2t_copy_and_partition(sSFB, tCtSFB)
 
             ab_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.num_ab_stages)
             acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.num_acc_stages)
@@ -245,12 +149,7 @@ class SpecializedKernel(GroupedGemmBase):
 
         # ---------------------------------------------------------------- epilogue warps
         if warp_idx < cfg.EPILOGUE_WARPS:
-            tmem.allocate(self.tmem.alloc_columns)
-            tcgen05_fence_before_sync()
-            tmem.wait_for_alloc()
-            tcgen05_fence_after_sync()
-            acc_base = tmem.retrieve_ptr(ACC_DTYPE)
-            tCtAcc_staged = cute.make_tensor(acc_base, tCtAcc_fake.layout)
+            acc_base, tCtAcc_staged = self.allocate_accumulators(tmem, tCtAcc_fake.layout)
             tiled_copy_t2r, thr_copy_t2r, tTR_tAcc = self.epilogue_partitions(tidx, tCtAcc_staged)
 
             acc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.num_acc_stages)
@@ -263,16 +162,9 @@ class SpecializedKernel(GroupedGemmBase):
             tile = first
             while tile < end:
                 if tile >= group_end:
-                    slot = group_search(tile_prefix, tile, G)
-                    group_start = tile_prefix[slot]
-                    group_end = tile_prefix[slot + 1]
-                    m = sizes[slot, 0]
-                    n = sizes[slot, 1]
-                    tiles_m = (m + tile_m - 1) // tile_m
+                    slot, group_start, group_end, m, n, _, tiles_m = self.locate_group(tile_prefix, sizes, tile)
                     c_address = pointers[slot, PTR_C]
-                rest = tile - group_start
-                n_block = rest // tiles_m
-                m_block = rest - n_block * tiles_m
+                m_block, n_block = self.tile_blocks(tile, group_start, tiles_m)
                 self.store_tile(
                     tiled_copy_t2r, thr_copy_t2r, tTR_tAcc, acc_pipeline, acc_state, c_address, m, n, m_block, n_block
                 )
