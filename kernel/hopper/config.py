@@ -28,6 +28,11 @@ Schedule = Literal["contiguous", "strided"]
 #   "cp_async":  16-byte cp.async per lane (LDGSTS), completion through cp.async.mbarrier.arrive;
 #   "bulk_rows": one cp.async.bulk (copy engine) per operand row, completion by transaction bytes.
 Loader = Literal["cp_async", "bulk_rows"]
+# How the consumers turn packed FP4 + E4M3 scales into fp16 operands (kernel/hopper/ptx.py):
+#   "shift": one inline-asm block per 32-K unit, per fp16 pair two shifts + two masks + mul;
+#   "prmt":  byte-permute decode (sign/magnitude spread once per word, one prmt per pair) and
+#            one inline-asm block per sub-block that issues all its shared loads first.
+Dequant = Literal["shift", "prmt"]
 
 SMEM_CAPACITY_BYTES = 232448  # sm_90: 227 KiB of dynamic shared memory per block
 SMEM_ALIGN = 1024  # swizzle-128 operand buffers need 1024-byte alignment
@@ -53,6 +58,7 @@ class HopperConfig:
     operand_exp_shift: int = -14
     schedule: Schedule = "contiguous"
     loader: Loader = "cp_async"
+    dequant: Dequant = "shift"
     ctas_per_sm: int = 1
     arch: str = "sm_90a"
 
@@ -84,6 +90,7 @@ class HopperConfig:
         shift = "" if self.operand_exp_shift == -14 else f"_x{self.operand_exp_shift}"
         sched = "" if self.schedule == "contiguous" else f"_{self.schedule}"
         sched += "" if self.loader == "cp_async" else f"_{self.loader}"
+        sched += "" if self.dequant == "shift" else f"_{self.dequant}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -165,6 +172,8 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"schedule must be 'contiguous' or 'strided', got {config.schedule!r}")
     if config.loader not in ("cp_async", "bulk_rows"):
         p.append(f"loader must be 'cp_async' or 'bulk_rows', got {config.loader!r}")
+    if config.dequant not in ("shift", "prmt"):
+        p.append(f"dequant must be 'shift' or 'prmt', got {config.dequant!r}")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:
@@ -215,6 +224,10 @@ DECLARED_VARIANTS: tuple[HopperConfig, ...] = (
     HopperConfig(operand_exp_shift=0),
     HopperConfig(loader="bulk_rows"),
     HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2, loader="bulk_rows"),
+    # issue 7: the byte-permute decode on the best tile shape of each benchmark shape
+    HopperConfig(dequant="prmt"),
+    HopperConfig(tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3, dequant="prmt"),
+    HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2, dequant="prmt"),
 )
 
 STATIC_MATRIX: tuple[HopperConfig, ...] = DECLARED_VARIANTS

@@ -30,7 +30,7 @@ from cutlass.cute.nvgpu import warpgroup
 
 from kernel.hopper import config as cfgmod
 from kernel.hopper.config import HopperConfig
-from kernel.hopper.ptx import bulk_copy_g2s, cp_async_16, dequant_unit, store_f16
+from kernel.hopper.ptx import bulk_copy_g2s, cp_async_16, dequant_unit, dequant_units_prmt, store_f16
 
 SUB_K = cfgmod.DEQUANT_SUB_K
 
@@ -136,6 +136,54 @@ class HopperNvfp4GroupedGemm:
             step = cutlass.Int32(1)
         return begin, end, step
 
+    def unit_addresses(self, unit, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb: int):
+        """Shared addresses of one unit (32 K of one row): raw bytes, 2 scale bytes, 4 fp16 chunks.
+
+        Eight consecutive units take eight consecutive rows of the same half so their 16-byte
+        chunk stores hit eight different swizzled bank groups and their raw reads (row pitch =
+        16 mod 128) do too. Plain Python on DSL values (traced inline, no control flow).
+        """
+        r = (unit // 16) * 8 + unit % 8
+        h = (unit // 8) % 2
+        src = raw_rows_addr + r * self.pitch + sb * 32 + h * 16
+        i_full = sf_row0 + r
+        blk = i_full // cfgmod.SF_BLOCK_ROWS
+        i = i_full % cfgmod.SF_BLOCK_ROWS
+        sf = raw_sf_addr + blk * self.sf_block_bytes + sb * 512 + (i % 32) * 16 + (i // 32) * 4 + h * 2
+        r8 = r % 8
+        row_base = dst_addr + (r // 8) * 1024 + r8 * 128
+        c0 = h * 4
+        return (
+            src,
+            sf,
+            row_base + (((c0 + 0) ^ r8) << 4),
+            row_base + (((c0 + 1) ^ r8) << 4),
+            row_base + (((c0 + 2) ^ r8) << 4),
+            row_base + (((c0 + 3) ^ r8) << 4),
+        )
+
+    def batched_dequant(self) -> bool:
+        """dequant="prmt" with every consumer thread owning whole units of both operands: one
+        inline-asm block per sub-block (all shared loads first)."""
+        ct = self.consumer_threads
+        return self.config.dequant == "prmt" and (2 * self.mma_m) % ct == 0 and (2 * self.mma_n) % ct == 0
+
+    def max_batch_units(self) -> int:
+        """Units per inline-asm block: each holds 5 registers from its loads to its stores.
+        Two warpgroups with 128 accumulator registers each run at a 168-register cap (288
+        threads): 3 units in one block spilled there (8-byte stack), 2 do not."""
+        if self.config.consumer_warpgroups == 2 and self.config.acc_regs_per_thread >= 128:
+            return 2
+        return 4
+
+    def operand_units(self, tidx, rows: int, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb: int) -> list:
+        """This thread's units of one operand (only when ``batched_dequant``)."""
+        per_thread = rows * 2 // self.consumer_threads
+        return [
+            self.unit_addresses(tidx + u * self.consumer_threads, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb)
+            for u in range(per_thread)
+        ]
+
     @cute.jit
     def dequant_operand(
         self,
@@ -147,36 +195,17 @@ class HopperNvfp4GroupedGemm:
         sf_row0: cutlass.Int32,
         sb: cutlass.Constexpr,
     ):
-        """All consumer threads together: ``rows`` x 64 K of one operand, one sub-block.
-
-        Unit = 32 K of one row. Eight consecutive threads take eight consecutive rows of the
-        same half so their 16-byte chunk stores hit eight different swizzled bank groups and
-        their raw reads (row pitch = 16 mod 128) do too.
-        """
+        """All consumer threads together: ``rows`` x 64 K of one operand, one sub-block."""
         units = rows * 2
         per_thread = (units + self.consumer_threads - 1) // self.consumer_threads
         for u in cutlass.range_constexpr(per_thread):
             unit = tidx + u * self.consumer_threads
             if cutlass.const_expr(units % self.consumer_threads == 0) or unit < units:
-                r = (unit // 16) * 8 + unit % 8
-                h = (unit // 8) % 2
-                src = raw_rows_addr + r * self.pitch + sb * 32 + h * 16
-                i_full = sf_row0 + r
-                blk = i_full // cfgmod.SF_BLOCK_ROWS
-                i = i_full % cfgmod.SF_BLOCK_ROWS
-                sf = raw_sf_addr + blk * self.sf_block_bytes + sb * 512 + (i % 32) * 16 + (i // 32) * 4 + h * 2
-                r8 = r % 8
-                row_base = dst_addr + (r // 8) * 1024 + r8 * 128
-                c0 = h * 4
-                dequant_unit(
-                    src,
-                    sf,
-                    row_base + (((c0 + 0) ^ r8) << 4),
-                    row_base + (((c0 + 1) ^ r8) << 4),
-                    row_base + (((c0 + 2) ^ r8) << 4),
-                    row_base + (((c0 + 3) ^ r8) << 4),
-                    self.config.operand_exp_shift,
-                )
+                addrs = self.unit_addresses(unit, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb)
+                if cutlass.const_expr(self.config.dequant == "prmt"):
+                    dequant_units_prmt([addrs], self.config.operand_exp_shift)
+                else:
+                    dequant_unit(*addrs, self.config.operand_exp_shift)
 
     @cute.jit
     def load_rows_bulk(self, lane, dst, src_ptr, row0, lim, row_bytes, kbyte, mbar, rows: cutlass.Constexpr):
@@ -353,14 +382,25 @@ class HopperNvfp4GroupedGemm:
                     stage = raw_base + state.index * self.raw_stage_bytes
                     for sb in cutlass.range_constexpr(self.n_sub):
                         buf = sb % 2
-                        self.dequant_operand(
-                            tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx,
-                            sx_base + buf * self.x_buf_bytes, x_sf_row0, sb,
-                        )
-                        self.dequant_operand(
-                            tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy,
-                            sy_base + buf * self.y_buf_bytes, y_sf_row0, sb,
-                        )
+                        if cutlass.const_expr(self.batched_dequant()):
+                            units = self.operand_units(
+                                tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx,
+                                sx_base + buf * self.x_buf_bytes, x_sf_row0, sb,
+                            ) + self.operand_units(
+                                tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy,
+                                sy_base + buf * self.y_buf_bytes, y_sf_row0, sb,
+                            )
+                            for b0 in cutlass.range_constexpr(0, len(units), self.max_batch_units()):
+                                dequant_units_prmt(units[b0 : b0 + self.max_batch_units()], cfg.operand_exp_shift)
+                        else:
+                            self.dequant_operand(
+                                tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx,
+                                sx_base + buf * self.x_buf_bytes, x_sf_row0, sb,
+                            )
+                            self.dequant_operand(
+                                tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy,
+                                sy_base + buf * self.y_buf_bytes, y_sf_row0, sb,
+                            )
                         # generic-proxy stores -> visible to wgmma's async proxy
                         cute.arch.fence_proxy("async.shared", space="cta")
                         consumers.arrive_and_wait()

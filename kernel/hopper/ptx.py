@@ -92,6 +92,97 @@ def dequant_unit(
     )
 
 
+# ---- dequant="prmt": byte-permute decode, loads of a whole sub-block issued first ----------
+# Per 32-bit word w of 8 nibbles n0..n7 (n_k at bits 4k..4k+3), with C = PRMT_EM_MASK:
+#   y  = w & PRMT_SIGN_MASK          sign bits of all eight nibbles (bit 4k+3)
+#   he = (w << 1) & C | (y << 4) & ~C  byte b = hb(n_{2b}):   em at bits 8b+1..8b+3, sign at 8b+7
+#   ho = (w >> 3) & C | y & ~C         byte b = hb(n_{2b+1})
+# where hb(n) = s<<7 | em<<1 is the high byte of the fp16 bits s<<15 | em<<9 (= code * 2^-14,
+# as in the "shift" decode). ~C keeps exactly the four wanted sign bits: the other four land on
+# C positions. Then four byte permutes with a zero register, each placing two hb bytes as the
+# high bytes of an fp16x2 (low bytes zero): q0 = (n0, n2), q1 = (n4, n6), q2 = (n1, n3),
+# q3 = (n5, n7). This permutes K inside every 8-element group, identically for both operands.
+PRMT_SIGN_MASK = 0x88888888
+PRMT_EM_MASK = 0x0E0E0E0E
+PRMT_LUT_MUX = 0xE4  # lop3 truth table of (a & c) | (b & ~c)
+PRMT_SELECTORS = (0x1404, 0x3424)  # zero, byte 0/2, zero, byte 1/3 (b operand = 0)
+PRMT_K_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # K element of each fp16 slot in a 16-byte chunk
+
+
+def _prmt_unit_lines(u: int, exp_shift: int, dst_ops: tuple[str, str, str, str]) -> list[str]:
+    """Decode, scale and store unit ``u`` whose words ``w{u}_0..3`` and scale half-word
+    ``hs{u}`` are already loaded."""
+    lines = [
+        f"cvt.u32.u16 sp, hs{u};",
+        "prmt.b32 sp, sp, 0, 0x1100;",  # bytes (s0, s0, s1, s1)
+        "mov.b32 {sh0, sh1}, sp;",
+        "cvt.rn.f16x2.e4m3x2 sc0, sh0;",  # (s0, s0) for words 0-1 (K 0..15)
+        "cvt.rn.f16x2.e4m3x2 sc1, sh1;",  # (s1, s1) for words 2-3 (K 16..31)
+    ]
+    for word in range(4):
+        w = f"w{u}_{word}"
+        lines += [
+            f"and.b32 y, {w}, {PRMT_SIGN_MASK:#010x};",
+            "shl.b32 y4, y, 4;",
+            f"shl.b32 x, {w}, 1;",
+            f"shr.b32 xo, {w}, 3;",
+            f"lop3.b32 he, x, y4, {PRMT_EM_MASK:#010x}, {PRMT_LUT_MUX:#04x};",
+            f"lop3.b32 ho, xo, y, {PRMT_EM_MASK:#010x}, {PRMT_LUT_MUX:#04x};",
+            f"prmt.b32 q0, he, 0, {PRMT_SELECTORS[0]:#06x};",
+            f"prmt.b32 q1, he, 0, {PRMT_SELECTORS[1]:#06x};",
+            f"prmt.b32 q2, ho, 0, {PRMT_SELECTORS[0]:#06x};",
+            f"prmt.b32 q3, ho, 0, {PRMT_SELECTORS[1]:#06x};",
+        ]
+        scale = "sc0" if word < 2 else "sc1"
+        for j in range(4):
+            if exp_shift == 0:
+                lines.append(f"mul.rn.f16x2 q{j}, q{j}, two14;")
+            lines.append(f"mul.rn.f16x2 q{j}, q{j}, {scale};")
+        lines.append(f"st.shared.v4.b32 [{dst_ops[word]}], {{q0, q1, q2, q3}};")
+    return lines
+
+
+def prmt_dequant_asm(n_units: int, exp_shift: int) -> str:
+    """Inline PTX for ``n_units`` units; operands per unit ``u``: ``$(6u)`` raw address,
+    ``$(6u+1)`` scale address, ``$(6u+2..6u+5)`` the four 16-byte fp16 destinations. Every
+    shared load of the batch is issued before the first decode, so their latencies overlap."""
+    words = ", ".join(f"w{u}_{k}" for u in range(n_units) for k in range(4))
+    halves = ", ".join(f"hs{u}" for u in range(n_units))
+    lines = [
+        "{",
+        f".reg .b32 {words};",
+        f".reg .b16 {halves}, sh0, sh1;",
+        ".reg .b32 sp, sc0, sc1, y, y4, x, xo, he, ho, q0, q1, q2, q3, two14;",
+        "mov.b32 two14, 0x74007400;",
+    ]
+    for u in range(n_units):
+        lines.append(f"ld.shared.v4.b32 {{w{u}_0, w{u}_1, w{u}_2, w{u}_3}}, [${6 * u}];")
+    for u in range(n_units):
+        lines.append(f"ld.shared.b16 hs{u}, [${6 * u + 1}];")
+    for u in range(n_units):
+        lines += _prmt_unit_lines(u, exp_shift, tuple(f"${6 * u + 2 + i}" for i in range(4)))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+@dsl_user_op
+def dequant_units_prmt(units: list, exp_shift: int, *, loc=None, ip=None) -> None:
+    """``units``: a list of ``(raw_addr, sf_addr, dst0, dst1, dst2, dst3)`` (shared addresses),
+    each as for :func:`dequant_unit`; one inline-asm block decodes them all."""
+    operands = [Int32(x).ir_value(loc=loc, ip=ip) for unit in units for x in unit]
+    llvm.inline_asm(
+        None,
+        operands,
+        prmt_dequant_asm(len(units), exp_shift),
+        ",".join(["r"] * len(operands) + ["~{memory}"]),
+        has_side_effects=True,
+        is_align_stack=False,
+        asm_dialect=llvm.AsmDialect.AD_ATT,
+        loc=loc,
+        ip=ip,
+    )
+
+
 @dsl_user_op
 def bulk_copy_g2s(dst_smem: Int32, src_gmem: Int64, num_bytes: Int32, mbar_smem: Int32, *, loc=None, ip=None) -> None:
     llvm.inline_asm(

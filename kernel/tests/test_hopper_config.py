@@ -55,6 +55,7 @@ def test_smem_overflow_names_the_bytes():
         dict(tile_m=64, consumer_warpgroups=2),  # cooperative needs mma_m 128
         dict(loader="tma"),
         dict(operand_exp_shift=3),
+        dict(dequant="lut"),
     ],
 )
 def test_bad_configs_are_rejected(kwargs):
@@ -66,6 +67,18 @@ def test_swapped_geometry():
     assert (cfg.mma_m, cfg.mma_n) == (128, 64)
     # rows of both operands plus one 128-row scale block each, per 256-K stage
     assert stage_tx_bytes(cfg) == (128 + 64) * 128 + 2 * 2048
+
+
+def test_dequant_axis_labels():
+    assert DEFAULT_CONFIG.dequant == "shift"
+    prmt = [c for c in DECLARED_VARIANTS if c.dequant == "prmt"]
+    assert {c.label for c in prmt} >= {
+        "h90_m128n128k256_s3_wg1_fp16_prmt",
+        "h90_m128n128k256_s3_wg2_swap_fp16_prmt",
+    }
+    for c in prmt:  # every prmt variant has its shift twin declared, for same-session comparisons
+        twin = HopperConfig(**{**c.__dict__, "dequant": "shift"})
+        assert twin in DECLARED_VARIANTS and twin.label + "_prmt" == c.label
 
 
 def test_constraints_follow_tile_k():

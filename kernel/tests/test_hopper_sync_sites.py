@@ -17,8 +17,13 @@ from profiling import sass, static_report
 
 pytestmark = pytest.mark.compile
 
-# one variant per consumer layout (1 warpgroup; 2 warpgroups on a swapped tile)
-LABELS = ("h90_m128n128k256_s3_wg1_fp16", "h90_m128n128k256_s3_wg2_swap_fp16")
+# one variant per consumer layout (1 warpgroup; 2 warpgroups on a swapped tile), per dequant path
+LABELS = (
+    "h90_m128n128k256_s3_wg1_fp16",
+    "h90_m128n128k256_s3_wg2_swap_fp16",
+    "h90_m128n128k256_s3_wg1_fp16_prmt",
+    "h90_m128n128k256_s3_wg2_swap_fp16_prmt",
+)
 
 
 @pytest.fixture(scope="module")
