@@ -137,7 +137,7 @@ def make_plan(
     """Plan one launch.
 
     ``max_ctas`` caps the persistent grid (SM count times CTAs per SM); ``None`` launches one
-    CTA per tile (the monolithic kernels). Groups with M == 0 or N == 0 are allowed and own no
+    CTA per tile (the monolithic kernels). Every launched CTA owns at least one tile. Groups with M == 0 or N == 0 are allowed and own no
     tile. The sort is stable, so equal-work groups keep the caller's relative order.
     """
     sizes = [tuple(int(x) for x in s) for s in problem_sizes]
@@ -162,6 +162,11 @@ def make_plan(
         if max_ctas < 1:
             raise ValueError(f"max_ctas must be >= 1, got {max_ctas}")
         num_ctas = min(total, max_ctas)
+        if schedule == "contiguous" and total:
+            # ceil-sized ranges can leave trailing CTAs with nothing (9 tiles on 8 CTAs: ranges of
+            # 2 fill 5 CTAs): launch only the CTAs that own a range. The range length, which the
+            # device derives from the grid as ceil(total / num_ctas), does not change.
+            num_ctas = ceil_div(total, ceil_div(total, num_ctas))
     if schedule not in ("contiguous", "strided"):
         raise ValueError(f"unknown schedule {schedule!r}")
     return LaunchPlan(

@@ -51,13 +51,23 @@ def test_cta_ranges_partition_and_balance(sizes, tile, max_ctas, schedule):
     counts = [len(plan.cta_tiles(c)) for c in range(plan.num_ctas)]
     assert sum(counts) == plan.total_tiles
     assert plan.num_ctas <= (plan.total_tiles if max_ctas is None else min(max_ctas, plan.total_tiles))
-    if counts:
-        assert max(counts) <= plan.tiles_per_cta
-        assert max(counts) - min(counts) <= plan.tiles_per_cta  # no CTA idles while another runs 2x
+    if not counts:
+        return
+    assert min(counts) >= 1, f"a launched CTA owns no tile: {counts}"
+    # the range length the device derives from the grid size
+    assert plan.tiles_per_cta == ceil_div(plan.total_tiles, plan.num_ctas)
     if schedule == "contiguous":
+        # full ranges, then one shorter range at most, each starting where the previous ended
+        assert counts[:-1] == [plan.tiles_per_cta] * (len(counts) - 1), counts
         ranges = [plan.cta_tiles(c) for c in range(plan.num_ctas)]
-        for r0, r1 in zip(ranges, ranges[1:]):
-            assert r0.stop == r1.start or len(r1) == 0
+        assert all(r0.stop == r1.start for r0, r1 in zip(ranges, ranges[1:]))
+    else:
+        assert max(counts) - min(counts) <= 1, counts
+    # as many CTAs as the cap allows, minus only those a contiguous range split leaves idle
+    if max_ctas is None or max_ctas >= plan.total_tiles:
+        assert plan.num_ctas == plan.total_tiles
+    elif schedule == "strided":
+        assert plan.num_ctas == max_ctas
 
 
 @given(sizes_strategy, tiles)
