@@ -54,3 +54,23 @@ def test_compile_cache_compiles_once_per_config_and_group_count():
     compile_for(DEFAULT_CONFIG, 3)
     assert compile_cache.stats.compiles - before <= 1
     assert (DEFAULT_CONFIG, 3) in compile_cache.keys()
+
+
+def test_shape_sweep_compiles_once():
+    """20 shape sets through the host path of one variant: one compile (shapes are run-time values).
+
+    ``launch`` compiles ``compile_for(prep.config, prep.plan.num_groups)``; a dry-run prepare
+    gives the same key without a GPU."""
+    import random
+
+    import oracle
+    from kernel.hopper import prepare
+
+    rng = random.Random(20261129)
+    compile_cache.clear()
+    for i in range(20):
+        sizes = [(rng.randint(0, 400), rng.randint(1, 900), 256 * rng.randint(1, 4), 1) for _ in range(3)]
+        prep = prepare(oracle.make_inputs(sizes, i, device="cpu"), DEFAULT_CONFIG, dry_run=True)
+        compile_for(prep.config, prep.plan.num_groups)
+    assert compile_cache.stats.compiles == 1, compile_cache.stats
+    assert compile_cache.stats.hits == 19

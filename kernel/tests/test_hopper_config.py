@@ -87,10 +87,9 @@ def test_constraints_follow_tile_k():
 
 
 def _cpu_problem(sizes):
-    from ci.hopper_dev_check import make_problem
+    import oracle
 
-    data, _, _ = make_problem(sizes, seed=7, dist="wide", device="cpu")
-    return data
+    return oracle.make_inputs(sizes, 7, device="cpu")
 
 
 def test_prepare_dry_run_plans_on_cpu():
