@@ -325,10 +325,11 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     _m(
         "hopper_group_search_boundary",
-        "device group search off by one at a group boundary (< instead of <=)",
-        "kernel/hopper/kernel.py",
-        "            if m_prefix[mid + 1] <= tile:",
-        "            if m_prefix[mid + 1] < tile:",
+        "device group search off by one at a group boundary (< instead of <=), in the device "
+        "schedule both kernels share",
+        "kernel/device_schedule.py",
+        "        if tile_prefix[mid + 1] <= tile:",
+        "        if tile_prefix[mid + 1] < tile:",
         "hopper",
         HOPPER_PROPERTY,
     ),

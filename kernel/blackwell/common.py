@@ -26,6 +26,7 @@ from cutlass.memory import SmemAllocator, TmemAllocator
 from cutlass.tensor_utils import TensorMapManager, TensorMapUpdateMode
 
 from kernel.blackwell import config as cfg
+from kernel.device_schedule import group_search
 from kernel.tables import POINTER_COLUMNS
 
 AB_DTYPE = cutlass.Float4E2M1FN
@@ -105,20 +106,6 @@ def make_shared_storage(num_ab_stages: int, num_acc_stages: int, a_layout, b_lay
         sSFB: cute.struct.Align[cute.struct.MemRange[SF_DTYPE, cute.cosize(sfb_layout)], cfg.SMEM_ALIGN_BYTES]
 
     return SharedStorage
-
-
-@cute.jit
-def group_search(tile_prefix: cute.Tensor, tile: cutlass.Int32, num_groups: cutlass.Constexpr[int]) -> cutlass.Int32:
-    """kernel.plan.device_group_search, verbatim: the slot s with prefix[s] <= tile < prefix[s+1]."""
-    left = cutlass.Int32(0)
-    right = cutlass.Int32(num_groups)
-    while left < right:
-        mid = (left + right) // 2
-        if tile_prefix[mid + 1] <= tile:
-            left = mid + 1
-        else:
-            right = mid
-    return left
 
 
 def s2t_copy_and_partition(sSF: cute.Tensor, tSF: cute.Tensor):

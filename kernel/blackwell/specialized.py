@@ -26,10 +26,10 @@ from kernel.blackwell import config as cfg
 from kernel.blackwell.common import (
     PTR_C,
     GroupedGemmBase,
-    group_search,
     tcgen05_fence_after_sync,
     tcgen05_fence_before_sync,
 )
+from kernel.device_schedule import cta_tile_range, group_search
 
 TMEM_ALLOC_BARRIER = 1  # epilogue warps + MMA warp wait for the TMEM address
 EPILOGUE_BARRIER = 2  # epilogue warps, before freeing TMEM
@@ -53,20 +53,10 @@ class SpecializedKernel(GroupedGemmBase):
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         tidx, _, _ = cute.arch.thread_idx()
         cta, _, _ = cute.arch.block_idx()
-        num_ctas, _, _ = cute.arch.grid_dim()
 
         # This CTA's tiles: [first, end) with stride `step` (kernel.plan.LaunchPlan.cta_tiles).
         total_tiles = tile_prefix[G]
-        first = cutlass.Int32(cta)
-        end = total_tiles
-        step = cutlass.Int32(num_ctas)
-        if cutlass.const_expr(self.config.schedule == "contiguous"):
-            per_cta = (total_tiles + num_ctas - 1) // num_ctas
-            first = cta * per_cta
-            end = first + per_cta
-            if end > total_tiles:
-                end = total_tiles
-            step = cutlass.Int32(1)
+        first, end, step = cta_tile_range(total_tiles, self.config.schedule)
 
         a_smem_staged, b_smem_staged, sfa_smem_staged, sfb_smem_staged = smem_layouts
         smem_tensors, ab_pipeline, acc_pipeline, tmem = self.setup_shared(

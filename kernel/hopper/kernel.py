@@ -29,6 +29,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import warpgroup
 
 from kernel.hopper import config as cfgmod
+from kernel.device_schedule import cta_tile_range, group_search
 from kernel.hopper.config import HopperConfig
 from kernel.hopper.ptx import bulk_copy_g2s, cp_async_16, dequant_unit, dequant_units_prmt, store_f16
 
@@ -105,15 +106,7 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def locate(self, m_prefix: cute.Tensor, m_sizes: cute.Tensor, tile: cutlass.Int32):
         """tile -> (slot, m_block, n_block); the loop of kernel.plan.device_group_search."""
-        left = cutlass.Int32(0)
-        right = cutlass.Int32(self.num_groups)
-        while left < right:
-            mid = (left + right) // 2
-            if m_prefix[mid + 1] <= tile:
-                left = mid + 1
-            else:
-                right = mid
-        slot = left
+        slot = group_search(m_prefix, tile, self.num_groups)
         rest = tile - m_prefix[slot]
         tiles_m = (m_sizes[slot, 0] + (self.config.tile_m - 1)) // self.config.tile_m
         n_block = rest // tiles_m
@@ -122,19 +115,7 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def tile_range(self, total: cutlass.Int32):
-        bid, _, _ = cute.arch.block_idx()
-        nct, _, _ = cute.arch.grid_dim()
-        bid = cutlass.Int32(bid)
-        nct = cutlass.Int32(nct)
-        begin = bid
-        end = total
-        step = nct
-        if cutlass.const_expr(self.config.schedule == "contiguous"):
-            per = (total + nct - 1) // nct
-            begin = bid * per
-            end = cutlass.min(begin + per, total)
-            step = cutlass.Int32(1)
-        return begin, end, step
+        return cta_tile_range(total, self.config.schedule)
 
     def unit_addresses(self, unit, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb: int):
         """Shared addresses of one unit (32 K of one row): raw bytes, 2 scale bytes, 4 fp16 chunks.
