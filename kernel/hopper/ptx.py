@@ -19,10 +19,25 @@ or with ``exp_shift == 0`` a first multiply by 2^14 gives the exact value itself
 from __future__ import annotations
 
 from cutlass._mlir.dialects import llvm
-from cutlass.cutlass_dsl import T, dsl_user_op
+from cutlass.cutlass_dsl import dsl_user_op
 from cutlass.cute.typing import Float32, Int32, Int64
 
 _SHIFTS = ((9, 12), (5, 8), (1, 4), (-3, 0))  # (magnitude, sign) left shifts for j = 0..3
+
+
+def _inline_asm(asm: str, constraints: str, operands: list, *, loc=None, ip=None) -> None:
+    """One side-effecting inline-PTX statement (no results); ``operands`` are MLIR values."""
+    llvm.inline_asm(
+        None,
+        operands,
+        asm,
+        constraints,
+        has_side_effects=True,
+        is_align_stack=False,
+        asm_dialect=llvm.AsmDialect.AD_ATT,
+        loc=loc,
+        ip=ip,
+    )
 
 
 def _shl(dst: str, src: str, amount: int) -> str:
@@ -79,17 +94,7 @@ def dequant_unit(
     """Dequantize 32 K elements: 16 raw bytes at ``raw_addr`` (shared), 2 scale bytes at
     ``sf_addr`` (words 0-1 use the first, 2-3 the second), fp16 chunks to ``dst0..dst3``."""
     operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in (raw_addr, sf_addr, dst0, dst1, dst2, dst3)]
-    llvm.inline_asm(
-        None,
-        operands,
-        _dequant_asm(exp_shift),
-        "r,r,r,r,r,r,~{memory}",
-        has_side_effects=True,
-        is_align_stack=False,
-        asm_dialect=llvm.AsmDialect.AD_ATT,
-        loc=loc,
-        ip=ip,
-    )
+    _inline_asm(_dequant_asm(exp_shift), "r,r,r,r,r,r,~{memory}", operands, loc=loc, ip=ip)
 
 
 # ---- dequant="prmt": byte-permute decode, loads of a whole sub-block issued first ----------
@@ -170,34 +175,21 @@ def dequant_units_prmt(units: list, exp_shift: int, *, loc=None, ip=None) -> Non
     """``units``: a list of ``(raw_addr, sf_addr, dst0, dst1, dst2, dst3)`` (shared addresses),
     each as for :func:`dequant_unit`; one inline-asm block decodes them all."""
     operands = [Int32(x).ir_value(loc=loc, ip=ip) for unit in units for x in unit]
-    llvm.inline_asm(
-        None,
-        operands,
-        prmt_dequant_asm(len(units), exp_shift),
-        ",".join(["r"] * len(operands) + ["~{memory}"]),
-        has_side_effects=True,
-        is_align_stack=False,
-        asm_dialect=llvm.AsmDialect.AD_ATT,
-        loc=loc,
-        ip=ip,
-    )
+    constraints = ",".join(["r"] * len(operands) + ["~{memory}"])
+    _inline_asm(prmt_dequant_asm(len(units), exp_shift), constraints, operands, loc=loc, ip=ip)
 
 
 @dsl_user_op
 def bulk_copy_g2s(dst_smem: Int32, src_gmem: Int64, num_bytes: Int32, mbar_smem: Int32, *, loc=None, ip=None) -> None:
-    llvm.inline_asm(
-        None,
+    _inline_asm(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
+        "r,l,r,r,~{memory}",
         [
             Int32(dst_smem).ir_value(loc=loc, ip=ip),
             Int64(src_gmem).ir_value(loc=loc, ip=ip),
             Int32(num_bytes).ir_value(loc=loc, ip=ip),
             Int32(mbar_smem).ir_value(loc=loc, ip=ip),
         ],
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
-        "r,l,r,r,~{memory}",
-        has_side_effects=True,
-        is_align_stack=False,
-        asm_dialect=llvm.AsmDialect.AD_ATT,
         loc=loc,
         ip=ip,
     )
@@ -206,18 +198,14 @@ def bulk_copy_g2s(dst_smem: Int32, src_gmem: Int64, num_bytes: Int32, mbar_smem:
 @dsl_user_op
 def store_f16(addr: Int64, value: Float32, multiplier: Float32, *, loc=None, ip=None) -> None:
     """``*addr = fp16(value * multiplier)`` (round to nearest even; multiplier a power of two)."""
-    llvm.inline_asm(
-        None,
+    _inline_asm(
+        "{\n.reg .f32 f;\n.reg .b16 h;\nmul.rn.f32 f, $1, $2;\ncvt.rn.f16.f32 h, f;\nst.global.b16 [$0], h;\n}",
+        "l,f,f,~{memory}",
         [
             Int64(addr).ir_value(loc=loc, ip=ip),
             Float32(value).ir_value(loc=loc, ip=ip),
             Float32(multiplier).ir_value(loc=loc, ip=ip),
         ],
-        "{\n.reg .f32 f;\n.reg .b16 h;\nmul.rn.f32 f, $1, $2;\ncvt.rn.f16.f32 h, f;\nst.global.b16 [$0], h;\n}",
-        "l,f,f,~{memory}",
-        has_side_effects=True,
-        is_align_stack=False,
-        asm_dialect=llvm.AsmDialect.AD_ATT,
         loc=loc,
         ip=ip,
     )
@@ -226,14 +214,10 @@ def store_f16(addr: Int64, value: Float32, multiplier: Float32, *, loc=None, ip=
 @dsl_user_op
 def cp_async_16(dst_smem: Int32, src_gmem: Int64, *, loc=None, ip=None) -> None:
     """16-byte ``cp.async.cg`` (L2 only); completion is tracked by the pipeline's mbarrier."""
-    llvm.inline_asm(
-        None,
-        [Int32(dst_smem).ir_value(loc=loc, ip=ip), Int64(src_gmem).ir_value(loc=loc, ip=ip)],
+    _inline_asm(
         "cp.async.cg.shared.global [$0], [$1], 16;",
         "r,l,~{memory}",
-        has_side_effects=True,
-        is_align_stack=False,
-        asm_dialect=llvm.AsmDialect.AD_ATT,
+        [Int32(dst_smem).ir_value(loc=loc, ip=ip), Int64(src_gmem).ir_value(loc=loc, ip=ip)],
         loc=loc,
         ip=ip,
     )
