@@ -114,6 +114,20 @@ class HopperNvfp4GroupedGemm:
         return slot, m_block, n_block
 
     @cute.jit
+    def tile_origin(self, m_prefix: cute.Tensor, m_sizes: cute.Tensor, tile: cutlass.Int32):
+        """(slot, m, n, k, m0, n0): the group of ``tile``, its sizes and the tile's first row and
+        column of C; what the producer and the consumers both need for every tile."""
+        slot, m_block, n_block = self.locate(m_prefix, m_sizes, tile)
+        return (
+            slot,
+            m_sizes[slot, 0],
+            m_sizes[slot, 1],
+            m_sizes[slot, 2],
+            m_block * self.config.tile_m,
+            n_block * self.config.tile_n,
+        )
+
+    @cute.jit
     def tile_range(self, total: cutlass.Int32):
         return cta_tile_range(total, self.config.schedule)
 
@@ -275,12 +289,7 @@ class HopperNvfp4GroupedGemm:
             lane = cute.arch.lane_idx()
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
             for tile in range(t_begin, t_end, t_step):
-                slot, m_block, n_block = self.locate(m_prefix, m_sizes, tile)
-                m = m_sizes[slot, 0]
-                n = m_sizes[slot, 1]
-                k = m_sizes[slot, 2]
-                m0 = m_block * cfg.tile_m
-                n0 = n_block * cfg.tile_n
+                slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
                 a_ptr = m_ptrs[slot, 0]
                 b_ptr = m_ptrs[slot, 1]
                 sfa_ptr = m_ptrs[slot, 3]
@@ -342,12 +351,7 @@ class HopperNvfp4GroupedGemm:
             consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             for tile in range(t_begin, t_end, t_step):
-                slot, m_block, n_block = self.locate(m_prefix, m_sizes, tile)
-                m = m_sizes[slot, 0]
-                n = m_sizes[slot, 1]
-                k = m_sizes[slot, 2]
-                m0 = m_block * cfg.tile_m
-                n0 = n_block * cfg.tile_n
+                slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
                 x_sf_row0 = m0 % 128
                 y_sf_row0 = n0 % 128
                 if cutlass.const_expr(cfg.swapped):
