@@ -33,14 +33,31 @@ Loader = Literal["cp_async", "bulk_rows"]
 #   "prmt":  byte-permute decode (sign/magnitude spread once per word, one prmt per pair) and
 #            one inline-asm block per sub-block that issues all its shared loads first.
 Dequant = Literal["shift", "prmt"]
+# Who dequantizes and who multiplies:
+#   "cooperative": the consumer warpgroups do both, in turn, per 64-K sub-block (two named
+#                  barriers per sub-block, two fp16 buffers);
+#   "split":       ``dequant_warpgroups`` warpgroups only dequantize, into a ring of
+#                  ``fp16_buffers`` fp16 sub-block buffers with full/empty mbarriers, and the
+#                  ``consumer_warpgroups`` only issue wgmma and store C; the two run decoupled.
+Roles = Literal["cooperative", "split"]
+# Profiling only (never declared, results are wrong on purpose): what a "split" variant skips,
+# to time the rest. "no_mma": the consumers wait for each fp16 buffer and release it without
+# wgmma; "no_dequant": the dequant warps publish each buffer without writing it; "load_only":
+# both. The producer always loads every stage.
+Ablate = Literal["none", "no_mma", "no_dequant", "load_only"]
 
 SMEM_CAPACITY_BYTES = 232448  # sm_90: 227 KiB of dynamic shared memory per block
 SMEM_ALIGN = 1024  # swizzle-128 operand buffers need 1024-byte alignment
 DEQUANT_SUB_K = 64  # K elements per dequantized sub-block (one SW128 atom of fp16)
-NUM_DEQUANT_BUFFERS = 2
+NUM_DEQUANT_BUFFERS = 2  # the cooperative roles' ping-pong pair
 RAW_ROW_PAD_BYTES = 16  # pad each packed FP4 row in smem so 8 rows hit 8 different bank groups
 SF_BLOCK_ROWS = 128  # the blocked scale layout packs 128 rows x 4 scale columns per 512 bytes
 MAX_ACC_REGS_PER_THREAD = 128
+REGISTER_FILE = 65536  # 32-bit registers per SM (one CTA per SM)
+MAX_REGS_PER_THREAD = 255
+# registers the wgmma warps need besides their accumulators (descriptors, tile geometry,
+# epilogue addressing); the compile of every declared variant checks 0 spills
+MMA_OVERHEAD_REGS = 24
 
 
 @dataclass(frozen=True)
@@ -50,7 +67,8 @@ class HopperConfig:
     tile_k: int = 256
     num_ab_stages: int = 3
     consumer_warpgroups: int = 1  # 1: one consumer warpgroup; 2: cooperative on one tile
-    producer_warps: int = 1
+    producer_warps: int = 1  # warps issuing the cp.async loads (1, 2 or 4; rows split among them)
+    load_unroll: int = 1  # unroll factor of each producer warp's row-copy loop
     swapped: bool = False
     dequant_dtype: DequantDtype = "fp16"
     # 0: operands hold the exact dequantized values (two fp16 multiplies per pair);
@@ -59,6 +77,10 @@ class HopperConfig:
     schedule: Schedule = "contiguous"
     loader: Loader = "cp_async"
     dequant: Dequant = "shift"
+    roles: Roles = "cooperative"
+    dequant_warpgroups: int = 0  # "split" only: warpgroups that dequantize (1 or 2)
+    fp16_buffers: int = NUM_DEQUANT_BUFFERS  # fp16 sub-block buffers ("split": a ring of 2..6)
+    ablate: Ablate = "none"
     ctas_per_sm: int = 1
     arch: str = "sm_90a"
 
@@ -73,11 +95,28 @@ class HopperConfig:
 
     @property
     def consumer_threads(self) -> int:
+        """Threads of the warpgroups that issue wgmma and hold the accumulators."""
         return 128 * self.consumer_warpgroups
 
     @property
+    def dequant_threads(self) -> int:
+        """Threads that dequantize: the consumers themselves, or the dequant warpgroups."""
+        if self.roles == "split":
+            return 128 * self.dequant_warpgroups
+        return self.consumer_threads
+
+    @property
     def threads(self) -> int:
-        return self.consumer_threads + 32 * self.producer_warps
+        dq = self.dequant_threads if self.roles == "split" else 0
+        return self.consumer_threads + dq + 32 * self.producer_warps
+
+    @property
+    def register_cap(self) -> int:
+        """Registers per thread ptxas allows a CTA of ``threads``: it budgets whole warpgroups
+        (threads rounded up to 128) and whole units of 8 registers. Measured with ptxas for
+        sm_90a: 288 threads -> 168, 416 -> 128 ("Insufficient registers (128)")."""
+        budgeted = -(-self.threads // 128) * 128
+        return min(MAX_REGS_PER_THREAD, REGISTER_FILE // budgeted // 8 * 8)
 
     @property
     def acc_regs_per_thread(self) -> int:
@@ -86,11 +125,16 @@ class HopperConfig:
     @property
     def label(self) -> str:
         role = f"wg{self.consumer_warpgroups}"
+        if self.roles == "split":
+            role += f"_dq{self.dequant_warpgroups}b{self.fp16_buffers}"
         swap = "_swap" if self.swapped else ""
         shift = "" if self.operand_exp_shift == -14 else f"_x{self.operand_exp_shift}"
         sched = "" if self.schedule == "contiguous" else f"_{self.schedule}"
         sched += "" if self.loader == "cp_async" else f"_{self.loader}"
         sched += "" if self.dequant == "shift" else f"_{self.dequant}"
+        sched += "" if self.producer_warps == 1 else f"_p{self.producer_warps}"
+        sched += "" if self.load_unroll == 1 else f"_u{self.load_unroll}"
+        sched += "" if self.ablate == "none" else f"_ablate-{self.ablate}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -136,12 +180,14 @@ def stage_tx_bytes(config: HopperConfig) -> int:
 
 
 def dequant_buffer_bytes(config: HopperConfig) -> int:
-    """fp16 operand buffers (X and Y), all ping-pong copies."""
-    return NUM_DEQUANT_BUFFERS * (config.mma_m + config.mma_n) * DEQUANT_SUB_K * 2
+    """fp16 operand buffers (X and Y), all copies."""
+    return config.fp16_buffers * (config.mma_m + config.mma_n) * DEQUANT_SUB_K * 2
 
 
 def smem_bytes(config: HopperConfig) -> dict[str, int]:
     barriers = 2 * config.num_ab_stages * 8
+    if config.roles == "split":
+        barriers += 2 * config.fp16_buffers * 8
     raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
@@ -162,8 +208,12 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"tile_k must be 128 or 256, got {config.tile_k}")
     if config.consumer_warpgroups not in (1, 2):
         p.append(f"consumer_warpgroups must be 1 or 2, got {config.consumer_warpgroups}")
-    if config.producer_warps != 1:
-        p.append(f"producer_warps must be 1, got {config.producer_warps}")
+    if config.producer_warps not in (1, 2, 4):
+        p.append(f"producer_warps must be 1, 2 or 4, got {config.producer_warps}")
+    elif config.producer_warps != 1 and config.loader != "cp_async":
+        p.append(f"producer_warps > 1 needs loader='cp_async', got {config.loader!r}")
+    if config.load_unroll not in (1, 2, 4, 8):
+        p.append(f"load_unroll must be 1, 2, 4 or 8, got {config.load_unroll}")
     if config.dequant_dtype != "fp16":
         p.append(f"dequant_dtype must be 'fp16', got {config.dequant_dtype!r}")
     if config.operand_exp_shift not in (0, -14):
@@ -174,6 +224,24 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"loader must be 'cp_async' or 'bulk_rows', got {config.loader!r}")
     if config.dequant not in ("shift", "prmt"):
         p.append(f"dequant must be 'shift' or 'prmt', got {config.dequant!r}")
+    if config.roles not in ("cooperative", "split"):
+        p.append(f"roles must be 'cooperative' or 'split', got {config.roles!r}")
+    elif config.roles == "cooperative":
+        if config.dequant_warpgroups != 0:
+            p.append(f"dequant_warpgroups is for roles='split' only, got {config.dequant_warpgroups}")
+        if config.fp16_buffers != NUM_DEQUANT_BUFFERS:
+            p.append(f"roles='cooperative' uses {NUM_DEQUANT_BUFFERS} fp16 buffers, got {config.fp16_buffers}")
+    else:
+        if config.dequant_warpgroups not in (1, 2):
+            p.append(f"roles='split' needs dequant_warpgroups 1 or 2, got {config.dequant_warpgroups}")
+        if not 2 <= config.fp16_buffers <= 6:
+            p.append(f"roles='split' needs 2..6 fp16_buffers, got {config.fp16_buffers}")
+        if config.loader != "cp_async":
+            p.append(f"roles='split' needs loader='cp_async' (the dequant warps release stages), got {config.loader!r}")
+    if config.ablate not in ("none", "no_mma", "no_dequant", "load_only"):
+        p.append(f"ablate must be none, no_mma, no_dequant or load_only, got {config.ablate!r}")
+    elif config.ablate != "none" and config.roles != "split":
+        p.append("ablate needs roles='split' (profiling only)")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:
@@ -193,13 +261,19 @@ def config_problems(config: HopperConfig) -> list[str]:
             f"({config.mma_m}x{config.mma_n} over {config.consumer_threads} threads), "
             f"limit {MAX_ACC_REGS_PER_THREAD}"
         )
+    need = config.acc_regs_per_thread + MMA_OVERHEAD_REGS
+    if need > config.register_cap:
+        p.append(
+            f"{config.threads} threads leave {config.register_cap} registers per thread; the wgmma "
+            f"warps need {config.acc_regs_per_thread} accumulators + {MMA_OVERHEAD_REGS} = {need}"
+        )
     sm = smem_bytes(config)
     if sm["total"] > SMEM_CAPACITY_BYTES:
         raw_stage = raw_stage_layout(config)["bytes"]
         p.append(
             f"shared memory {sm['total']} B > {SMEM_CAPACITY_BYTES} B: {config.num_ab_stages} stages x "
             f"{raw_stage} B raw FP4+scales = {sm['raw_stages']} B, + {sm['dequant_buffers']} B fp16 "
-            f"operand buffers ({NUM_DEQUANT_BUFFERS} x ({config.mma_m}+{config.mma_n}) rows x "
+            f"operand buffers ({config.fp16_buffers} x ({config.mma_m}+{config.mma_n}) rows x "
             f"{DEQUANT_SUB_K} x 2 B), + {sm['barriers']} B barriers + {3 * SMEM_ALIGN} B alignment"
         )
     return p
@@ -228,6 +302,15 @@ DECLARED_VARIANTS: tuple[HopperConfig, ...] = (
     HopperConfig(dequant="prmt"),
     HopperConfig(tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3, dequant="prmt"),
     HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2, dequant="prmt"),
+    # issue 7: dequant warpgroups decoupled from the wgmma warpgroups (roles="split")
+    HopperConfig(dequant="prmt", roles="split", dequant_warpgroups=1, fp16_buffers=3),
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3, dequant="prmt",
+        roles="split", dequant_warpgroups=2, fp16_buffers=3, producer_warps=4,
+    ),
+    # issue 7: four producer warps (the one-warp loader alone took 60 % of the kernel's time)
+    HopperConfig(tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, dequant="prmt", producer_warps=4),
+    HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2, dequant="prmt", producer_warps=4),
 )
 
 STATIC_MATRIX: tuple[HopperConfig, ...] = DECLARED_VARIANTS

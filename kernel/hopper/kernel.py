@@ -54,19 +54,28 @@ class HopperNvfp4GroupedGemm:
         self.sf_block_bytes = cfgmod.sf_block_bytes(config)
         self.n_sub = config.tile_k // SUB_K
         self.consumer_threads = config.consumer_threads
+        self.dequant_threads = config.dequant_threads
         self.consumer_warps = config.consumer_threads // 32
-        self.producer_warp = 4 * config.consumer_warpgroups
+        self.dequant_warps = config.dequant_threads // 32
+        self.split = config.roles == "split"
+        # warps: consumers first (warpgroup-aligned for wgmma), then the dequant warpgroups
+        # ("split"), then the producer warp
+        self.dequant_warp0 = 4 * config.consumer_warpgroups
+        self.producer_warp = self.dequant_warp0 + (self.dequant_warps if self.split else 0)
+        self.fp16_buffers = config.fp16_buffers
         self.threads = config.threads
         self.out_multiplier = float(2.0 ** (-2 * config.operand_exp_shift))
         self.x_buf_bytes = self.mma_m * SUB_K * 2
         self.y_buf_bytes = self.mma_n * SUB_K * 2
         stages, raw_bytes = self.stages, self.stages * self.raw_stage_bytes
-        x_elems = cfgmod.NUM_DEQUANT_BUFFERS * self.mma_m * SUB_K
-        y_elems = cfgmod.NUM_DEQUANT_BUFFERS * self.mma_n * SUB_K
+        x_elems = config.fp16_buffers * self.mma_m * SUB_K
+        y_elems = config.fp16_buffers * self.mma_n * SUB_K
+        fp16_bar_count = 2 * config.fp16_buffers if self.split else 1
 
         @cute.struct
         class SharedStorage:
             bars: cute.struct.MemRange[cutlass.Int64, stages * 2]
+            fp16_bars: cute.struct.MemRange[cutlass.Int64, fp16_bar_count]
             raw: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, raw_bytes], cfgmod.SMEM_ALIGN]
             sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, x_elems], cfgmod.SMEM_ALIGN]
             sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
@@ -93,8 +102,8 @@ class HopperNvfp4GroupedGemm:
             tiler_mn=(64, self.mma_n),
         )
         atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
-        x_layout = cute.tile_to_shape(atom, (self.mma_m, SUB_K, cfgmod.NUM_DEQUANT_BUFFERS), order=(0, 1, 2))
-        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, cfgmod.NUM_DEQUANT_BUFFERS), order=(0, 1, 2))
+        x_layout = cute.tile_to_shape(atom, (self.mma_m, SUB_K, self.fp16_buffers), order=(0, 1, 2))
+        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers), order=(0, 1, 2))
         self.kernel(tiled_mma, x_layout, y_layout, sizes_ptr, prefix_ptr, ptrs_ptr).launch(
             grid=(num_ctas, 1, 1),
             block=(self.threads, 1, 1),
@@ -160,22 +169,24 @@ class HopperNvfp4GroupedGemm:
     def batched_dequant(self) -> bool:
         """dequant="prmt" with every consumer thread owning whole units of both operands: one
         inline-asm block per sub-block (all shared loads first)."""
-        ct = self.consumer_threads
+        ct = self.dequant_threads
         return self.config.dequant == "prmt" and (2 * self.mma_m) % ct == 0 and (2 * self.mma_n) % ct == 0
 
     def max_batch_units(self) -> int:
         """Units per inline-asm block: each holds 5 registers from its loads to its stores.
         Two warpgroups with 128 accumulator registers each run at a 168-register cap (288
         threads): 3 units in one block spilled there (8-byte stack), 2 do not."""
+        if self.config.roles == "split":
+            return 4  # the dequant warps hold no accumulators
         if self.config.consumer_warpgroups == 2 and self.config.acc_regs_per_thread >= 128:
             return 2
         return 4
 
     def operand_units(self, tidx, rows: int, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb: int) -> list:
         """This thread's units of one operand (only when ``batched_dequant``)."""
-        per_thread = rows * 2 // self.consumer_threads
+        per_thread = rows * 2 // self.dequant_threads
         return [
-            self.unit_addresses(tidx + u * self.consumer_threads, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb)
+            self.unit_addresses(tidx + u * self.dequant_threads, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb)
             for u in range(per_thread)
         ]
 
@@ -192,10 +203,10 @@ class HopperNvfp4GroupedGemm:
     ):
         """All consumer threads together: ``rows`` x 64 K of one operand, one sub-block."""
         units = rows * 2
-        per_thread = (units + self.consumer_threads - 1) // self.consumer_threads
+        per_thread = (units + self.dequant_threads - 1) // self.dequant_threads
         for u in cutlass.range_constexpr(per_thread):
-            unit = tidx + u * self.consumer_threads
-            if cutlass.const_expr(units % self.consumer_threads == 0) or unit < units:
+            unit = tidx + u * self.dequant_threads
+            if cutlass.const_expr(units % self.dequant_threads == 0) or unit < units:
                 addrs = self.unit_addresses(unit, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb)
                 if cutlass.const_expr(self.config.dequant == "prmt"):
                     dequant_units_prmt([addrs], self.config.operand_exp_shift)
@@ -210,30 +221,38 @@ class HopperNvfp4GroupedGemm:
             bulk_copy_g2s(dst + r * self.pitch, src_ptr + cutlass.Int64(grow) * row_bytes + kbyte, self.config.tile_k // 2, mbar)
 
     @cute.jit
-    def load_rows_cp_async(self, lane, dst, src_ptr, row0, lim, row_bytes, kbyte, rows: cutlass.Constexpr):
-        """Lane l copies 16-byte chunks l, l+32, ...: each warp instruction covers whole rows."""
+    def load_rows_cp_async(self, pw, lane, dst, src_ptr, row0, lim, row_bytes, kbyte, rows: cutlass.Constexpr):
+        """Producer warp ``pw`` of P copies steps pw, pw+P, ...; in a step lane l copies 16-byte
+        chunk l of a run of whole rows (one warp instruction covers 32 / chunks_per_row rows)."""
         chunks_per_row = self.config.tile_k // 32
         rows_per_step = 32 // chunks_per_row
+        P = self.config.producer_warps
         q = lane % chunks_per_row
-        r0 = lane // chunks_per_row
+        r0 = lane // chunks_per_row + rows_per_step * pw
         src0 = src_ptr + kbyte + q * 16
         dst0 = dst + r0 * self.pitch + q * 16
-        # a rolled loop: unrolled, the hoisted row addresses spill (the producer shares the
+        last = lim - 1 - row0  # rows past the operand's end copy its last row
+        # rolled by default: unrolled, the hoisted row addresses spill (the producer shares the
         # consumers' register budget)
-        for i in range(rows // rows_per_step, unroll=1):
-            r = r0 + rows_per_step * i
-            grow = cutlass.min(row0 + r, lim - 1)
-            cp_async_16(dst0 + (rows_per_step * self.pitch) * i, src0 + cutlass.Int64(grow) * row_bytes)
+        for i in range(rows // rows_per_step // P, unroll=self.config.load_unroll):
+            r = r0 + (rows_per_step * P) * i
+            cp_async_16(
+                dst0 + (rows_per_step * P * self.pitch) * i,
+                src0 + cutlass.Int64(row0 + cutlass.min(r, last)) * row_bytes,
+            )
 
     @cute.jit
-    def load_sf_cp_async(self, lane, dst, sf_ptr, row0, blocks, rest_k, sf_k, rows: cutlass.Constexpr):
+    def load_sf_cp_async(self, pw, lane, dst, sf_ptr, row0, blocks, rest_k, sf_k, rows: cutlass.Constexpr):
+        """Copy step i of scale block b goes to producer warp (b * steps + i) % P."""
         chunks = self.sf_block_bytes // 16
+        steps = chunks // 32
         for b in cutlass.range_constexpr(cfgmod.sf_blocks(rows)):
             blk = cutlass.min(row0 // 128 + b, blocks - 1)
             base = sf_ptr + (cutlass.Int64(blk) * rest_k + sf_k) * 512
-            for i in cutlass.range_constexpr(chunks // 32):
-                c = lane + 32 * i
-                cp_async_16(dst + b * self.sf_block_bytes + c * 16, base + c * 16)
+            for i in cutlass.range_constexpr(steps):
+                if pw == (b * steps + i) % self.config.producer_warps:
+                    c = lane + 32 * i
+                    cp_async_16(dst + b * self.sf_block_bytes + c * 16, base + c * 16)
 
     @cute.kernel
     def kernel(
@@ -268,7 +287,16 @@ class HopperNvfp4GroupedGemm:
             pipe = pipeline.PipelineCpAsync.create(
                 barrier_storage=storage.bars.data_ptr(),
                 num_stages=self.stages,
-                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32 * cfg.producer_warps),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_threads),
+            )
+        if cutlass.const_expr(self.split):
+            # fp16 sub-block ring: full = every dequant thread's arrive (after its proxy fence),
+            # empty = every consumer thread's arrive once the wgmma that read it has retired
+            fp16_pipe = pipeline.PipelineAsync.create(
+                barrier_storage=storage.fp16_bars.data_ptr(),
+                num_stages=self.fp16_buffers,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_threads),
                 consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_threads),
             )
 
@@ -284,9 +312,10 @@ class HopperNvfp4GroupedGemm:
         total = m_prefix[G]
         t_begin, t_end, t_step = self.tile_range(total)
 
-        if warp_idx == self.producer_warp:
+        if warp_idx >= self.producer_warp:
             # ------------------------------------------------------------ producer warp
             lane = cute.arch.lane_idx()
+            pw = warp_idx - self.producer_warp
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
             for tile in range(t_begin, t_end, t_step):
                 slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
@@ -332,14 +361,14 @@ class HopperNvfp4GroupedGemm:
                                     mbar,
                                 )
                     else:
-                        self.load_rows_cp_async(lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, self.mma_m)
-                        self.load_rows_cp_async(lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, self.mma_n)
-                        self.load_sf_cp_async(lane, stage + self.off_sfx, sfx_ptr, x_row0, x_blocks, rest_k, sf_k, self.mma_m)
-                        self.load_sf_cp_async(lane, stage + self.off_sfy, sfy_ptr, y_row0, y_blocks, rest_k, sf_k, self.mma_n)
+                        self.load_rows_cp_async(pw, lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, self.mma_m)
+                        self.load_rows_cp_async(pw, lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, self.mma_n)
+                        self.load_sf_cp_async(pw, lane, stage + self.off_sfx, sfx_ptr, x_row0, x_blocks, rest_k, sf_k, self.mma_m)
+                        self.load_sf_cp_async(pw, lane, stage + self.off_sfy, sfy_ptr, y_row0, y_blocks, rest_k, sf_k, self.mma_n)
                     pipe.producer_commit(state)
                     state.advance()
             pipe.producer_tail(state)
-        else:
+        elif warp_idx < self.dequant_warp0:
             # ------------------------------------------------------- consumer warpgroups
             thr_mma = tiled_mma.get_slice(tidx)
             tCsX = thr_mma.partition_A(sX)
@@ -348,73 +377,125 @@ class HopperNvfp4GroupedGemm:
             tCrY = tiled_mma.make_fragment_B(tCsY)
             acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
             tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
-            consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
+            if cutlass.const_expr(self.split):
+                fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
+                for tile in range(t_begin, t_end, t_step):
+                    slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+                    steps = (k // cfg.tile_k) * self.n_sub
+                    acc.fill(0.0)
+                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                    warpgroup.fence()
+                    # first sub-block peeled: nothing to release before it
+                    fp16_pipe.consumer_wait(fp16_state)
+                    self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, fp16_state.index)
+                    retire_state = fp16_state.clone()
+                    fp16_state.advance()
+                    for _step in range(1, steps):
+                        fp16_pipe.consumer_wait(fp16_state)
+                        self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, fp16_state.index)
+                        # the previous sub-block's wgmma has retired: its buffer is free
+                        warpgroup.wait_group(1)
+                        fp16_pipe.consumer_release(retire_state)
+                        retire_state.advance()
+                        fp16_state.advance()
+                    warpgroup.wait_group(0)
+                    fp16_pipe.consumer_release(retire_state)
+                    self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+            else:
+                consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
+                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+                for tile in range(t_begin, t_end, t_step):
+                    slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+                    x_sf_row0, y_sf_row0 = self.sf_rows(m0, n0)
+                    k_tiles = k // cfg.tile_k
+
+                    acc.fill(0.0)
+                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                    warpgroup.fence()
+                    for kt in range(k_tiles):
+                        pipe.consumer_wait(state)
+                        stage = raw_base + state.index * self.raw_stage_bytes
+                        for sb in cutlass.range_constexpr(self.n_sub):
+                            buf = sb % 2
+                            self.dequant_sub_block(
+                                tidx, stage, sx_base + buf * self.x_buf_bytes, sy_base + buf * self.y_buf_bytes,
+                                x_sf_row0, y_sf_row0, sb,
+                            )
+                            # generic-proxy stores -> visible to wgmma's async proxy
+                            cute.arch.fence_proxy("async.shared", space="cta")
+                            consumers.arrive_and_wait()
+                            if cutlass.const_expr(sb == self.n_sub - 1):
+                                pipe.consumer_release(state)
+                            self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, buf)
+                            warpgroup.wait_group(1)
+                            # every warp has retired the wgmma that read the other buffer
+                            consumers.arrive_and_wait()
+                        state.advance()
+                    warpgroup.wait_group(0)
+                    self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+        elif cutlass.const_expr(self.split):
+            # ---------------------------------------- dequant warpgroups (roles="split")
+            dq_tidx = tidx - self.consumer_threads
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
             for tile in range(t_begin, t_end, t_step):
                 slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
-                x_sf_row0 = m0 % 128
-                y_sf_row0 = n0 % 128
-                if cutlass.const_expr(cfg.swapped):
-                    x_sf_row0 = n0 % 128
-                    y_sf_row0 = m0 % 128
-                k_tiles = k // cfg.tile_k
-
-                acc.fill(0.0)
-                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                warpgroup.fence()
-                for kt in range(k_tiles):
+                x_sf_row0, y_sf_row0 = self.sf_rows(m0, n0)
+                for kt in range(k // cfg.tile_k):
                     pipe.consumer_wait(state)
                     stage = raw_base + state.index * self.raw_stage_bytes
                     for sb in cutlass.range_constexpr(self.n_sub):
-                        buf = sb % 2
-                        if cutlass.const_expr(self.batched_dequant()):
-                            units = self.operand_units(
-                                tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx,
-                                sx_base + buf * self.x_buf_bytes, x_sf_row0, sb,
-                            ) + self.operand_units(
-                                tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy,
-                                sy_base + buf * self.y_buf_bytes, y_sf_row0, sb,
-                            )
-                            for b0 in cutlass.range_constexpr(0, len(units), self.max_batch_units()):
-                                dequant_units_prmt(units[b0 : b0 + self.max_batch_units()], cfg.operand_exp_shift)
-                        else:
-                            self.dequant_operand(
-                                tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx,
-                                sx_base + buf * self.x_buf_bytes, x_sf_row0, sb,
-                            )
-                            self.dequant_operand(
-                                tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy,
-                                sy_base + buf * self.y_buf_bytes, y_sf_row0, sb,
-                            )
-                        # generic-proxy stores -> visible to wgmma's async proxy
+                        fp16_pipe.producer_acquire(fp16_state)
+                        buf = fp16_state.index
+                        self.dequant_sub_block(
+                            dq_tidx, stage, sx_base + buf * self.x_buf_bytes, sy_base + buf * self.y_buf_bytes,
+                            x_sf_row0, y_sf_row0, sb,
+                        )
+                        # generic-proxy stores -> visible to wgmma's async proxy, then publish
                         cute.arch.fence_proxy("async.shared", space="cta")
-                        consumers.arrive_and_wait()
-                        if cutlass.const_expr(sb == self.n_sub - 1):
-                            pipe.consumer_release(state)
-                        for kb in cutlass.range_constexpr(SUB_K // 16):
-                            cute.gemm(
-                                tiled_mma,
-                                acc,
-                                tCrX[(None, None, kb, buf)],
-                                tCrY[(None, None, kb, buf)],
-                                acc,
-                            )
-                        warpgroup.commit_group()
-                        warpgroup.wait_group(1)
-                        # every warp has retired the wgmma that read the other buffer
-                        consumers.arrive_and_wait()
+                        fp16_pipe.producer_commit(fp16_state)
+                        fp16_state.advance()
+                    pipe.consumer_release(state)
                     state.advance()
-                warpgroup.wait_group(0)
 
-                # epilogue: predicated fp16 stores straight from the accumulators
-                c_ptr = m_ptrs[slot, 2]
-                mult = cutlass.Float32(self.out_multiplier)
-                for i in cutlass.range_constexpr(cute.size(acc)):
-                    crd = tCcC[i]
-                    row = m0 + crd[0]
-                    col = n0 + crd[1]
-                    if cutlass.const_expr(cfg.swapped):
-                        row = m0 + crd[1]
-                        col = n0 + crd[0]
-                    if row < m and col < n:
-                        store_f16(c_ptr + (cutlass.Int64(row) * cutlass.Int64(n) + cutlass.Int64(col)) * 2, acc[i], mult)
+    # ------------------------------------------------------------- consumer helpers
+    def sf_rows(self, m0, n0):
+        """Row of the tile's first X and Y row inside its 128-row scale block."""
+        if self.config.swapped:
+            return n0 % 128, m0 % 128
+        return m0 % 128, n0 % 128
+
+    def dequant_sub_block(self, tidx, stage, x_dst, y_dst, x_sf_row0, y_sf_row0, sb: int):
+        """This thread's share of one 64-K sub-block of both operands: raw stage -> fp16 buffers."""
+        if self.config.ablate in ("no_dequant", "load_only"):
+            return
+        if self.batched_dequant():
+            units = self.operand_units(
+                tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx, x_dst, x_sf_row0, sb
+            ) + self.operand_units(tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy, y_dst, y_sf_row0, sb)
+            for b0 in range(0, len(units), self.max_batch_units()):  # traced inline: a Python loop
+                dequant_units_prmt(units[b0 : b0 + self.max_batch_units()], self.config.operand_exp_shift)
+        else:
+            self.dequant_operand(tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx, x_dst, x_sf_row0, sb)
+            self.dequant_operand(tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy, y_dst, y_sf_row0, sb)
+
+    def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf):
+        """Issue the wgmmas of one 64-K sub-block from fp16 buffer ``buf`` and commit them."""
+        if self.config.ablate not in ("no_mma", "load_only"):
+            for kb in range(SUB_K // 16):  # traced inline: a Python loop
+                cute.gemm(tiled_mma, acc, tCrX[(None, None, kb, buf)], tCrY[(None, None, kb, buf)], acc)
+        warpgroup.commit_group()
+
+    @cute.jit
+    def epilogue(self, acc, tCcC, c_ptr, m, n, m0, n0):
+        """Predicated fp16 stores straight from the accumulators (ragged M and N)."""
+        mult = cutlass.Float32(self.out_multiplier)
+        for i in cutlass.range_constexpr(cute.size(acc)):
+            crd = tCcC[i]
+            row = m0 + crd[0]
+            col = n0 + crd[1]
+            if cutlass.const_expr(self.config.swapped):
+                row = m0 + crd[1]
+                col = n0 + crd[0]
+            if row < m and col < n:
+                store_f16(c_ptr + (cutlass.Int64(row) * cutlass.Int64(n) + cutlass.Int64(col)) * 2, acc[i], mult)

@@ -76,7 +76,8 @@ def test_dequant_axis_labels():
         "h90_m128n128k256_s3_wg1_fp16_prmt",
         "h90_m128n128k256_s3_wg2_swap_fp16_prmt",
     }
-    for c in prmt:  # every prmt variant has its shift twin declared, for same-session comparisons
+    step1 = [c for c in prmt if c.roles == "cooperative" and c.producer_warps == 1]
+    for c in step1:  # each step-1 prmt variant has its shift twin declared, for same-session comparisons
         twin = HopperConfig(**{**c.__dict__, "dequant": "shift"})
         assert twin in DECLARED_VARIANTS and twin.label + "_prmt" == c.label
 
@@ -105,3 +106,45 @@ def test_prepare_rejects_k_off_granularity():
         prepare(_cpu_problem([(8, 8, 128, 1)]), DEFAULT_CONFIG, dry_run=True)
     assert info.value.rule == "k_granularity"
     prepare(_cpu_problem([(8, 8, 128, 1)]), HopperConfig(tile_k=128, num_ab_stages=5), dry_run=True)
+
+
+def test_register_cap_budgets_whole_warpgroups():
+    # ptxas for sm_90a refused 152 registers at 416 threads ("Insufficient registers (128)")
+    assert HopperConfig().register_cap == 255  # 160 threads
+    assert HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2).register_cap == 168  # 288
+    split = HopperConfig(roles="split", dequant_warpgroups=2, fp16_buffers=3)
+    assert split.threads == 128 + 256 + 32 and split.register_cap == 128
+    # 128 accumulators + overhead do not fit in 128 registers: rejected before any compile
+    assert any("registers per thread" in p for p in config_problems(split))
+    assert not config_problems(HopperConfig(roles="split", dequant_warpgroups=1, fp16_buffers=3))
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(roles="split", dequant_warpgroups=0), "dequant_warpgroups 1 or 2"),
+        (dict(roles="split", dequant_warpgroups=1, fp16_buffers=7), "2..6 fp16_buffers"),
+        (dict(dequant_warpgroups=1), "for roles='split' only"),
+        (dict(fp16_buffers=3), "uses 2 fp16 buffers"),
+        (dict(roles="split", dequant_warpgroups=1, loader="bulk_rows"), "loader='cp_async'"),
+        (dict(producer_warps=3), "producer_warps must be 1, 2 or 4"),
+        (dict(producer_warps=2, loader="bulk_rows"), "needs loader='cp_async'"),
+        (dict(ablate="no_mma"), "ablate needs roles='split'"),
+        (dict(roles="weird"), "roles must be"),
+    ],
+)
+def test_role_axes_rules(kwargs, words):
+    problems = config_problems(HopperConfig(**kwargs))
+    assert any(words in p for p in problems), problems
+
+
+def test_split_smem_counts_the_fp16_ring_and_its_barriers():
+    coop = HopperConfig()
+    split = HopperConfig(roles="split", dequant_warpgroups=1, fp16_buffers=3)
+    assert smem_bytes(split)["dequant_buffers"] == 3 * (128 + 128) * 64 * 2
+    assert smem_bytes(split)["barriers"] == smem_bytes(coop)["barriers"] + 2 * 3 * 8
+    assert "_dq1b3" in split.label and "_p4" in HopperConfig(producer_warps=4).label
+
+
+def test_no_declared_variant_is_ablated():
+    assert all(c.ablate == "none" for c in DECLARED_VARIANTS)

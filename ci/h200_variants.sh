@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Check and time chosen Hopper variants in one device call (issue 7's tuning loop):
+#   source .device/env.sh && VARIANTS="label1,label2" BASELINES="label3" bash ci/h200_variants.sh
+# VARIANTS: new variants, each checked by the ci-profile kernel-vs-oracle property and the
+# invalid-problem property before it is timed; BASELINES: timed in the same run for ratios.
+# Logs under $OUT (or ./out): properties.txt, bench_gpu.json, bench_summary.md.
+set -u
+OUT=${OUT:-out}; mkdir -p "$OUT"
+: "${VARIANTS:?comma-separated variant labels}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+VARGS=$(echo "$VARIANTS" | tr ',' '\n' | sed 's/^/--variant=/' | tr '\n' ' ')
+# shellcheck disable=SC2086
+timeout ${T_PROPS:-240} python3 -m pytest -m properties --subject=hopper $VARGS --hypothesis-profile=${PROFILE:-ci} \
+  -k "test_subject_matches_oracle and not per_distribution or rejects" -p no:cacheprovider -q -rs -x 2>&1 \
+  | tail -30 | tee "$OUT/properties.txt"
+ALL=$VARIANTS${BASELINES:+,$BASELINES}
+NVFP4_BENCH_FAMILIES=hopper NVFP4_BENCH_SHAPES=${SHAPES:-bench1,bench2,bench3,bench4} NVFP4_BENCH_VARIANTS=$ALL \
+  timeout ${T_BENCH:-240} python3 -m pytest profiling/benchmarks/bench_gpu.py --benchmark-only \
+  --benchmark-json=$OUT/bench_gpu.json --benchmark-columns=median,iqr,rounds -p no:cacheprovider -q -rs 2>&1 | tail -6
+python3 -m profiling.benchmarks.summary $OUT/bench_gpu.json | tee "$OUT/bench_summary.md"

@@ -1,0 +1,113 @@
+"""Time Hopper configs, declared or not, and what each "split" config costs without a part.
+
+    python -m profiling.ablation --variant LABEL [--config JSON ...] [--ablate]
+                                 [--shapes bench1,bench2] [--json PATH]
+
+``--config '{"tile_n": 256, "roles": "split", ...}'`` builds a ``HopperConfig`` from the given
+fields (the rest default), so a candidate can be timed before it is declared. ``--ablate`` adds,
+for every ``roles="split"`` config, the same config with ``ablate`` = ``no_mma`` (dequantize,
+no wgmma), ``no_dequant`` (wgmma on unwritten buffers) and ``load_only``: the time of each part
+alone, to say which one bounds the kernel. Ablated results are wrong by design and are not
+checked; every other config is checked against the exact oracle (NaN-poisoned outputs) before it
+is timed, and a wrong one is reported, not timed.
+
+Timing: the shared CUDA-graph replay of ``profiling.timing`` (median over samples, inputs
+rotated over copies that together exceed L2), on the standard shapes' benchmark inputs.
+Progress goes to stderr, a markdown table to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from typing import Sequence
+
+ABLATIONS = ("no_mma", "no_dequant", "load_only")
+
+
+def parse_configs(variants: Sequence[str], configs: Sequence[str], ablate: bool) -> list:
+    from kernel.hopper.config import DECLARED_VARIANTS, HopperConfig, check_config
+
+    by_label = {c.label: c for c in DECLARED_VARIANTS}
+    out = []
+    for label in variants:
+        if label not in by_label:
+            raise SystemExit(f"unknown variant {label!r}; declared: {', '.join(by_label)}")
+        out.append(by_label[label])
+    for text in configs:
+        out.append(HopperConfig(**json.loads(text)))
+    if ablate:
+        out += [dataclasses.replace(c, ablate=a) for c in list(out) if c.roles == "split" for a in ABLATIONS]
+    for c in out:
+        check_config(c)
+    return list(dict.fromkeys(out))
+
+
+def check_exact(config, data) -> str | None:
+    """None when every group matches the oracle within its bound (exact elements bitwise)."""
+    import oracle
+    import torch
+    from kernel import hopper
+
+    for g in data[0]:
+        g[2].fill_(float("nan"))
+    outs = hopper.custom_kernel(data, config=config)
+    torch.cuda.synchronize()
+    expected = oracle.expected_outputs(data)  # on the GPU: seconds for the standard shapes
+    report = oracle.compare(outs, [e.reference for e in expected], [e.bound for e in expected])
+    return None if report.ok else str(report)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m profiling.ablation", description=__doc__.split("\n\n")[0])
+    p.add_argument("--variant", action="append", default=[], help="a declared label (repeatable)")
+    p.add_argument("--config", action="append", default=[], help="HopperConfig fields as JSON (repeatable)")
+    p.add_argument("--ablate", action="store_true", help="add the no_mma/no_dequant/load_only twins of split configs")
+    p.add_argument("--shapes", default="bench1,bench2,bench3,bench4")
+    p.add_argument("--samples", type=int, default=15)
+    p.add_argument("--json", help="write every row here")
+    args = p.parse_args(argv)
+
+    from kernel import hopper
+    from profiling import floors, timing
+    from profiling.benchmarks import _support as S
+
+    configs = parse_configs(args.variant, args.config, args.ablate)
+    rows = []
+    for shape_name in args.shapes.split(","):
+        shape = floors.get_shape(shape_name)
+        copies = timing.copies_for(floors.shape_bytes(shape, padded_scales=True), l2_bytes=S.l2_bytes())
+        datas = S.device_copies(shape, copies)
+        launches_per_replay = timing.launches_for(floors.floor_us(shape), copies)
+        for config in configs:
+            t0 = time.time()
+            problem = None if config.ablate != "none" else check_exact(config, datas[0])
+            if problem:
+                rows.append({"shape": shape_name, "label": config.label, "us": None, "problem": problem})
+                print(f"[ablation] {shape_name} {config.label}: WRONG {problem}", file=sys.stderr, flush=True)
+                continue
+            launches = [lambda d=d, c=config: hopper.custom_kernel(d, config=c) for d in datas]
+            t = timing.time_device(launches, samples=args.samples, launches_per_replay=launches_per_replay)
+            rows.append({"shape": shape_name, "label": config.label, "us": t.median_us, "method": t.method})
+            print(f"[ablation] {shape_name} {config.label}: {t.median_us:.1f} us ({time.time() - t0:.0f} s)",
+                  file=sys.stderr, flush=True)
+    shapes = args.shapes.split(",")
+    print("| config | " + " | ".join(f"{s} us" for s in shapes) + " |")
+    print("|---|" + "---|" * len(shapes))
+    for config in configs:
+        cells = []
+        for s in shapes:
+            r = next(r for r in rows if r["shape"] == s and r["label"] == config.label)
+            cells.append("WRONG" if r["us"] is None else f"{r['us']:.1f}")
+        print(f"| `{config.label}` | " + " | ".join(cells) + " |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 1 if any(r["us"] is None for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
