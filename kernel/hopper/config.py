@@ -27,7 +27,9 @@ Schedule = Literal["contiguous", "strided"]
 # How the producer warp moves packed FP4 rows and scale blocks into a stage:
 #   "cp_async":  16-byte cp.async per lane (LDGSTS), completion through cp.async.mbarrier.arrive;
 #   "bulk_rows": one cp.async.bulk (copy engine) per operand row, completion by transaction bytes.
-Loader = Literal["cp_async", "bulk_rows"]
+#   "tma":       one 2-D TMA box per operand (per-group tensor maps, kernel.tensor_maps) and one
+#                cp.async.bulk per scale block, from one thread; rows land 128-byte swizzled.
+Loader = Literal["cp_async", "bulk_rows", "tma"]
 # How the consumers turn packed FP4 + E4M3 scales into fp16 operands (kernel/hopper/ptx.py):
 #   "shift": one inline-asm block per 32-K unit, per fp16 pair two shifts + two masks + mul;
 #   "prmt":  byte-permute decode (sign/magnitude spread once per word, one prmt per pair) and
@@ -44,7 +46,8 @@ Roles = Literal["cooperative", "split"]
 # to time the rest. "no_mma": the consumers wait for each fp16 buffer and release it without
 # wgmma; "no_dequant": the dequant warps publish each buffer without writing it; "load_only":
 # both. The producer always loads every stage.
-Ablate = Literal["none", "no_mma", "no_dequant", "load_only"]
+# "no_fence": the dequant warps skip the generic->async proxy fence (a race: timing only).
+Ablate = Literal["none", "no_mma", "no_dequant", "load_only", "no_fence"]
 
 SMEM_CAPACITY_BYTES = 232448  # sm_90: 227 KiB of dynamic shared memory per block
 SMEM_ALIGN = 1024  # swizzle-128 operand buffers need 1024-byte alignment
@@ -143,6 +146,8 @@ class HopperConfig:
 
 # ---- shared-memory byte arithmetic (all plain ints) --------------------------------------
 def raw_row_pitch(config: HopperConfig) -> int:
+    if config.loader == "tma":
+        return config.tile_k // 2  # dense 128-byte rows, conflict-free through the swizzle
     return config.tile_k // 2 + RAW_ROW_PAD_BYTES
 
 
@@ -168,7 +173,8 @@ def raw_stage_layout(config: HopperConfig) -> dict[str, int]:
     off_sfx = off_y + y_rows
     off_sfy = off_sfx + x_sf
     total = off_sfy + y_sf
-    total = (total + 127) // 128 * 128
+    align = SMEM_ALIGN if config.loader == "tma" else 128  # the 128-byte swizzle needs 1024
+    total = (total + align - 1) // align * align
     return {"x": off_x, "y": off_y, "sfx": off_sfx, "sfy": off_sfy, "bytes": total}
 
 
@@ -220,8 +226,10 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"operand_exp_shift must be 0 or -14, got {config.operand_exp_shift}")
     if config.schedule not in ("contiguous", "strided"):
         p.append(f"schedule must be 'contiguous' or 'strided', got {config.schedule!r}")
-    if config.loader not in ("cp_async", "bulk_rows"):
-        p.append(f"loader must be 'cp_async' or 'bulk_rows', got {config.loader!r}")
+    if config.loader not in ("cp_async", "bulk_rows", "tma"):
+        p.append(f"loader must be 'cp_async', 'bulk_rows' or 'tma', got {config.loader!r}")
+    if config.loader == "tma" and config.tile_k != 256:
+        p.append(f"loader='tma' needs tile_k 256 (128-byte rows for the 128-byte swizzle), got {config.tile_k}")
     if config.dequant not in ("shift", "prmt"):
         p.append(f"dequant must be 'shift' or 'prmt', got {config.dequant!r}")
     if config.roles not in ("cooperative", "split"):
@@ -236,10 +244,10 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append(f"roles='split' needs dequant_warpgroups 1 or 2, got {config.dequant_warpgroups}")
         if not 2 <= config.fp16_buffers <= 6:
             p.append(f"roles='split' needs 2..6 fp16_buffers, got {config.fp16_buffers}")
-        if config.loader != "cp_async":
-            p.append(f"roles='split' needs loader='cp_async' (the dequant warps release stages), got {config.loader!r}")
-    if config.ablate not in ("none", "no_mma", "no_dequant", "load_only"):
-        p.append(f"ablate must be none, no_mma, no_dequant or load_only, got {config.ablate!r}")
+        if config.loader == "bulk_rows":
+            p.append("roles='split' does not take loader='bulk_rows'")
+    if config.ablate not in ("none", "no_mma", "no_dequant", "load_only", "no_fence"):
+        p.append(f"ablate must be none, no_mma, no_dequant, load_only or no_fence, got {config.ablate!r}")
     elif config.ablate != "none" and config.roles != "split":
         p.append("ablate needs roles='split' (profiling only)")
     if config.ctas_per_sm != 1:
@@ -311,6 +319,14 @@ DECLARED_VARIANTS: tuple[HopperConfig, ...] = (
     # issue 7: four producer warps (the one-warp loader alone took 60 % of the kernel's time)
     HopperConfig(tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, dequant="prmt", producer_warps=4),
     HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2, dequant="prmt", producer_warps=4),
+    # issue 7: TMA loads (one 2-D box per operand and stage, per-group tensor maps)
+    HopperConfig(tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma"),
+    HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2, dequant="prmt", loader="tma"),
+    HopperConfig(num_ab_stages=4, dequant="prmt", loader="tma"),
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3, dequant="prmt", loader="tma",
+        roles="split", dequant_warpgroups=2, fp16_buffers=3,
+    ),
 )
 
 STATIC_MATRIX: tuple[HopperConfig, ...] = DECLARED_VARIANTS

@@ -31,7 +31,15 @@ from cutlass.cute.nvgpu import warpgroup
 from kernel.hopper import config as cfgmod
 from kernel.device_schedule import cta_tile_range, group_search
 from kernel.hopper.config import HopperConfig
-from kernel.hopper.ptx import bulk_copy_g2s, cp_async_16, dequant_unit, dequant_units_prmt, store_f16
+from kernel.hopper.ptx import (
+    bulk_copy_g2s,
+    cp_async_16,
+    dequant_unit,
+    dequant_units_prmt,
+    store_f16,
+    tensormap_acquire,
+    tma_load_rows,
+)
 
 SUB_K = cfgmod.DEQUANT_SUB_K
 
@@ -89,6 +97,7 @@ class HopperNvfp4GroupedGemm:
         sizes_ptr: cute.Pointer,
         prefix_ptr: cute.Pointer,
         ptrs_ptr: cute.Pointer,
+        tmaps_ptr: cute.Pointer,
         num_ctas: cutlass.Int32,
         stream: cuda.CUstream,
     ):
@@ -104,7 +113,7 @@ class HopperNvfp4GroupedGemm:
         atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
         x_layout = cute.tile_to_shape(atom, (self.mma_m, SUB_K, self.fp16_buffers), order=(0, 1, 2))
         y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers), order=(0, 1, 2))
-        self.kernel(tiled_mma, x_layout, y_layout, sizes_ptr, prefix_ptr, ptrs_ptr).launch(
+        self.kernel(tiled_mma, x_layout, y_layout, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr).launch(
             grid=(num_ctas, 1, 1),
             block=(self.threads, 1, 1),
             min_blocks_per_mp=1,
@@ -149,7 +158,11 @@ class HopperNvfp4GroupedGemm:
         """
         r = (unit // 16) * 8 + unit % 8
         h = (unit // 8) % 2
-        src = raw_rows_addr + r * self.pitch + sb * 32 + h * 16
+        if self.config.loader == "tma":
+            # 128-byte swizzle: chunk c of row r sits at chunk c ^ (r % 8)
+            src = raw_rows_addr + r * self.pitch + (((sb * 2 + h) ^ (unit % 8)) << 4)
+        else:
+            src = raw_rows_addr + r * self.pitch + sb * 32 + h * 16
         i_full = sf_row0 + r
         blk = i_full // cfgmod.SF_BLOCK_ROWS
         i = i_full % cfgmod.SF_BLOCK_ROWS
@@ -263,6 +276,7 @@ class HopperNvfp4GroupedGemm:
         sizes_ptr: cute.Pointer,
         prefix_ptr: cute.Pointer,
         ptrs_ptr: cute.Pointer,
+        tmaps_ptr: cute.Pointer,
     ):
         cfg = self.config
         G = self.num_groups
@@ -272,13 +286,13 @@ class HopperNvfp4GroupedGemm:
 
         smem = cutlass.utils.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
-        if cutlass.const_expr(cfg.loader == "bulk_rows"):
-            # full: one elected arrive + transaction bytes; empty: lane 0 of each consumer warp
+        if cutlass.const_expr(cfg.loader != "cp_async"):
+            # full: one elected arrive + transaction bytes; empty: lane 0 of each dequant warp
             pipe = pipeline.PipelineTmaAsync.create(
                 barrier_storage=storage.bars.data_ptr(),
                 num_stages=self.stages,
                 producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_warps),
                 tx_count=self.tx_bytes,
                 cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
             )
@@ -291,13 +305,14 @@ class HopperNvfp4GroupedGemm:
                 consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_threads),
             )
         if cutlass.const_expr(self.split):
-            # fp16 sub-block ring: full = every dequant thread's arrive (after its proxy fence),
-            # empty = every consumer thread's arrive once the wgmma that read it has retired
+            # fp16 sub-block ring, one arrive per warp (lane 0 after a warp sync): full = each
+            # dequant warp once all its lanes fenced their stores; empty = each consumer warp once
+            # the wgmma that read the buffer has retired
             fp16_pipe = pipeline.PipelineAsync.create(
                 barrier_storage=storage.fp16_bars.data_ptr(),
                 num_stages=self.fp16_buffers,
-                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_threads),
-                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_threads),
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_warps),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
             )
 
         sX = storage.sX.get_tensor(x_layout.outer, swizzle=x_layout.inner)
@@ -328,6 +343,16 @@ class HopperNvfp4GroupedGemm:
                 if cutlass.const_expr(cfg.swapped):
                     x_ptr, x_row0, x_lim, sfx_ptr = b_ptr, n0, n, sfb_ptr
                     y_ptr, y_row0, y_lim, sfy_ptr = a_ptr, m0, m, sfa_ptr
+                if cutlass.const_expr(cfg.loader == "tma"):
+                    # per slot: A's tensor map, then B's (kernel.tensor_maps)
+                    tm_a = tmaps_ptr.toint() + cutlass.Int64(slot) * 256
+                    tm_x, tm_y = tm_a, tm_a + 128
+                    if cutlass.const_expr(cfg.swapped):
+                        tm_x, tm_y = tm_a + 128, tm_a
+                    if lane == 0:
+                        tensormap_acquire(tm_x)
+                    if lane == 1:
+                        tensormap_acquire(tm_y)
                 row_bytes = cutlass.Int64(k // 2)
                 rest_k = cutlass.Int64(k // 64)
                 x_blocks = (x_lim + 127) // 128
@@ -338,10 +363,17 @@ class HopperNvfp4GroupedGemm:
                     stage = raw_base + state.index * self.raw_stage_bytes
                     kbyte = cutlass.Int64(kt * (cfg.tile_k // 2))
                     sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
-                    if cutlass.const_expr(cfg.loader == "bulk_rows"):
+                    if cutlass.const_expr(cfg.loader != "cp_async"):
                         mbar = pipe.producer_get_barrier(state).toint()
-                        self.load_rows_bulk(lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, mbar, self.mma_m)
-                        self.load_rows_bulk(lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, mbar, self.mma_n)
+                        if cutlass.const_expr(cfg.loader == "tma"):
+                            # rows past the operand's end are zero-filled (never stored)
+                            if lane == 0:
+                                tma_load_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), x_row0, mbar)
+                            if lane == 1:
+                                tma_load_rows(stage + self.off_y, tm_y, kt * (cfg.tile_k // 2), y_row0, mbar)
+                        else:
+                            self.load_rows_bulk(lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, mbar, self.mma_m)
+                            self.load_rows_bulk(lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, mbar, self.mma_n)
                         for b in cutlass.range_constexpr(cfgmod.sf_blocks(self.mma_m)):
                             if lane == b:
                                 blk = cutlass.min(x_row0 // 128 + b, x_blocks - 1)
@@ -395,11 +427,11 @@ class HopperNvfp4GroupedGemm:
                         self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, fp16_state.index)
                         # the previous sub-block's wgmma has retired: its buffer is free
                         warpgroup.wait_group(1)
-                        fp16_pipe.consumer_release(retire_state)
+                        self.warp_release(fp16_pipe, retire_state)
                         retire_state.advance()
                         fp16_state.advance()
                     warpgroup.wait_group(0)
-                    fp16_pipe.consumer_release(retire_state)
+                    self.warp_release(fp16_pipe, retire_state)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
             else:
                 consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
@@ -452,13 +484,25 @@ class HopperNvfp4GroupedGemm:
                             x_sf_row0, y_sf_row0, sb,
                         )
                         # generic-proxy stores -> visible to wgmma's async proxy, then publish
-                        cute.arch.fence_proxy("async.shared", space="cta")
-                        fp16_pipe.producer_commit(fp16_state)
+                        if cutlass.const_expr(cfg.ablate != "no_fence"):
+                            cute.arch.fence_proxy("async.shared", space="cta")
+                        cute.arch.sync_warp()
+                        if cute.arch.lane_idx() == 0:
+                            fp16_pipe.producer_commit(fp16_state)
                         fp16_state.advance()
+                    if cutlass.const_expr(cfg.loader != "cp_async"):
+                        cute.arch.sync_warp()  # lane 0 releases for its whole warp
                     pipe.consumer_release(state)
                     state.advance()
 
     # ------------------------------------------------------------- consumer helpers
+    @cute.jit
+    def warp_release(self, fp16_pipe, state):
+        """Release ``state``'s fp16 buffer once per warp (the empty barrier counts warps)."""
+        cute.arch.sync_warp()
+        if cute.arch.lane_idx() == 0:
+            fp16_pipe.consumer_release(state)
+
     def sf_rows(self, m0, n0):
         """Row of the tile's first X and Y row inside its 128-row scale block."""
         if self.config.swapped:

@@ -18,11 +18,13 @@ from kernel.errors import DeviceUnavailableError
 from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes
 from kernel.plan import LaunchPlan, make_plan
 from kernel.tables import DeviceTables, TableCache
+from kernel.tensor_maps import TensorMapCache
 from kernel.validation import GroupTensors, KernelConstraints, validate_problem
 
 ARCH = "sm_90a"
 compile_cache: CompileCache = CompileCache("hopper")
 table_cache = TableCache()
+tensor_map_cache = TensorMapCache()
 
 
 def constraints(config: HopperConfig = DEFAULT_CONFIG, *, device_type: str = "cuda") -> KernelConstraints:
@@ -65,8 +67,9 @@ def _build(config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | 
     fake32 = make_ptr(cutlass.Int32, 16, cute.AddressSpace.gmem, assumed_align=16)
     fake32b = make_ptr(cutlass.Int32, 16, cute.AddressSpace.gmem, assumed_align=16)
     fake64 = make_ptr(cutlass.Int64, 16, cute.AddressSpace.gmem, assumed_align=16)
+    fake_maps = make_ptr(cutlass.Uint8, 64, cute.AddressSpace.gmem, assumed_align=64)
     return cute.compile(
-        gemm, fake32, fake32b, fake64, cutlass.Int32(1), cuda.CUstream(0), options=compile_options(dump_dir)
+        gemm, fake32, fake32b, fake64, fake_maps, cutlass.Int32(1), cuda.CUstream(0), options=compile_options(dump_dir)
     )
 
 
@@ -112,6 +115,7 @@ class Prepared:
     plan: LaunchPlan
     tables: DeviceTables | None  # None for a dry run
     outputs: list[torch.Tensor]  # the callers' c tensors, in caller order
+    tensor_maps: torch.Tensor | None = None  # loader="tma": uint8 [G, 2, 128] (A, B per slot)
 
 
 def _max_ctas(config: HopperConfig, device_type: str) -> int:
@@ -132,10 +136,12 @@ def prepare(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, dry_run: bool =
         max_ctas=_max_ctas(config, device_type),
         schedule=config.schedule,
     )
-    tables = None
+    tables = maps = None
     if not dry_run and plan.total_tiles:
         tables = table_cache.get(plan, groups, groups[0].c.device)
-    return Prepared(config, groups, plan, tables, [g.c for g in groups])
+        if config.loader == "tma":
+            maps = tensor_map_cache.get(plan, groups, config.tile_m, config.tile_n, groups[0].c.device)
+    return Prepared(config, groups, plan, tables, [g.c for g in groups], maps)
 
 
 def launch(prep: Prepared, stream: Any | None = None) -> list[torch.Tensor]:
@@ -157,6 +163,9 @@ def launch(prep: Prepared, stream: Any | None = None) -> list[torch.Tensor]:
         make_ptr(cutlass.Int32, t.sizes.data_ptr(), cute.AddressSpace.gmem, assumed_align=16),
         make_ptr(cutlass.Int32, t.tile_prefix.data_ptr(), cute.AddressSpace.gmem, assumed_align=16),
         make_ptr(cutlass.Int64, t.pointers.data_ptr(), cute.AddressSpace.gmem, assumed_align=16),
+        # loader="tma" reads its tensor maps here; the others never touch this argument
+        make_ptr(cutlass.Uint8, (t.pointers if prep.tensor_maps is None else prep.tensor_maps).data_ptr(),
+                 cute.AddressSpace.gmem, assumed_align=64),
         cutlass.Int32(prep.plan.num_ctas),
         stream,
     )

@@ -221,3 +221,34 @@ def cp_async_16(dst_smem: Int32, src_gmem: Int64, *, loc=None, ip=None) -> None:
         loc=loc,
         ip=ip,
     )
+
+
+@dsl_user_op
+def tma_load_rows(dst_smem: Int32, tensor_map: Int64, byte_col: Int32, row: Int32, mbar_smem: Int32, *, loc=None, ip=None) -> None:
+    """One 2-D TMA box (rows x 128 bytes, 128-byte swizzle) from the tensor map at global
+    address ``tensor_map``, starting at (``row``, ``byte_col``); completes on ``mbar_smem``."""
+    _inline_asm(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+        "r,l,r,r,r,~{memory}",
+        [
+            Int32(dst_smem).ir_value(loc=loc, ip=ip),
+            Int64(tensor_map).ir_value(loc=loc, ip=ip),
+            Int32(byte_col).ir_value(loc=loc, ip=ip),
+            Int32(row).ir_value(loc=loc, ip=ip),
+            Int32(mbar_smem).ir_value(loc=loc, ip=ip),
+        ],
+        loc=loc,
+        ip=ip,
+    )
+
+
+@dsl_user_op
+def tensormap_acquire(tensor_map: Int64, *, loc=None, ip=None) -> None:
+    """Order the tensor map's bytes (written before the launch) before TMA reads it."""
+    _inline_asm(
+        "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;",
+        "l,~{memory}",
+        [Int64(tensor_map).ir_value(loc=loc, ip=ip)],
+        loc=loc,
+        ip=ip,
+    )

@@ -53,7 +53,7 @@ def test_smem_overflow_names_the_bytes():
         dict(tile_m=256, tile_n=128),  # wgmma M side 256
         dict(tile_n=256),  # 1 warpgroup, 128x256 accumulator = 256 registers
         dict(tile_m=64, consumer_warpgroups=2),  # cooperative needs mma_m 128
-        dict(loader="tma"),
+        dict(loader="copy_engine"),
         dict(operand_exp_shift=3),
         dict(dequant="lut"),
     ],
@@ -126,7 +126,8 @@ def test_register_cap_budgets_whole_warpgroups():
         (dict(roles="split", dequant_warpgroups=1, fp16_buffers=7), "2..6 fp16_buffers"),
         (dict(dequant_warpgroups=1), "for roles='split' only"),
         (dict(fp16_buffers=3), "uses 2 fp16 buffers"),
-        (dict(roles="split", dequant_warpgroups=1, loader="bulk_rows"), "loader='cp_async'"),
+        (dict(roles="split", dequant_warpgroups=1, loader="bulk_rows"), "does not take loader='bulk_rows'"),
+        (dict(loader="tma", tile_k=128, num_ab_stages=5), "needs tile_k 256"),
         (dict(producer_warps=3), "producer_warps must be 1, 2 or 4"),
         (dict(producer_warps=2, loader="bulk_rows"), "needs loader='cp_async'"),
         (dict(ablate="no_mma"), "ablate needs roles='split'"),
