@@ -84,10 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         launches_per_replay = timing.launches_for(floors.floor_us(shape), copies)
         for config in configs:
             t0 = time.time()
-            problem = None if config.ablate != "none" else check_exact(config, datas[0])
+            try:
+                problem = None if config.ablate != "none" else check_exact(config, datas[0])
+            except Exception as e:  # a config that cannot launch: report it, time the others
+                problem = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
             if problem:
                 rows.append({"shape": shape_name, "label": config.label, "us": None, "problem": problem})
-                print(f"[ablation] {shape_name} {config.label}: WRONG {problem}", file=sys.stderr, flush=True)
+                print(f"[ablation] {shape_name} {config.label}: FAILED {problem}", file=sys.stderr, flush=True)
                 continue
             launches = [lambda d=d, c=config: hopper.custom_kernel(d, config=c) for d in datas]
             t = timing.time_device(launches, samples=args.samples, launches_per_replay=launches_per_replay)
@@ -101,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cells = []
         for s in shapes:
             r = next(r for r in rows if r["shape"] == s and r["label"] == config.label)
-            cells.append("WRONG" if r["us"] is None else f"{r['us']:.1f}")
+            cells.append("FAILED" if r["us"] is None else f"{r['us']:.1f}")
         print(f"| `{config.label}` | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:

@@ -42,6 +42,11 @@ Dequant = Literal["shift", "prmt"]
 #                  ``fp16_buffers`` fp16 sub-block buffers with full/empty mbarriers, and the
 #                  ``consumer_warpgroups`` only issue wgmma and store C; the two run decoupled.
 Roles = Literal["cooperative", "split"]
+# Where wgmma's A operand (X) comes from: "smem" (dequantized into a swizzled fp16 buffer like Y)
+# or "regs": each consumer thread decodes its own wgmma A fragment from the raw stage straight
+# into registers (no fp16 store or wgmma read of X in shared memory); the K order inside each
+# 64-K sub-block follows the fragment (kernel/hopper/ptx.py, rs_physical_k), for both operands.
+XOperand = Literal["smem", "regs"]
 # Profiling only (never declared, results are wrong on purpose): what a "split" variant skips,
 # to time the rest. "no_mma": the consumers wait for each fp16 buffer and release it without
 # wgmma; "no_dequant": the dequant warps publish each buffer without writing it; "load_only":
@@ -82,8 +87,11 @@ class HopperConfig:
     dequant: Dequant = "shift"
     roles: Roles = "cooperative"
     dequant_warpgroups: int = 0  # "split" only: warpgroups that dequantize (1 or 2)
-    fp16_buffers: int = NUM_DEQUANT_BUFFERS  # fp16 sub-block buffers ("split": a ring of 2..6)
+    # fp16 sub-block buffers. "cooperative": 2 (ping-pong, two barriers per sub-block) or 3 (a
+    # running index, one barrier per sub-block); "split": a ring of 2..6
+    fp16_buffers: int = NUM_DEQUANT_BUFFERS
     ablate: Ablate = "none"
+    x_operand: XOperand = "smem"
     ctas_per_sm: int = 1
     arch: str = "sm_90a"
 
@@ -130,6 +138,8 @@ class HopperConfig:
         role = f"wg{self.consumer_warpgroups}"
         if self.roles == "split":
             role += f"_dq{self.dequant_warpgroups}b{self.fp16_buffers}"
+        elif self.fp16_buffers != NUM_DEQUANT_BUFFERS:
+            role += f"_b{self.fp16_buffers}"
         swap = "_swap" if self.swapped else ""
         shift = "" if self.operand_exp_shift == -14 else f"_x{self.operand_exp_shift}"
         sched = "" if self.schedule == "contiguous" else f"_{self.schedule}"
@@ -137,6 +147,7 @@ class HopperConfig:
         sched += "" if self.dequant == "shift" else f"_{self.dequant}"
         sched += "" if self.producer_warps == 1 else f"_p{self.producer_warps}"
         sched += "" if self.load_unroll == 1 else f"_u{self.load_unroll}"
+        sched += "" if self.x_operand == "smem" else "_rs"
         sched += "" if self.ablate == "none" else f"_ablate-{self.ablate}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
@@ -187,7 +198,8 @@ def stage_tx_bytes(config: HopperConfig) -> int:
 
 def dequant_buffer_bytes(config: HopperConfig) -> int:
     """fp16 operand buffers (X and Y), all copies."""
-    return config.fp16_buffers * (config.mma_m + config.mma_n) * DEQUANT_SUB_K * 2
+    x_rows = 0 if config.x_operand == "regs" else config.mma_m
+    return config.fp16_buffers * (x_rows + config.mma_n) * DEQUANT_SUB_K * 2
 
 
 def smem_bytes(config: HopperConfig) -> dict[str, int]:
@@ -237,8 +249,8 @@ def config_problems(config: HopperConfig) -> list[str]:
     elif config.roles == "cooperative":
         if config.dequant_warpgroups != 0:
             p.append(f"dequant_warpgroups is for roles='split' only, got {config.dequant_warpgroups}")
-        if config.fp16_buffers != NUM_DEQUANT_BUFFERS:
-            p.append(f"roles='cooperative' uses {NUM_DEQUANT_BUFFERS} fp16 buffers, got {config.fp16_buffers}")
+        if config.fp16_buffers not in (2, 3):
+            p.append(f"roles='cooperative' takes 2 or 3 fp16 buffers, got {config.fp16_buffers}")
     else:
         if config.dequant_warpgroups not in (1, 2):
             p.append(f"roles='split' needs dequant_warpgroups 1 or 2, got {config.dequant_warpgroups}")
@@ -250,6 +262,13 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"ablate must be none, no_mma, no_dequant, load_only or no_fence, got {config.ablate!r}")
     elif config.ablate != "none" and config.roles != "split":
         p.append("ablate needs roles='split' (profiling only)")
+    if config.x_operand not in ("smem", "regs"):
+        p.append(f"x_operand must be 'smem' or 'regs', got {config.x_operand!r}")
+    elif config.x_operand == "regs":
+        if config.loader != "tma" or config.dequant != "prmt" or config.roles != "cooperative":
+            p.append("x_operand='regs' needs loader='tma', dequant='prmt' and roles='cooperative'")
+        if config.mma_m != 64 * config.consumer_warpgroups:
+            p.append(f"x_operand='regs' needs one 64-row wgmma A fragment per warpgroup (mma_m {config.mma_m})")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:
@@ -326,6 +345,20 @@ DECLARED_VARIANTS: tuple[HopperConfig, ...] = (
     HopperConfig(
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3, dequant="prmt", loader="tma",
         roles="split", dequant_warpgroups=2, fp16_buffers=3,
+    ),
+    # issue 7: wgmma's A operand decoded straight into registers (no fp16 X in shared memory),
+    # and three fp16 buffers with one barrier per sub-block
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs",
+    ),
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", fp16_buffers=3,
+    ),
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3, dequant="prmt", loader="tma",
+        fp16_buffers=3,
     ),
 )
 

@@ -36,6 +36,8 @@ from kernel.hopper.ptx import (
     cp_async_16,
     dequant_unit,
     dequant_units_prmt,
+    dequant_x_fragment_rs,
+    dequant_y_units_rs,
     store_f16,
     tensormap_acquire,
     tma_load_rows,
@@ -76,7 +78,9 @@ class HopperNvfp4GroupedGemm:
         self.x_buf_bytes = self.mma_m * SUB_K * 2
         self.y_buf_bytes = self.mma_n * SUB_K * 2
         stages, raw_bytes = self.stages, self.stages * self.raw_stage_bytes
-        x_elems = config.fp16_buffers * self.mma_m * SUB_K
+        self.x_in_regs = config.x_operand == "regs"
+        # x_operand="regs": X never goes through shared memory (a token allocation)
+        x_elems = 8 if self.x_in_regs else config.fp16_buffers * self.mma_m * SUB_K
         y_elems = config.fp16_buffers * self.mma_n * SUB_K
         fp16_bar_count = 2 * config.fp16_buffers if self.split else 1
 
@@ -109,9 +113,11 @@ class HopperNvfp4GroupedGemm:
             cutlass.Float32,
             (self.config.consumer_warpgroups, 1, 1),
             tiler_mn=(64, self.mma_n),
+            a_source=warpgroup.OperandSource.RMEM if self.x_in_regs else warpgroup.OperandSource.SMEM,
         )
         atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
-        x_layout = cute.tile_to_shape(atom, (self.mma_m, SUB_K, self.fp16_buffers), order=(0, 1, 2))
+        x_rows = 64 if self.x_in_regs else self.mma_m
+        x_layout = cute.tile_to_shape(atom, (x_rows, SUB_K, self.fp16_buffers), order=(0, 1, 2))
         y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers), order=(0, 1, 2))
         self.kernel(tiled_mma, x_layout, y_layout, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr).launch(
             grid=(num_ctas, 1, 1),
@@ -315,7 +321,7 @@ class HopperNvfp4GroupedGemm:
                 consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
             )
 
-        sX = storage.sX.get_tensor(x_layout.outer, swizzle=x_layout.inner)
+        sX = None if self.x_in_regs else storage.sX.get_tensor(x_layout.outer, swizzle=x_layout.inner)
         sY = storage.sY.get_tensor(y_layout.outer, swizzle=y_layout.inner)
         raw_base = storage.raw.data_ptr().toint()
         sx_base = storage.sX.data_ptr().toint()
@@ -403,10 +409,12 @@ class HopperNvfp4GroupedGemm:
         elif warp_idx < self.dequant_warp0:
             # ------------------------------------------------------- consumer warpgroups
             thr_mma = tiled_mma.get_slice(tidx)
-            tCsX = thr_mma.partition_A(sX)
             tCsY = thr_mma.partition_B(sY)
-            tCrX = tiled_mma.make_fragment_A(tCsX)
             tCrY = tiled_mma.make_fragment_B(tCsY)
+            if cutlass.const_expr(self.x_in_regs):
+                tCrX = None  # built per sub-block from registers (x_fragment)
+            else:
+                tCrX = tiled_mma.make_fragment_A(thr_mma.partition_A(sX))
             acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
             tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
             if cutlass.const_expr(self.split):
@@ -436,6 +444,9 @@ class HopperNvfp4GroupedGemm:
             else:
                 consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+                # three fp16 buffers: a running index over every sub-block of every tile (its phase
+                # is unused); two: the static ping-pong sb % 2
+                fp16_buf = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
                 for tile in range(t_begin, t_end, t_step):
                     slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
                     x_sf_row0, y_sf_row0 = self.sf_rows(m0, n0)
@@ -449,19 +460,37 @@ class HopperNvfp4GroupedGemm:
                         stage = raw_base + state.index * self.raw_stage_bytes
                         for sb in cutlass.range_constexpr(self.n_sub):
                             buf = sb % 2
-                            self.dequant_sub_block(
-                                tidx, stage, sx_base + buf * self.x_buf_bytes, sy_base + buf * self.y_buf_bytes,
-                                x_sf_row0, y_sf_row0, sb,
-                            )
+                            if cutlass.const_expr(self.fp16_buffers == 3):
+                                buf = fp16_buf.index
+                            if cutlass.const_expr(self.x_in_regs):
+                                x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
+                                self.dequant_y_rs(tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
+                            else:
+                                self.dequant_sub_block(
+                                    tidx, stage, sx_base + buf * self.x_buf_bytes, sy_base + buf * self.y_buf_bytes,
+                                    x_sf_row0, y_sf_row0, sb,
+                                )
                             # generic-proxy stores -> visible to wgmma's async proxy
                             cute.arch.fence_proxy("async.shared", space="cta")
                             consumers.arrive_and_wait()
                             if cutlass.const_expr(sb == self.n_sub - 1):
                                 pipe.consumer_release(state)
-                            self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, buf)
+                            if cutlass.const_expr(self.x_in_regs):
+                                warpgroup.fence()  # the fragment registers were just written
+                                for kb in cutlass.range_constexpr(SUB_K // 16):
+                                    cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, buf)], acc)
+                                warpgroup.commit_group()
+                            else:
+                                self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, buf)
                             warpgroup.wait_group(1)
-                            # every warp has retired the wgmma that read the other buffer
-                            consumers.arrive_and_wait()
+                            if cutlass.const_expr(self.fp16_buffers == 2):
+                                # every warp has retired the wgmma that read the other buffer
+                                consumers.arrive_and_wait()
+                            else:
+                                # no second barrier: the buffer written next was last read by the
+                                # wgmma three sub-blocks back, which every warp retired (its
+                                # wait_group(1)) before the barrier this warp passed last
+                                fp16_buf.advance()
                         state.advance()
                     warpgroup.wait_group(0)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
@@ -522,6 +551,59 @@ class HopperNvfp4GroupedGemm:
         else:
             self.dequant_operand(tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx, x_dst, x_sf_row0, sb)
             self.dequant_operand(tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy, y_dst, y_sf_row0, sb)
+
+    def x_fragment(self, thr_mma, tidx, stage, x_sf_row0, sb: int):
+        """x_operand="regs": this thread's wgmma A fragment of sub-block ``sb`` (64 K), decoded
+        from the raw stage: rows g and g+8 of its warp's 16, bytes 8t..8t+7 of each (t = lane
+        % 4; 128-byte swizzled TMA rows), scale t of each."""
+        lane = tidx % 32
+        g = lane // 4
+        t = lane % 4
+        row0 = (tidx // 32) * 16 + g  # warpgroup w covers X rows 64w.., its warp v rows 16v..
+        raws, sfs = [], []
+        for rh in range(2):
+            r = row0 + 8 * rh
+            raws.append(stage + self.off_x + r * self.pitch + ((((sb * 2) + t // 2) ^ g) << 4) + 8 * (t % 2))
+            i_full = x_sf_row0 + r
+            i = i_full % cfgmod.SF_BLOCK_ROWS
+            sfs.append(
+                stage + self.off_sfx + (i_full // cfgmod.SF_BLOCK_ROWS) * self.sf_block_bytes + sb * 512
+                + (i % 32) * 16 + (i // 32) * 4 + t
+            )
+        words = dequant_x_fragment_rs(raws[0], raws[1], sfs[0], sfs[1], self.config.operand_exp_shift)
+        frag = cute.make_rmem_tensor(thr_mma.partition_shape_A((self.mma_m, SUB_K)), cutlass.Float16)
+        frag32 = cute.recast_tensor(frag, cutlass.Uint32)
+        for idx in range(16):  # u32 index rh + 2*jp + 4*s, as the asm's outputs
+            frag32[idx] = cutlass.Uint32(words[idx])
+        return frag
+
+    def dequant_y_rs(self, tidx, stage, y_dst, y_sf_row0, sb: int):
+        """x_operand="regs": this thread's (row, a) units of Y, in the fragment's K order."""
+        units = []
+        per_thread = self.mma_n * 2 // self.dequant_threads
+        for u in range(per_thread):
+            unit = tidx + u * self.dequant_threads
+            r = (unit // 16) * 8 + unit % 8
+            a = (unit // 8) % 2
+            r8 = r % 8
+            row = stage + self.off_y + r * self.pitch
+            i_full = y_sf_row0 + r
+            i = i_full % cfgmod.SF_BLOCK_ROWS
+            sf = (
+                stage + self.off_sfy + (i_full // cfgmod.SF_BLOCK_ROWS) * self.sf_block_bytes + sb * 512
+                + (i % 32) * 16 + (i // 32) * 4
+            )
+            dst = y_dst + (r // 8) * 1024 + r8 * 128
+            units.append(
+                (
+                    row + (((sb * 2) ^ r8) << 4) + 4 * a,
+                    row + (((sb * 2 + 1) ^ r8) << 4) + 4 * a,
+                    sf,
+                    *(dst + (((4 * a + j) ^ r8) << 4) for j in range(4)),
+                )
+            )
+        for b0 in range(0, len(units), 2):
+            dequant_y_units_rs(units[b0 : b0 + 2], self.config.operand_exp_shift)
 
     def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf):
         """Issue the wgmmas of one 64-K sub-block from fp16 buffer ``buf`` and commit them."""

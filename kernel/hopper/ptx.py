@@ -252,3 +252,141 @@ def tensormap_acquire(tensor_map: Int64, *, loc=None, ip=None) -> None:
         loc=loc,
         ip=ip,
     )
+
+
+# ---- x_operand="regs": the wgmma A operand straight from registers -------------------------
+# K order inside a 64-K sub-block (both operands). Thread t (= lane % 4) of a wgmma A fragment
+# holds, per row and k16 step s, the fp16 pairs at logical k 16s+2t+{0,1} (jp=0) and
+# 16s+2t+8+{0,1} (jp=1). It decodes the 8 packed bytes 8t..8t+7 of the row (words W[2t],
+# W[2t+1], one E4M3 scale: t) into the 8 slots z = 2s + jp: slot z <- pair z % 4 of word
+# W[2t + z // 4], where a word's pairs are the prmt decode's (n0,n2), (n4,n6), (n1,n3), (n5,n7).
+# The Y operand (in shared memory) is written in the same order: fp16 chunk c (8 logical k) of
+# a row holds, as 32-bit word t, pair c % 4 of word W[2t + c // 4] times scale t.
+RS_PAIR_NIBBLES = ((0, 2), (4, 6), (1, 3), (5, 7))  # nibbles of a word behind pair j
+
+
+def rs_physical_k(logical_k: int) -> tuple[int, int]:
+    """The physical K positions (inside a 64-K sub-block) behind the fp16 pair that holds
+    logical k (even): the host-side statement of the order above, for tests."""
+    s, q = divmod(logical_k, 16)
+    jp, r = divmod(q, 8)
+    t = r // 2
+    z = 2 * s + jp
+    word = 2 * t + z // 4
+    lo, hi = RS_PAIR_NIBBLES[z % 4]
+    return 8 * word + lo, 8 * word + hi
+
+
+def _decode_word_lines(w: str, out: tuple[str, str, str, str]) -> list[str]:
+    """The prmt decode of word ``w`` into four fp16x2 registers (pairs 0..3, unscaled)."""
+    return [
+        f"and.b32 y, {w}, {PRMT_SIGN_MASK:#010x};",
+        "shl.b32 y4, y, 4;",
+        f"shl.b32 x, {w}, 1;",
+        f"shr.b32 xo, {w}, 3;",
+        f"lop3.b32 he, x, y4, {PRMT_EM_MASK:#010x}, {PRMT_LUT_MUX:#04x};",
+        f"lop3.b32 ho, xo, y, {PRMT_EM_MASK:#010x}, {PRMT_LUT_MUX:#04x};",
+        f"prmt.b32 {out[0]}, he, 0, {PRMT_SELECTORS[0]:#06x};",
+        f"prmt.b32 {out[1]}, he, 0, {PRMT_SELECTORS[1]:#06x};",
+        f"prmt.b32 {out[2]}, ho, 0, {PRMT_SELECTORS[0]:#06x};",
+        f"prmt.b32 {out[3]}, ho, 0, {PRMT_SELECTORS[1]:#06x};",
+    ]
+
+
+def _scale_lines(dst: str, bytes_reg: str, byte: int) -> list[str]:
+    """``dst`` = (s, s) fp16x2 of E4M3 byte ``byte`` of ``bytes_reg``."""
+    sel = 0x4400 | (byte << 4) | byte
+    return [f"prmt.b32 sp, {bytes_reg}, 0, {sel:#06x};", "mov.b32 {sh0, sh1}, sp;", f"cvt.rn.f16x2.e4m3x2 {dst}, sh0;"]
+
+
+def _scaled(reg: str, scale: str, exp_shift: int) -> list[str]:
+    lines = [f"mul.rn.f16x2 {reg}, {reg}, two14;"] if exp_shift == 0 else []
+    return lines + [f"mul.rn.f16x2 {reg}, {reg}, {scale};"]
+
+
+_RS_DECLS = [
+    ".reg .b32 y, y4, x, xo, he, ho, sp, two14;",
+    ".reg .b16 sh0, sh1;",
+    "mov.b32 two14, 0x74007400;",
+]
+
+
+def rs_y_units_asm(n_units: int, exp_shift: int) -> str:
+    """Y operand, unit = (row, a): operands per unit ``u`` (7 each): ``$(7u)`` address of the
+    row's first sub-block chunk plus 4a, ``$(7u+1)`` of its second chunk plus 4a (both already
+    swizzled), ``$(7u+2)`` the row's 4 scale bytes, ``$(7u+3..6)`` the fp16 destinations of
+    chunks 4a..4a+3. Words W[a], W[a+2], W[a+4], W[a+6] carry scales 0..3."""
+    lines = ["{", *_RS_DECLS]
+    regs = ", ".join([f"w{u}_{t}, c{u}_{t}" for u in range(n_units) for t in range(4)] + [f"s{u}" for u in range(n_units)])
+    pairs = ", ".join(f"q{u}_{t}_{j}" for u in range(n_units) for t in range(4) for j in range(4))
+    lines.insert(1, f".reg .b32 {regs}, {pairs};")
+    for u in range(n_units):
+        b = 7 * u
+        lines += [
+            f"ld.shared.b32 w{u}_0, [${b}];",
+            f"ld.shared.b32 w{u}_1, [${b}+8];",
+            f"ld.shared.b32 w{u}_2, [${b + 1}];",
+            f"ld.shared.b32 w{u}_3, [${b + 1}+8];",
+            f"ld.shared.b32 s{u}, [${b + 2}];",
+        ]
+    for u in range(n_units):
+        b = 7 * u
+        for t in range(4):
+            lines += _scale_lines(f"c{u}_{t}", f"s{u}", t)
+            lines += _decode_word_lines(f"w{u}_{t}", tuple(f"q{u}_{t}_{j}" for j in range(4)))
+            for j in range(4):
+                lines += _scaled(f"q{u}_{t}_{j}", f"c{u}_{t}", exp_shift)
+        for j in range(4):
+            lines.append(f"st.shared.v4.b32 [${b + 3 + j}], {{q{u}_0_{j}, q{u}_1_{j}, q{u}_2_{j}, q{u}_3_{j}}};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def rs_x_fragment_asm(exp_shift: int) -> str:
+    """X fragment of one thread and sub-block: outputs ``$0..$15`` (u32 index rh + 2*jp + 4*s
+    for row half rh and slot z = 2s + jp); inputs ``$16``/``$17`` the 8-byte raw runs of rows
+    g and g+8, ``$18``/``$19`` their scale bytes (scale t)."""
+    lines = ["{", ".reg .b32 w0, w1, w2, w3, r0, r1, sc0, sc1;", *_RS_DECLS]
+    lines += ["ld.shared.v2.b32 {w0, w1}, [$16];", "ld.shared.v2.b32 {w2, w3}, [$17];"]
+    lines += ["ld.shared.u8 r0, [$18];", "ld.shared.u8 r1, [$19];"]
+    lines += _scale_lines("sc0", "r0", 0) + _scale_lines("sc1", "r1", 0)
+    for rh in range(2):
+        for wi in range(2):
+            outs = []
+            for j in range(4):
+                z = 4 * wi + j
+                s_, jp = divmod(z, 2)
+                outs.append(f"${rh + 2 * jp + 4 * s_}")
+            lines += _decode_word_lines(f"w{2 * rh + wi}", tuple(outs))
+            for o in outs:
+                lines += _scaled(o, f"sc{rh}", exp_shift)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+@dsl_user_op
+def dequant_y_units_rs(units: list, exp_shift: int, *, loc=None, ip=None) -> None:
+    """``units``: tuples of 7 shared addresses, see :func:`rs_y_units_asm`."""
+    operands = [Int32(x).ir_value(loc=loc, ip=ip) for unit in units for x in unit]
+    constraints = ",".join(["r"] * len(operands) + ["~{memory}"])
+    _inline_asm(rs_y_units_asm(len(units), exp_shift), constraints, operands, loc=loc, ip=ip)
+
+
+@dsl_user_op
+def dequant_x_fragment_rs(raw0: Int32, raw1: Int32, sf0: Int32, sf1: Int32, exp_shift: int, *, loc=None, ip=None) -> list:
+    """The 16 u32 registers of this thread's X fragment for one sub-block (see the asm)."""
+    from cutlass.cutlass_dsl import T
+
+    operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in (raw0, raw1, sf0, sf1)]
+    res = llvm.inline_asm(
+        llvm.StructType.get_literal([T.i32()] * 16),
+        operands,
+        rs_x_fragment_asm(exp_shift),
+        ",".join(["=r"] * 16 + ["r"] * 4 + ["~{memory}"]),
+        has_side_effects=True,
+        is_align_stack=False,
+        asm_dialect=llvm.AsmDialect.AD_ATT,
+        loc=loc,
+        ip=ip,
+    )
+    return [Int32(llvm.extractvalue(T.i32(), res, [i], loc=loc, ip=ip)) for i in range(16)]

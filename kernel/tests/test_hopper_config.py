@@ -76,7 +76,7 @@ def test_dequant_axis_labels():
         "h90_m128n128k256_s3_wg1_fp16_prmt",
         "h90_m128n128k256_s3_wg2_swap_fp16_prmt",
     }
-    step1 = [c for c in prmt if c.roles == "cooperative" and c.producer_warps == 1]
+    step1 = [c for c in prmt if c.roles == "cooperative" and c.producer_warps == 1 and c.loader == "cp_async"]
     for c in step1:  # each step-1 prmt variant has its shift twin declared, for same-session comparisons
         twin = HopperConfig(**{**c.__dict__, "dequant": "shift"})
         assert twin in DECLARED_VARIANTS and twin.label + "_prmt" == c.label
@@ -125,7 +125,7 @@ def test_register_cap_budgets_whole_warpgroups():
         (dict(roles="split", dequant_warpgroups=0), "dequant_warpgroups 1 or 2"),
         (dict(roles="split", dequant_warpgroups=1, fp16_buffers=7), "2..6 fp16_buffers"),
         (dict(dequant_warpgroups=1), "for roles='split' only"),
-        (dict(fp16_buffers=3), "uses 2 fp16 buffers"),
+        (dict(fp16_buffers=4), "takes 2 or 3 fp16 buffers"),
         (dict(roles="split", dequant_warpgroups=1, loader="bulk_rows"), "does not take loader='bulk_rows'"),
         (dict(loader="tma", tile_k=128, num_ab_stages=5), "needs tile_k 256"),
         (dict(producer_warps=3), "producer_warps must be 1, 2 or 4"),

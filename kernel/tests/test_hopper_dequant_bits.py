@@ -83,9 +83,9 @@ class _Interp:
         return np.full(self.batch, int(tok, 0) & 0xFFFFFFFF, dtype=U32)
 
     def addr(self, tok: str) -> int:
-        m = re.fullmatch(r"\[\$(\d+)\]", tok.strip())
+        m = re.fullmatch(r"\[\$(\d+)(?:\+(\d+))?\]", tok.strip())
         assert m, tok
-        return self.ops[int(m.group(1))]
+        return self.ops[int(m.group(1))] + int(m.group(2) or 0)
 
     def load_u32(self, addr: int) -> np.ndarray:
         return sum(self.shared[addr + i].astype(U32) << U32(8 * i) for i in range(4))
@@ -141,6 +141,23 @@ class _Interp:
         assert base % 16 == 0
         for i, r in enumerate(self._vec(d)):
             self.regs[r] = self.load_u32(base + 4 * i)
+
+    def _ld_shared_b32(self, args: str) -> None:
+        d, a = self._split(args)
+        base = self.addr(a)
+        assert base % 4 == 0
+        self.regs[d] = self.load_u32(base)
+
+    def _ld_shared_v2_b32(self, args: str) -> None:
+        d, a = self._split(args)
+        base = self.addr(a)
+        assert base % 8 == 0
+        for i, r in enumerate(self._vec(d)):
+            self.regs[r] = self.load_u32(base + 4 * i)
+
+    def _ld_shared_u8(self, args: str) -> None:
+        d, a = self._split(args)
+        self.regs[d] = self.shared[self.addr(a)].astype(U32)
 
     def _ld_shared_b16(self, args: str) -> None:
         d, a = self._split(args)
@@ -303,3 +320,102 @@ def test_interpreter_catches_a_wrong_selector():
     asm = ptx.prmt_dequant_asm(1, -14).replace(f"{ptx.PRMT_SELECTORS[1]:#06x}", "0x2434", 1)
     with pytest.raises(AssertionError, match="wrong values"):
         _check(asm, [RAW, SF, DST, DST + 16, DST + 32, DST + 48], ptx.PRMT_K_ORDER, -14)
+
+
+# ---------------------------------------------- x_operand="regs": fragment and Y row order
+def _rows64(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(codes [B, 64], scales [B, 4]): every code at every position of a 64-K sub-block with
+    varied neighbours, every finite scale byte in every scale slot, plus random rows."""
+    finite = np.array([b for b in range(256) if b not in (0x7F, 0xFF)], dtype=np.uint8)
+    k = np.arange(64)
+    pats = [((k * mult + r) % 16) for mult in (1, 3, 5, 7) for r in range(16)]
+    codes = np.array([pats[i % len(pats)] for i in range(len(finite) * 4)], dtype=np.uint8)
+    scales = np.stack([np.roll(finite, 17 * j)[np.arange(len(codes)) % len(finite)] for j in range(4)], axis=1)
+    rnd = rng.integers(0, 16, size=(4000, 64), dtype=np.uint8)
+    rnd_s = finite[rng.integers(0, len(finite), size=(4000, 4))]
+    return np.concatenate([codes, rnd]), np.concatenate([scales, rnd_s])
+
+
+def _row_memory(mem: dict, base: int, sf: int, codes: np.ndarray, scales: np.ndarray) -> None:
+    packed = codes[:, 0::2] | (codes[:, 1::2] << 4)
+    for i in range(32):
+        mem[base + i] = packed[:, i].copy()
+    for j in range(4):
+        mem[sf + j] = scales[:, j].copy()
+
+
+def _row_values(codes: np.ndarray, scales: np.ndarray, exp_shift: int) -> np.ndarray:
+    v = e2m1_decode(torch.from_numpy(codes)).double().numpy()
+    s = e4m3_decode(torch.from_numpy(scales)).double().numpy()
+    return v * np.repeat(s, 16, axis=1) * 2.0**exp_shift  # by physical K
+
+
+def _logical(values: np.ndarray) -> np.ndarray:
+    """Physical-K values -> the logical order both operands share (ptx.rs_physical_k)."""
+    out = np.empty_like(values)
+    for lk in range(0, 64, 2):
+        lo, hi = ptx.rs_physical_k(lk)
+        out[:, lk], out[:, lk + 1] = values[:, lo], values[:, hi]
+    return out
+
+
+def _f16_at(mem: dict, addr: int) -> np.ndarray:
+    bits = mem[addr].astype(np.uint16) | (mem[addr + 1].astype(np.uint16) << 8)
+    return bits.view(np.float16).astype(np.float64)
+
+
+def test_rs_order_is_a_permutation():
+    phys = [p for lk in range(0, 64, 2) for p in ptx.rs_physical_k(lk)]
+    assert sorted(phys) == list(range(64))
+
+
+@pytest.mark.parametrize("exp_shift", [-14, 0])
+def test_rs_y_rows_are_exact_in_the_shared_order(exp_shift):
+    codes, scales = _rows64(np.random.default_rng(11))
+    mem: dict[int, np.ndarray] = {}
+    _row_memory(mem, RAW, SF, codes, scales)
+    for i in range(128):
+        mem[DST + i] = np.zeros(len(codes), dtype=np.uint8)
+    ops = []
+    for a in range(2):
+        ops += [RAW + 4 * a, RAW + 16 + 4 * a, SF] + [DST + 16 * (4 * a + j) for j in range(4)]
+    _Interp(ops, mem, len(codes)).run(ptx.rs_y_units_asm(2, exp_shift))
+    got = np.stack([_f16_at(mem, DST + 2 * lk) for lk in range(64)], axis=1)
+    want = _logical(_row_values(codes, scales, exp_shift))
+    assert np.array_equal(got, want), np.argwhere(got != want)[:3]
+
+
+@pytest.mark.parametrize("exp_shift", [-14, 0])
+def test_rs_x_fragment_is_exact_in_the_shared_order(exp_shift):
+    """Thread t's 16 registers hold rows g and g+8 at the logical k of the wgmma A fragment
+    (u32 index rh + 2*jp + 4*s <-> k = 16s + 8jp + 2t + {0, 1})."""
+    codes, scales = _rows64(np.random.default_rng(12))
+    rows = (codes, np.roll(codes, 5, axis=0)), (scales, np.roll(scales, 3, axis=0))
+    RAW2, SF2 = RAW + 0x40, SF + 0x10
+    want = [_logical(_row_values(rows[0][rh], rows[1][rh], exp_shift)) for rh in range(2)]
+    for t in range(4):
+        mem: dict[int, np.ndarray] = {}
+        _row_memory(mem, RAW, SF, rows[0][0], rows[1][0])
+        _row_memory(mem, RAW2, SF2, rows[0][1], rows[1][1])
+        interp = _Interp([0] * 16 + [RAW + 8 * t, RAW2 + 8 * t, SF + t, SF2 + t], mem, len(codes))
+        interp.run(ptx.rs_x_fragment_asm(exp_shift))
+        for rh in range(2):
+            for s_ in range(4):
+                for jp in range(2):
+                    lo, hi = _halves(interp.regs[f"${rh + 2 * jp + 4 * s_}"])
+                    lk = 16 * s_ + 8 * jp + 2 * t
+                    assert np.array_equal(lo.astype(np.float64), want[rh][:, lk]), (t, rh, s_, jp)
+                    assert np.array_equal(hi.astype(np.float64), want[rh][:, lk + 1]), (t, rh, s_, jp)
+
+
+def test_rs_fragment_check_catches_a_swapped_slot():
+    asm = ptx.rs_x_fragment_asm(-14).replace("prmt.b32 $2, he", "prmt.b32 $TMP, he").replace(
+        "prmt.b32 $4, ho", "prmt.b32 $2, ho").replace("prmt.b32 $TMP, he", "prmt.b32 $4, he")
+    asm = asm.replace("mul.rn.f16x2 $2, $2, sc0;\nmul.rn.f16x2 $4, $4, sc0;", "mul.rn.f16x2 $4, $4, sc0;\nmul.rn.f16x2 $2, $2, sc0;")
+    orig = ptx.rs_x_fragment_asm
+    try:
+        ptx.rs_x_fragment_asm = lambda e: asm
+        with pytest.raises(AssertionError):
+            test_rs_x_fragment_is_exact_in_the_shared_order(-14)
+    finally:
+        ptx.rs_x_fragment_asm = orig
