@@ -356,10 +356,6 @@ DECLARED_VARIANTS: tuple[HopperConfig, ...] = (
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", fp16_buffers=3,
     ),
-    HopperConfig(
-        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3, dequant="prmt", loader="tma",
-        fp16_buffers=3,
-    ),
 )
 
 STATIC_MATRIX: tuple[HopperConfig, ...] = DECLARED_VARIANTS
