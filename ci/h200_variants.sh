@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Check and time chosen Hopper variants in one device call (issue 7's tuning loop):
 #   source .device/env.sh && VARIANTS="label1,label2" BASELINES="label3" bash ci/h200_variants.sh
+# BENCH_VARIANTS (optional): time these instead of VARIANTS+BASELINES.
 # VARIANTS: new variants, each checked by the ci-profile kernel-vs-oracle property and the
 # invalid-problem property before it is timed; BASELINES: timed in the same run for ratios.
 # LONG_VARIANT (optional): also each distribution alone and the 500-example gpu-long run.
@@ -21,7 +22,7 @@ if [ -n "${LONG_VARIANT:-}" ]; then  # one variant: every distribution alone, th
     -k "test_subject_matches_oracle and not per_distribution" -p no:cacheprovider -q --hypothesis-show-statistics 2>&1 \
     | grep -E "passing|failing|passed|failed|Error" | tail -6 | tee "$OUT/properties_long.txt"
 fi
-ALL=$VARIANTS${BASELINES:+,$BASELINES}
+ALL=${BENCH_VARIANTS:-$VARIANTS${BASELINES:+,$BASELINES}}
 NVFP4_BENCH_FAMILIES=hopper NVFP4_BENCH_SHAPES=${SHAPES:-bench1,bench2,bench3,bench4} NVFP4_BENCH_VARIANTS=$ALL \
   timeout ${T_BENCH:-240} python3 -m pytest profiling/benchmarks/bench_gpu.py --benchmark-only \
   --benchmark-json=$OUT/bench_gpu.json --benchmark-columns=median,iqr,rounds -p no:cacheprovider -q -rs 2>&1 | tail -6
