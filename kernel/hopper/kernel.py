@@ -1,18 +1,25 @@
-"""The sm_90a kernel: persistent grouped NVFP4 GEMM, dequantized in shared memory, wgmma fp16.
+"""The sm_90a kernel: persistent grouped NVFP4 GEMM, dequantized on chip, wgmma fp16, fp32 acc.
 
-Warp roles (``threads = 128 * consumer_warpgroups + 32``):
+Warp roles, in warp order (``HopperConfig.threads``):
 
-* warps ``0 .. 4*wg-1`` (one or two consumer warpgroups): dequantize each stage's packed FP4
-  rows into swizzled fp16 operand buffers (two ping-pong buffers of 64 K each), run wgmma with
-  fp32 accumulators, and store fp16 C with per-element predicates (ragged M and N);
-* warp ``4*wg`` (producer): for each of its tiles and K stages, waits for a free stage and
-  issues one ``cp.async.bulk`` per operand row (``tile_k/2`` bytes) and one per 128-row scale
-  block, all completing on the stage's full mbarrier (``PipelineTmaAsync``).
+* consumer warpgroups (1 or 2, warpgroup-aligned for wgmma): hold the fp32 accumulators, issue
+  wgmma per 64-K sub-block and store fp16 C with per-element predicates (ragged M and N).
+  ``roles="cooperative"``: they also dequantize each sub-block of the raw stage into swizzled
+  fp16 operand buffers (two ping-pong buffers with two named barriers per sub-block, or three
+  with one), so their dequant of sub-block s+1 overlaps the wgmma of s. With
+  ``x_operand="regs"`` each thread decodes its own wgmma A fragment straight into registers and
+  only Y goes through shared memory (kernel/hopper/ptx.py states the shared K order);
+* dequant warpgroups (``roles="split"`` only): dequantize into a ring of ``fp16_buffers``
+  buffers (full/empty mbarriers, one arrive per warp); the consumers then only run wgmma;
+* producer warps (1..4): per tile and K stage, wait for a free raw stage and load it:
+  ``loader="cp_async"`` 16-byte cp.async per lane (rows split over the producer warps, rows past
+  M/N copy the last valid row), ``"bulk_rows"`` one cp.async.bulk per row, ``"tma"`` one 2-D
+  TMA box per operand from per-group tensor maps (kernel/tensor_maps.py; rows past M/N
+  zero-filled, raw rows 128-byte swizzled) plus one cp.async.bulk per 128-row scale block.
 
-Per-group addressing uses no tensor maps: every copy is a contiguous run of bytes whose global
-address comes from the pointer table, so moving to another group costs nothing. Rows past M (or
-N) are loaded as copies of the last valid row so the stage byte count is fixed; what they
-produce lands only in accumulator rows or columns that are never stored.
+Every copy's global address comes from the device tables (pointer table or tensor-map table),
+so changing group costs nothing. Rows past M (or N) only reach accumulator rows or columns that
+are never stored.
 
 Scheduling mirrors ``kernel.plan``: CTA ``b`` of ``num_ctas`` runs tiles ``[b*per, (b+1)*per)``
 (contiguous) or ``b, b+num_ctas, ...`` (strided); ``tile -> slot`` is the lower-bound search of

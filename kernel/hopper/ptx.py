@@ -40,6 +40,11 @@ def _inline_asm(asm: str, constraints: str, operands: list, *, loc=None, ip=None
     )
 
 
+def _ir(loc, ip, *typed) -> list:
+    """``(DslType, value)`` pairs -> MLIR values, in order (the inline asm's ``$i``)."""
+    return [t(v).ir_value(loc=loc, ip=ip) for t, v in typed]
+
+
 def _shl(dst: str, src: str, amount: int) -> str:
     if amount > 0:
         return f"shl.b32 {dst}, {src}, {amount};"
@@ -125,19 +130,7 @@ def _prmt_unit_lines(u: int, exp_shift: int, dst_ops: tuple[str, str, str, str])
         "cvt.rn.f16x2.e4m3x2 sc1, sh1;",  # (s1, s1) for words 2-3 (K 16..31)
     ]
     for word in range(4):
-        w = f"w{u}_{word}"
-        lines += [
-            f"and.b32 y, {w}, {PRMT_SIGN_MASK:#010x};",
-            "shl.b32 y4, y, 4;",
-            f"shl.b32 x, {w}, 1;",
-            f"shr.b32 xo, {w}, 3;",
-            f"lop3.b32 he, x, y4, {PRMT_EM_MASK:#010x}, {PRMT_LUT_MUX:#04x};",
-            f"lop3.b32 ho, xo, y, {PRMT_EM_MASK:#010x}, {PRMT_LUT_MUX:#04x};",
-            f"prmt.b32 q0, he, 0, {PRMT_SELECTORS[0]:#06x};",
-            f"prmt.b32 q1, he, 0, {PRMT_SELECTORS[1]:#06x};",
-            f"prmt.b32 q2, ho, 0, {PRMT_SELECTORS[0]:#06x};",
-            f"prmt.b32 q3, ho, 0, {PRMT_SELECTORS[1]:#06x};",
-        ]
+        lines += _decode_word_lines(f"w{u}_{word}", ("q0", "q1", "q2", "q3"))
         scale = "sc0" if word < 2 else "sc1"
         for j in range(4):
             if exp_shift == 0:
@@ -184,12 +177,7 @@ def bulk_copy_g2s(dst_smem: Int32, src_gmem: Int64, num_bytes: Int32, mbar_smem:
     _inline_asm(
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
         "r,l,r,r,~{memory}",
-        [
-            Int32(dst_smem).ir_value(loc=loc, ip=ip),
-            Int64(src_gmem).ir_value(loc=loc, ip=ip),
-            Int32(num_bytes).ir_value(loc=loc, ip=ip),
-            Int32(mbar_smem).ir_value(loc=loc, ip=ip),
-        ],
+        _ir(loc, ip, (Int32, dst_smem), (Int64, src_gmem), (Int32, num_bytes), (Int32, mbar_smem)),
         loc=loc,
         ip=ip,
     )
@@ -201,11 +189,7 @@ def store_f16(addr: Int64, value: Float32, multiplier: Float32, *, loc=None, ip=
     _inline_asm(
         "{\n.reg .f32 f;\n.reg .b16 h;\nmul.rn.f32 f, $1, $2;\ncvt.rn.f16.f32 h, f;\nst.global.b16 [$0], h;\n}",
         "l,f,f,~{memory}",
-        [
-            Int64(addr).ir_value(loc=loc, ip=ip),
-            Float32(value).ir_value(loc=loc, ip=ip),
-            Float32(multiplier).ir_value(loc=loc, ip=ip),
-        ],
+        _ir(loc, ip, (Int64, addr), (Float32, value), (Float32, multiplier)),
         loc=loc,
         ip=ip,
     )
@@ -217,7 +201,7 @@ def cp_async_16(dst_smem: Int32, src_gmem: Int64, *, loc=None, ip=None) -> None:
     _inline_asm(
         "cp.async.cg.shared.global [$0], [$1], 16;",
         "r,l,~{memory}",
-        [Int32(dst_smem).ir_value(loc=loc, ip=ip), Int64(src_gmem).ir_value(loc=loc, ip=ip)],
+        _ir(loc, ip, (Int32, dst_smem), (Int64, src_gmem)),
         loc=loc,
         ip=ip,
     )
@@ -230,13 +214,7 @@ def tma_load_rows(dst_smem: Int32, tensor_map: Int64, byte_col: Int32, row: Int3
     _inline_asm(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
         "r,l,r,r,r,~{memory}",
-        [
-            Int32(dst_smem).ir_value(loc=loc, ip=ip),
-            Int64(tensor_map).ir_value(loc=loc, ip=ip),
-            Int32(byte_col).ir_value(loc=loc, ip=ip),
-            Int32(row).ir_value(loc=loc, ip=ip),
-            Int32(mbar_smem).ir_value(loc=loc, ip=ip),
-        ],
+        _ir(loc, ip, (Int32, dst_smem), (Int64, tensor_map), (Int32, byte_col), (Int32, row), (Int32, mbar_smem)),
         loc=loc,
         ip=ip,
     )
@@ -248,7 +226,7 @@ def tensormap_acquire(tensor_map: Int64, *, loc=None, ip=None) -> None:
     _inline_asm(
         "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;",
         "l,~{memory}",
-        [Int64(tensor_map).ir_value(loc=loc, ip=ip)],
+        _ir(loc, ip, (Int64, tensor_map)),
         loc=loc,
         ip=ip,
     )
