@@ -269,6 +269,11 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("x_operand='regs' needs loader='tma', dequant='prmt' and roles='cooperative'")
         if config.mma_m != 64 * config.consumer_warpgroups:
             p.append(f"x_operand='regs' needs one 64-row wgmma A fragment per warpgroup (mma_m {config.mma_m})")
+        if (2 * config.mma_n) % config.consumer_threads:
+            p.append(
+                f"x_operand='regs' splits Y's {2 * config.mma_n} half-row units evenly over "
+                f"{config.consumer_threads} consumer threads (mma_n {config.mma_n})"
+            )
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:

@@ -132,6 +132,11 @@ def test_register_cap_budgets_whole_warpgroups():
         (dict(producer_warps=2, loader="bulk_rows"), "needs loader='cp_async'"),
         (dict(ablate="no_mma"), "ablate needs roles='split'"),
         (dict(roles="weird"), "roles must be"),
+        (dict(loader="tma", dequant="prmt", x_operand="regs"), "64-row wgmma A fragment"),  # wg1, mma_m 128
+        # 64 rows of Y = 128 units over 256 threads: units would be left unwritten
+        (dict(tile_m=64, swapped=True, consumer_warpgroups=2, loader="tma", dequant="prmt", x_operand="regs"),
+         "evenly"),
+        (dict(x_operand="regs"), "needs loader='tma'"),
     ],
 )
 def test_role_axes_rules(kwargs, words):
