@@ -41,28 +41,36 @@ class TableStats:
     builds: int = 0
 
 
-class TableCache:
-    """LRU of :class:`DeviceTables`, keyed by (plan, pointers, device)."""
+class ImmutableLru:
+    """LRU of values that are built once per key and never written after (device tables, tensor
+    maps): ``get(key, build)`` returns the cached value or builds, stores and returns it."""
 
     def __init__(self, capacity: int = 256):
         self.capacity = capacity
         self.stats = TableStats()
         self._entries: OrderedDict = OrderedDict()
 
-    def get(self, plan: LaunchPlan, groups: Sequence[GroupTensors], device: torch.device) -> DeviceTables:
-        pointers = slot_pointers(plan, groups)
-        key = (plan.sizes, plan.tile_prefix, pointers, str(device))
+    def get(self, key, build):
         hit = self._entries.get(key)
         if hit is not None:
             self._entries.move_to_end(key)
             self.stats.hits += 1
             return hit
-        tables = build_tables(plan, pointers, device)
-        self._entries[key] = tables
+        value = build()
+        self._entries[key] = value
         self.stats.builds += 1
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
-        return tables
+        return value
+
+
+class TableCache(ImmutableLru):
+    """:class:`DeviceTables` keyed by (plan, pointers, device)."""
+
+    def get(self, plan: LaunchPlan, groups: Sequence[GroupTensors], device: torch.device) -> DeviceTables:
+        pointers = slot_pointers(plan, groups)
+        key = (plan.sizes, plan.tile_prefix, pointers, str(device))
+        return super().get(key, lambda: build_tables(plan, pointers, device))
 
 
 def build_tables(plan: LaunchPlan, pointers: Sequence[Sequence[int]], device: torch.device) -> DeviceTables:

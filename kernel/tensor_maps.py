@@ -8,19 +8,19 @@ shared memory with the 128-byte swizzle (16-byte chunk ``c`` of row ``r`` lands 
 transaction count is always the whole box.
 
 Maps are encoded on the host (``cuTensorMapEncodeTiled``) and copied once into a fresh device
-tensor ``uint8 [G, 2, 128]`` (slot order, A then B), cached like :mod:`kernel.tables`: keyed by
-the plan's sizes, the operand pointers and the box, never written again after the copy.
+tensor ``uint8 [G, 2, 128]`` (slot order, A then B), cached in the same LRU as
+:mod:`kernel.tables`: keyed by the maps (addresses, rows, pitch, box), never written again.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
 from kernel.plan import LaunchPlan
+from kernel.tables import ImmutableLru
 from kernel.validation import GroupTensors
 
 TENSOR_MAP_BYTES = 128
@@ -104,25 +104,10 @@ def build_map_table(maps: Sequence[tuple], device: torch.device) -> torch.Tensor
     return table
 
 
-class TensorMapCache:
-    """LRU of tensor-map tables keyed by (plan sizes, maps, device)."""
-
-    def __init__(self, capacity: int = 256):
-        self.capacity = capacity
-        self._entries: OrderedDict = OrderedDict()
-        self.builds = 0
+class TensorMapCache(ImmutableLru):
+    """Tensor-map tables keyed by (the slots' maps, device)."""
 
     def get(self, plan: LaunchPlan, groups: Sequence[GroupTensors], box_rows_a: int, box_rows_b: int,
             device: torch.device) -> torch.Tensor:
         maps = slot_maps(plan, groups, box_rows_a, box_rows_b)
-        key = (tuple(maps), str(device))
-        hit = self._entries.get(key)
-        if hit is not None:
-            self._entries.move_to_end(key)
-            return hit
-        table = build_map_table(maps, device)
-        self._entries[key] = table
-        self.builds += 1
-        if len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
-        return table
+        return super().get((tuple(maps), str(device)), lambda: build_map_table(maps, device))

@@ -52,6 +52,20 @@ def test_table_layout_and_cache(monkeypatch):
     for slot, g in enumerate(plan.group_order):
         assert int(table[slot, 0, 0]) == groups[g].a.data_ptr() % 251
         assert int(table[slot, 1, 0]) == groups[g].b.data_ptr() % 251
-    assert cache.get(plan, groups, 128, 128, torch.device("cpu")) is table and cache.builds == 1
+    assert cache.get(plan, groups, 128, 128, torch.device("cpu")) is table and cache.stats.builds == 1
     cache.get(plan, groups, 128, 64, torch.device("cpu"))  # another box: another table
-    assert cache.builds == 2
+    assert cache.stats.builds == 2
+
+
+def test_immutable_lru_builds_once_and_evicts_the_oldest():
+    from kernel.tables import ImmutableLru
+
+    lru, built = ImmutableLru(capacity=2), []
+    make = lambda k: lambda: built.append(k) or [k]  # noqa: E731
+    a = lru.get("a", make("a"))
+    assert lru.get("a", make("a")) is a and built == ["a"]
+    lru.get("b", make("b"))
+    lru.get("a", make("a"))  # a is now the newest
+    lru.get("c", make("c"))  # evicts b
+    lru.get("b", make("b"))
+    assert built == ["a", "b", "c", "b"] and (lru.stats.hits, lru.stats.builds) == (2, 4)
