@@ -247,6 +247,20 @@ class HopperNvfp4GroupedGemm:
             bulk_copy_g2s(dst + r * self.pitch, src_ptr + cutlass.Int64(grow) * row_bytes + kbyte, self.config.tile_k // 2, mbar)
 
     @cute.jit
+    def load_sf_bulk(self, lane, lane0: cutlass.Constexpr, dst, sf_ptr, row0, blocks, rest_k, sf_k, mbar,
+                     rows: cutlass.Constexpr):
+        """One cp.async.bulk per 128-row scale block (lane ``lane0 + b`` copies block b)."""
+        for b in cutlass.range_constexpr(cfgmod.sf_blocks(rows)):
+            if lane == lane0 + b:
+                blk = cutlass.min(row0 // 128 + b, blocks - 1)
+                bulk_copy_g2s(
+                    dst + b * self.sf_block_bytes,
+                    sf_ptr + (cutlass.Int64(blk) * rest_k + sf_k) * 512,
+                    self.sf_block_bytes,
+                    mbar,
+                )
+
+    @cute.jit
     def load_rows_cp_async(self, pw, lane, dst, src_ptr, row0, lim, row_bytes, kbyte, rows: cutlass.Constexpr):
         """Producer warp ``pw`` of P copies steps pw, pw+P, ...; in a step lane l copies 16-byte
         chunk l of a run of whole rows (one warp instruction covers 32 / chunks_per_row rows)."""
@@ -387,24 +401,8 @@ class HopperNvfp4GroupedGemm:
                         else:
                             self.load_rows_bulk(lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, mbar, self.mma_m)
                             self.load_rows_bulk(lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, mbar, self.mma_n)
-                        for b in cutlass.range_constexpr(cfgmod.sf_blocks(self.mma_m)):
-                            if lane == b:
-                                blk = cutlass.min(x_row0 // 128 + b, x_blocks - 1)
-                                bulk_copy_g2s(
-                                    stage + self.off_sfx + b * self.sf_block_bytes,
-                                    sfx_ptr + (cutlass.Int64(blk) * rest_k + sf_k) * 512,
-                                    self.sf_block_bytes,
-                                    mbar,
-                                )
-                        for b in cutlass.range_constexpr(cfgmod.sf_blocks(self.mma_n)):
-                            if lane == 16 + b:
-                                blk = cutlass.min(y_row0 // 128 + b, y_blocks - 1)
-                                bulk_copy_g2s(
-                                    stage + self.off_sfy + b * self.sf_block_bytes,
-                                    sfy_ptr + (cutlass.Int64(blk) * rest_k + sf_k) * 512,
-                                    self.sf_block_bytes,
-                                    mbar,
-                                )
+                        self.load_sf_bulk(lane, 0, stage + self.off_sfx, sfx_ptr, x_row0, x_blocks, rest_k, sf_k, mbar, self.mma_m)
+                        self.load_sf_bulk(lane, 16, stage + self.off_sfy, sfy_ptr, y_row0, y_blocks, rest_k, sf_k, mbar, self.mma_n)
                     else:
                         self.load_rows_cp_async(pw, lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, self.mma_m)
                         self.load_rows_cp_async(pw, lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, self.mma_n)
