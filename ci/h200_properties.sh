@@ -5,7 +5,7 @@
 # main property took ~240 s): within one 10-minute device call, pass VARIANT_ARGS to split the
 # variants over calls, e.g. VARIANT_ARGS="--variant=L1 --variant=L2" (default: every variant).
 set -u
-OUT=${OUT:-out}; mkdir -p "$OUT"
+export OUT=${OUT:-out}; mkdir -p "$OUT"
 DEFAULT=$(python3 -c "import kernel.hopper as h; print(h.DEFAULT_CONFIG.label)")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 timeout 60 python3 -m oracle.speed --device cuda 2>&1 | tee "$OUT/oracle_speed.txt"
@@ -15,8 +15,4 @@ timeout ${T_CI:-270} python3 -m pytest -m properties --subject=hopper ${VARIANT_
   -k "test_subject_matches_oracle and not per_distribution or rejects" -p no:cacheprovider -q -rs \
   --junitxml="$OUT/properties_ci.xml" 2>&1 | tail -25 | tee "$OUT/properties_ci.txt"
 # the default variant: each distribution on its own, then the long run (500 examples)
-timeout ${T_DIST:-90} python3 -m pytest -m properties --subject=hopper --variant="$DEFAULT" --hypothesis-profile=ci \
-  -k per_distribution -p no:cacheprovider -q 2>&1 | tail -8 | tee "$OUT/properties_dist.txt"
-timeout ${T_LONG:-150} python3 -m pytest -m properties --subject=hopper --variant="$DEFAULT" --hypothesis-profile=gpu-long \
-  -k "test_subject_matches_oracle and not per_distribution" -p no:cacheprovider -q --hypothesis-show-statistics 2>&1 \
-  | grep -E "passing|failing|invalid|passed|failed|Error|reproduce" | tail -12 | tee "$OUT/properties_long.txt"
+bash "$(dirname "$0")/h200_long.sh" "$DEFAULT"

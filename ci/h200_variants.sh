@@ -7,7 +7,7 @@
 # LONG_VARIANT (optional): also each distribution alone and the 500-example gpu-long run.
 # Logs under $OUT (or ./out): properties*.txt, bench_gpu.json, bench_summary.md.
 set -u
-OUT=${OUT:-out}; mkdir -p "$OUT"
+export OUT=${OUT:-out}; mkdir -p "$OUT"
 : "${VARIANTS:?comma-separated variant labels}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 VARGS=$(echo "$VARIANTS" | tr ',' '\n' | sed 's/^/--variant=/' | tr '\n' ' ')
@@ -15,13 +15,7 @@ VARGS=$(echo "$VARIANTS" | tr ',' '\n' | sed 's/^/--variant=/' | tr '\n' ' ')
 timeout ${T_PROPS:-240} python3 -m pytest -m properties --subject=hopper $VARGS --hypothesis-profile=${PROFILE:-ci} \
   -k "test_subject_matches_oracle and not per_distribution or rejects" -p no:cacheprovider -q -rs -x 2>&1 \
   | tail -30 | tee "$OUT/properties.txt"
-if [ -n "${LONG_VARIANT:-}" ]; then  # one variant: every distribution alone, then 500 examples
-  timeout ${T_DIST:-70} python3 -m pytest -m properties --subject=hopper --variant="$LONG_VARIANT" --hypothesis-profile=ci \
-    -k per_distribution -p no:cacheprovider -q 2>&1 | tail -4 | tee "$OUT/properties_dist.txt"
-  timeout ${T_LONG:-150} python3 -m pytest -m properties --subject=hopper --variant="$LONG_VARIANT" --hypothesis-profile=gpu-long \
-    -k "test_subject_matches_oracle and not per_distribution" -p no:cacheprovider -q --hypothesis-show-statistics 2>&1 \
-    | grep -E "passing|failing|passed|failed|Error" | tail -6 | tee "$OUT/properties_long.txt"
-fi
+[ -z "${LONG_VARIANT:-}" ] || bash "$(dirname "$0")/h200_long.sh" "$LONG_VARIANT"
 ALL=${BENCH_VARIANTS:-$VARIANTS${BASELINES:+,$BASELINES}}
 NVFP4_BENCH_FAMILIES=hopper NVFP4_BENCH_SHAPES=${SHAPES:-bench1,bench2,bench3,bench4} NVFP4_BENCH_VARIANTS=$ALL \
   timeout ${T_BENCH:-240} python3 -m pytest profiling/benchmarks/bench_gpu.py --benchmark-only \
