@@ -408,14 +408,11 @@ def test_rs_x_fragment_is_exact_in_the_shared_order(exp_shift):
                     assert np.array_equal(hi.astype(np.float64), want[rh][:, lk + 1]), (t, rh, s_, jp)
 
 
-def test_rs_fragment_check_catches_a_swapped_slot():
-    asm = ptx.rs_x_fragment_asm(-14).replace("prmt.b32 $2, he", "prmt.b32 $TMP, he").replace(
+def test_rs_fragment_check_catches_a_swapped_slot(monkeypatch):
+    good = ptx.rs_x_fragment_asm(-14)
+    bad = good.replace("prmt.b32 $2, he", "prmt.b32 $TMP, he").replace(
         "prmt.b32 $4, ho", "prmt.b32 $2, ho").replace("prmt.b32 $TMP, he", "prmt.b32 $4, he")
-    asm = asm.replace("mul.rn.f16x2 $2, $2, sc0;\nmul.rn.f16x2 $4, $4, sc0;", "mul.rn.f16x2 $4, $4, sc0;\nmul.rn.f16x2 $2, $2, sc0;")
-    orig = ptx.rs_x_fragment_asm
-    try:
-        ptx.rs_x_fragment_asm = lambda e: asm
-        with pytest.raises(AssertionError):
-            test_rs_x_fragment_is_exact_in_the_shared_order(-14)
-    finally:
-        ptx.rs_x_fragment_asm = orig
+    assert bad != good
+    monkeypatch.setattr(ptx, "rs_x_fragment_asm", lambda exp_shift: bad)
+    with pytest.raises(AssertionError):
+        test_rs_x_fragment_is_exact_in_the_shared_order(-14)
