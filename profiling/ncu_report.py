@@ -43,7 +43,7 @@ LEAD_COLUMNS = (
     "shape", "variant", "best", "status", "kernel", "gpu",
     "duration_us", "tflops", "floor_us", "time_over_floor", "floor_source",
     "tensor_active_pct", "tensor_elapsed_pct", "tmem_active_pct", "dram_pct", "dram_gbps",
-    "l2_hit_pct", "smem_conflict_pct", "occupancy_achieved_pct", "occupancy_theoretical_pct",
+    "l2_hit_pct", "lsu_pipe_pct", "smem_conflict_pct", "occupancy_achieved_pct", "occupancy_theoretical_pct",
     "occupancy_ratio", "regs_per_thread", "top_stalls",
 )
 # Panels of the PNG: (column, title); a column with no finite value is left out.
@@ -54,6 +54,7 @@ PANELS = (
     ("tensor_active_pct", "tensor pipe active (%)"),
     ("dram_pct", "DRAM throughput (% peak)"),
     ("l2_hit_pct", "L2 hit rate (%)"),
+    ("lsu_pipe_pct", "L1 data pipe, LSU wavefronts (% peak)"),
     ("smem_conflict_pct", "smem bank conflicts (% wavefronts)"),
     ("occupancy_achieved_pct", "achieved occupancy (%)"),
     ("regs_per_thread", "registers / thread"),
@@ -399,7 +400,7 @@ def render_summary(table: Sequence[Mapping], meta: Mapping[str, Any]) -> str:
               "not locked): compare variants with them, quote benchmark times as headline figures.", ""]
     has_static = any("st_regs" in r or "st_sass" in r for r in table)
     header = ["shape", "variant", "best", "us", "TFLOP/s", "x floor", "tensor %", "DRAM %",
-              "L2 hit %", "smem confl %", "occ %", "regs", "top stalls (warps/issue)"]
+              "L2 hit %", "LSU pipe %", "smem confl %", "occ %", "regs", "top stalls (warps/issue)"]
     if has_static:
         header += ["st regs", "stack", "spills", "SASS"]
     header.append("status")
@@ -408,7 +409,7 @@ def render_summary(table: Sequence[Mapping], meta: Mapping[str, Any]) -> str:
         cells = [r["shape"], f"`{r['variant']}`", "**best**" if r.get("best") else "",
                  _fmt(r.get("duration_us"), 2), _fmt(r.get("tflops")), _fmt(r.get("time_over_floor"), 2),
                  _fmt(r.get("tensor_active_pct")), _fmt(r.get("dram_pct")), _fmt(r.get("l2_hit_pct")),
-                 _fmt(r.get("smem_conflict_pct")), _fmt(r.get("occupancy_achieved_pct")),
+                 _fmt(r.get("lsu_pipe_pct")), _fmt(r.get("smem_conflict_pct")), _fmt(r.get("occupancy_achieved_pct")),
                  _fmt(r.get("regs_per_thread"), 0), r.get("top_stalls") or "–"]
         if has_static:
             cells += [_fmt(r.get("st_regs"), 0), _fmt(r.get("st_stack"), 0), _fmt(r.get("st_spills"), 0),

@@ -152,3 +152,18 @@ def test_check_output_dir_finds_deep_and_oddly_named_files(tmp_path):
     (tmp_path / "odd name.txt").write_text("x")
     problems = R.check_output_dir(tmp_path)
     assert any("deeper" in p for p in problems) and any("odd name" in p for p in problems)
+
+
+def test_summary_shows_the_l1_data_pipe_column(tmp_path):
+    """The LSU-wavefront % of peak (what bounded the Hopper kernel in issue 7) reaches the table."""
+    table = R.build_table(raw_rows(), case_records())
+    for r in table:
+        r["lsu_pipe_pct"] = 57.49 if r["variant"] == A else math.nan
+    R.write_outputs(tmp_path, table, {"family": "hopper", "arch": "sm_90a", "backend": "ncu", "runs": 1}, {})
+    md = (tmp_path / R.SUMMARY_NAME).read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| shape | variant"))
+    assert "LSU pipe %" in header
+    col = header.split("|").index(" LSU pipe % ")
+    a_rows = [line.split("|") for line in md.splitlines() if f"`{A}`" in line and line.startswith("| bench")]
+    assert a_rows and all(cells[col].strip().startswith("57.") for cells in a_rows)
+    assert "lsu_pipe_pct" in next(csv.reader(open(tmp_path / R.CSV_NAME)))
