@@ -10,14 +10,17 @@ Geometry vocabulary:
   for small per-group M) ``(tile_n, tile_m)``, so the large N fills wgmma's M side;
 * operand X (wgmma's A, ``mma_m`` rows) and operand Y (wgmma's B, ``mma_n`` rows) are the
   problem's A and B, or B and A when swapped;
-* one pipeline stage holds ``tile_k`` K elements of packed FP4 rows and their scale blocks; the
-  consumers dequantize it in sub-blocks of 64 K (one 128-byte swizzle atom of fp16) into two
-  ping-pong operand buffers that wgmma reads from shared memory.
+* one pipeline stage holds ``tile_k`` K elements of packed FP4 rows and their scale blocks; it
+  is dequantized in sub-blocks of 64 K (one 128-byte swizzle atom of fp16) into ``fp16_buffers``
+  operand buffers that wgmma reads from shared memory, except X when ``x_operand="regs"`` (each
+  consumer thread decodes its wgmma A fragment into registers).
+
+Which axis does what, and what each measured on the H200: kernel/hopper/NOTES.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from kernel.errors import UnsupportedConfigError
