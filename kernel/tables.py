@@ -63,6 +63,9 @@ class ImmutableLru:
             self._entries.popitem(last=False)
         return value
 
+    def clear(self) -> None:
+        self._entries.clear()
+
 
 class TableCache(ImmutableLru):
     """:class:`DeviceTables` keyed by (plan, pointers, device)."""

@@ -58,11 +58,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from kernel.family import families, family_for_capability
 from profiling import floors
 from profiling import metrics as M
 from profiling import ncu_report as R
 
-FAMILIES = {"sm_90a": ("hopper", "kernel.hopper"), "sm_100a": ("blackwell", "kernel.blackwell")}
+FAMILIES = {f.arch: (f.name, f.package) for f in families()}  # the kernel.family registry, by arch
 NVTX_DOMAIN = "ncu_sweep"
 DEFAULT_SHAPES = tuple(s.name for s in floors.BENCH_SHAPES)
 LOG_NAME = "ncu-log.txt"
@@ -277,11 +278,8 @@ class CaseRunner:
                                                       device="cuda")
             data = self.inputs[case.shape]
             cfg = self.plan.configs[case.variant]
-            if hasattr(module, "prepare") and hasattr(module, "launch"):
-                prepared = module.prepare(data, cfg)
-                fn = lambda: module.launch(prepared)  # noqa: E731
-            else:
-                fn = lambda: module.custom_kernel(data, config=cfg)  # noqa: E731
+            prepared = module.prepare(data, cfg)  # every family: the shared host pipeline's contract
+            fn = lambda: module.launch(prepared)  # noqa: E731  (returns the c tensors)
             for _ in range(max(1, self.warmup)):
                 outputs = fn()
             torch.cuda.synchronize()
@@ -650,10 +648,9 @@ def resolve_arch(arch: str) -> str:
         cap = cuda_capability()
     except Exception:
         cap = None
-    if cap and cap[0] == 9:
-        return "sm_90a"
-    if cap and cap[0] == 10:
-        return "sm_100a"
+    family = family_for_capability(cap)
+    if family is not None:
+        return family.arch
     raise SystemExit(f"--arch auto: no sm_90/sm_100 GPU here (capability {cap}); pass --arch sm_90a or sm_100a")
 
 

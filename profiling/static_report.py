@@ -8,7 +8,7 @@ Per variant: label, arch, compile time, threads, registers, stack bytes, shared 
 census (see ``profiling.sass.CENSUS_PATTERNS``). A markdown table goes to stdout, progress to
 stderr, everything (with the full opcode histogram) to ``--json``.
 
-A kernel family plugs in through :data:`FAMILIES` (name -> module). The module provides
+The families come from the registry (:mod:`kernel.family`); each family's package provides
 
 * ``ARCH``: the architecture it compiles for (``"sm_100a"``, ``"sm_90a"``);
 * ``STATIC_MATRIX``: the configs to inspect, each with a ``label``;
@@ -38,12 +38,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from kernel.family import families
 from profiling import sass
 
-FAMILIES: dict[str, str] = {
-    "blackwell": "kernel.blackwell",
-    "hopper": "kernel.hopper",
-}
+FAMILIES: dict[str, str] = {f.name: f.package for f in families()}  # name -> package
 
 # Columns of the markdown table: (header, row key).
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -71,7 +69,7 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
 
 
 # The architecture each family targets, for --arch selection before its module is usable.
-FAMILY_ARCH: dict[str, str] = {"blackwell": "sm_100a", "hopper": "sm_90a"}
+FAMILY_ARCH: dict[str, str] = {f.name: f.arch for f in families()}
 REQUIRED = ("ARCH", "STATIC_MATRIX", "static_build")
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from kernel.device import cuda_capability
+from kernel.family import FAMILIES, KernelFamily, family_for_capability
 from kernel.validation import KernelConstraints
 
 
@@ -63,22 +63,34 @@ class SubjectVariant:
         return f"{self.subject}:{self.label}"
 
 
-def _family_variants(subject: str, module_name: str, limits: SizeLimits) -> list[SubjectVariant]:
+def _model_variants() -> list[SubjectVariant]:
+    from kernel import model
+
+    return [
+        SubjectVariant("model", config.label, functools.partial(model.custom_kernel, config=config),
+                       model.constraints(config), CPU_LIMITS)
+        for config in model.DECLARED_VARIANTS
+    ]
+
+
+def _family_variants(family: KernelFamily, limits: SizeLimits) -> list[SubjectVariant]:
+    """Every declared variant of a kernel family (``kernel.family``), run through its pipeline."""
     try:
-        module = importlib.import_module(module_name)
+        reason = family.unavailable_reason()
+        configs = family.declared_variants
     except ImportError as exc:  # the family is not importable on this machine
-        return [SubjectVariant(subject, "unavailable", _unavailable, KernelConstraints(), limits, f"{module_name}: {exc}")]
-    reason = module.unavailable_reason()
+        return [SubjectVariant(family.name, "unavailable", _unavailable, KernelConstraints(), limits,
+                               f"{family.package}: {exc}")]
     return [
         SubjectVariant(
-            subject=subject,
+            subject=family.name,
             label=config.label,
-            run=functools.partial(module.custom_kernel, config=config),
-            constraints=module.constraints(config),
+            run=functools.partial(family.custom_kernel, config=config),
+            constraints=family.constraints(config),
             limits=limits,
             skip_reason=reason,
         )
-        for config in module.DECLARED_VARIANTS
+        for config in configs
     ]
 
 
@@ -105,12 +117,8 @@ def _file_variants(path: Path) -> list[SubjectVariant]:
 
 
 def auto_subject_name() -> str:
-    cap = cuda_capability()
-    if cap is not None and cap[0] == 9:
-        return "hopper"
-    if cap is not None and cap[0] == 10:
-        return "blackwell"
-    return "model"
+    family = family_for_capability(cuda_capability())
+    return "model" if family is None else family.name
 
 
 def resolve_subject(name: str) -> list[SubjectVariant]:
@@ -121,11 +129,9 @@ def resolve_subject(name: str) -> list[SubjectVariant]:
 
 def _resolve(name: str) -> list[SubjectVariant]:
     if name == "model":
-        return _family_variants("model", "kernel.model", CPU_LIMITS)
-    if name == "hopper":
-        return _family_variants("hopper", "kernel.hopper", GPU_LIMITS)
-    if name == "blackwell":
-        return _family_variants("blackwell", "kernel.blackwell", GPU_LIMITS)
+        return _model_variants()
+    if name in FAMILIES:
+        return _family_variants(FAMILIES[name], GPU_LIMITS)
     path = Path(name)
     if path.suffix == ".py" and path.exists():
         return _file_variants(path)

@@ -19,6 +19,8 @@ from kernel.blackwell.config import (
     ARCH,
     DECLARED_VARIANTS,
     DEFAULT_CONFIG,
+    EXPERIMENTAL_VARIANTS,
+    PRODUCTION_VARIANTS,
     STATIC_MATRIX,
     BlackwellConfig,
     SmemBudget,
@@ -31,6 +33,7 @@ from kernel.blackwell.config import (
     tmem_budget,
 )
 from kernel.blackwell.host import (
+    PIPELINE,
     Prepared,
     compile_cache,
     compile_for,
@@ -48,7 +51,10 @@ __all__ = [
     "ARCH",
     "DECLARED_VARIANTS",
     "DEFAULT_CONFIG",
+    "EXPERIMENTAL_VARIANTS",
     "FAMILY",
+    "PIPELINE",
+    "PRODUCTION_VARIANTS",
     "STATIC_MATRIX",
     "BlackwellConfig",
     "Prepared",

@@ -7,6 +7,9 @@ from kernel.errors import UnsupportedConfigError
 from kernel.hopper.config import (
     DECLARED_VARIANTS,
     DEFAULT_CONFIG,
+    EXPERIMENTAL_VARIANTS,
+    FASTEST_CONFIG,
+    PRODUCTION_VARIANTS,
     STATIC_MATRIX,
     HopperConfig,
     check_config,
@@ -15,6 +18,7 @@ from kernel.hopper.config import (
 )
 from kernel.hopper.launch import (
     ARCH,
+    PIPELINE,
     Prepared,
     compile_cache,
     compile_for,
@@ -28,6 +32,10 @@ from kernel.hopper.launch import (
 
 __all__ = [
     "ARCH",
+    "EXPERIMENTAL_VARIANTS",
+    "FASTEST_CONFIG",
+    "PIPELINE",
+    "PRODUCTION_VARIANTS",
     "static_build",
     "DECLARED_VARIANTS",
     "DEFAULT_CONFIG",

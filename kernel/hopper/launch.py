@@ -1,30 +1,27 @@
-"""Host flow of the Hopper kernel: validate -> plan -> tables -> compile (cached) -> launch.
+"""The Hopper family's hooks into the shared host pipeline (:mod:`kernel.host_pipeline`).
 
 Compiled once per ``(config, num_groups)``: shapes, pointers, tile totals and the CTA count are
-run-time values read from the device tables.
+run-time values read from the device tables. The fourth table of the ``loader="tma"`` variants
+is the per-slot tensor maps (:mod:`kernel.tensor_maps`); the other loaders need none.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from kernel import device as devmod
-from kernel.compile_cache import CompileCache
-from kernel.errors import DeviceUnavailableError
+from kernel.host_pipeline import AuxTable, HostPipeline, Prepared
 from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes
-from kernel.plan import LaunchPlan, make_plan
-from kernel.tables import DeviceTables, TableCache
+from kernel.plan import LaunchPlan
 from kernel.tensor_maps import TensorMapCache
-from kernel.validation import GroupTensors, KernelConstraints, validate_problem
+from kernel.validation import GroupTensors, KernelConstraints
 
 ARCH = "sm_90a"
-compile_cache: CompileCache = CompileCache("hopper")
-table_cache = TableCache()
-tensor_map_cache = TensorMapCache()
+# a dry run on a machine without an sm_90 GPU plans for an H100/H200's SM count
+DRY_RUN_SMS = 132
 
 
 def constraints(config: HopperConfig = DEFAULT_CONFIG, *, device_type: str = "cuda") -> KernelConstraints:
@@ -40,9 +37,7 @@ def _import_cutlass():
     # the compile names its target explicitly (compile_options), so CUTE_DSL_ARCH only needs a
     # default for processes that import cutlass first through this family
     os.environ.setdefault("CUTE_DSL_ARCH", ARCH)
-    import cuda.bindings.driver as cuda  # noqa: F401
-    import cutlass  # noqa: F401
-    import cutlass.cute as cute  # noqa: F401
+    import cutlass  # noqa: F401  (imported first under the default target)
 
 
 def compile_options(dump_dir: str | os.PathLike | None = None) -> str:
@@ -54,23 +49,76 @@ def compile_options(dump_dir: str | os.PathLike | None = None) -> str:
     return opts
 
 
-def _build(config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | None = None):
-    _import_cutlass()
-    import cuda.bindings.driver as cuda
-    import cutlass
-    import cutlass.cute as cute
-    from cutlass.cute.runtime import make_ptr
+class HopperHooks:
+    name = "hopper"
+    arch = ARCH
 
-    from kernel.hopper.kernel import HopperNvfp4GroupedGemm
+    def __init__(self):
+        self.tensor_map_cache = TensorMapCache()
 
-    gemm = HopperNvfp4GroupedGemm(config, num_groups)
-    fake32 = make_ptr(cutlass.Int32, 16, cute.AddressSpace.gmem, assumed_align=16)
-    fake32b = make_ptr(cutlass.Int32, 16, cute.AddressSpace.gmem, assumed_align=16)
-    fake64 = make_ptr(cutlass.Int64, 16, cute.AddressSpace.gmem, assumed_align=16)
-    fake_maps = make_ptr(cutlass.Uint8, 64, cute.AddressSpace.gmem, assumed_align=64)
-    return cute.compile(
-        gemm, fake32, fake32b, fake64, fake_maps, cutlass.Int32(1), cuda.CUstream(0), options=compile_options(dump_dir)
-    )
+    def resolve(self, config: HopperConfig) -> HopperConfig:
+        check_config(config)
+        return config
+
+    def constraints(self, config: HopperConfig) -> KernelConstraints:
+        return constraints(config)
+
+    def unavailable_reason(self) -> str | None:
+        return unavailable_reason()
+
+    def max_ctas(self, config: HopperConfig, *, dry_run: bool) -> int:
+        sms = DRY_RUN_SMS if dry_run and unavailable_reason() is not None else devmod.sm_count()
+        return sms * config.ctas_per_sm
+
+    def aux_table(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors],
+                  device: torch.device) -> AuxTable | None:
+        if config.loader != "tma":
+            return None
+        maps = self.tensor_map_cache.get(plan, groups, config.tile_m, config.tile_n, device)
+        return AuxTable(maps, "uint8", 64)
+
+    def build(self, config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | None = None):
+        _import_cutlass()
+        import cuda.bindings.driver as cuda
+        import cutlass
+        import cutlass.cute as cute
+        from cutlass.cute.runtime import make_ptr
+
+        from kernel.hopper.kernel import HopperNvfp4GroupedGemm
+
+        gemm = HopperNvfp4GroupedGemm(config, num_groups)
+
+        def fake(dtype, align):
+            return make_ptr(dtype, align, cute.AddressSpace.gmem, assumed_align=align)
+
+        return cute.compile(
+            gemm, fake(cutlass.Int32, 16), fake(cutlass.Int32, 16), fake(cutlass.Int64, 16),
+            fake(cutlass.Uint8, 64), cutlass.Int32(1), cuda.CUstream(0), options=compile_options(dump_dir),
+        )
+
+
+PIPELINE = HostPipeline(HopperHooks())
+compile_cache = PIPELINE.compile_cache
+
+
+def compile_for(config: HopperConfig, num_groups: int):
+    """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now (no GPU needed)."""
+    return PIPELINE.compile_for(config, num_groups)
+
+
+def prepare(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, dry_run: bool = False,
+            compile: bool | None = None) -> Prepared:
+    """Everything but the launch (see :meth:`kernel.host_pipeline.HostPipeline.prepare`)."""
+    return PIPELINE.prepare(data, config, dry_run=dry_run, compile=compile)
+
+
+def launch(prep: Prepared, stream: Any | None = None) -> list[torch.Tensor]:
+    return PIPELINE.launch(prep, stream)
+
+
+def custom_kernel(data: Any, config: HopperConfig = DEFAULT_CONFIG) -> list[torch.Tensor]:
+    """Leaderboard entry point: writes every group's C in place and returns them (caller order)."""
+    return PIPELINE.run(data, config)
 
 
 def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: int = 8) -> dict:
@@ -78,7 +126,9 @@ def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: 
     from kernel.cubin import compile_keeping_cubin
 
     check_config(config)
-    cubin, seconds = compile_keeping_cubin(config.label, dump_dir, lambda dump: _build(config, num_groups, dump))
+    cubin, seconds = compile_keeping_cubin(
+        config.label, dump_dir, lambda dump: PIPELINE.hooks.build(config, num_groups, dump)
+    )
     return {
         "label": config.label,
         "arch": ARCH,
@@ -94,84 +144,3 @@ def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: 
             "loader": config.loader,
         },
     }
-
-
-def compile_for(config: HopperConfig, num_groups: int):
-    """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now.
-
-    Works without a GPU when ``CUTE_DSL_ARCH=sm_90a`` is set before cutlass is imported; with
-    ``CUTE_DSL_KEEP_CUBIN=1`` and ``CUTE_DSL_DUMP_DIR`` the cubin is kept for SASS inspection.
-    """
-    check_config(config)
-    if num_groups < 1:
-        raise ValueError(f"num_groups must be >= 1, got {num_groups}")
-    return compile_cache.get_or_compile((config, num_groups), lambda: _build(config, num_groups))
-
-
-@dataclass(frozen=True)
-class Prepared:
-    config: HopperConfig
-    groups: list[GroupTensors]
-    plan: LaunchPlan
-    tables: DeviceTables | None  # None for a dry run
-    outputs: list[torch.Tensor]  # the callers' c tensors, in caller order
-    tensor_maps: torch.Tensor | None = None  # loader="tma": uint8 [G, 2, 128] (A, B per slot)
-
-
-def _max_ctas(config: HopperConfig, device_type: str) -> int:
-    sms = devmod.sm_count() if device_type == "cuda" else 132
-    return sms * config.ctas_per_sm
-
-
-def prepare(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, dry_run: bool = False) -> Prepared:
-    """Everything but the launch. ``dry_run`` accepts CPU tensors and builds no device tables."""
-    check_config(config)
-    device_type = "cpu" if dry_run else "cuda"
-    groups = validate_problem(data, constraints(config, device_type=device_type))
-    plan = make_plan(
-        [g.size for g in groups],
-        tile_m=config.tile_m,
-        tile_n=config.tile_n,
-        tile_k=config.tile_k,
-        max_ctas=_max_ctas(config, device_type),
-        schedule=config.schedule,
-    )
-    tables = maps = None
-    if not dry_run and plan.total_tiles:
-        tables = table_cache.get(plan, groups, groups[0].c.device)
-        if config.loader == "tma":
-            maps = tensor_map_cache.get(plan, groups, config.tile_m, config.tile_n, groups[0].c.device)
-    return Prepared(config, groups, plan, tables, [g.c for g in groups], maps)
-
-
-def launch(prep: Prepared, stream: Any | None = None) -> list[torch.Tensor]:
-    if prep.plan.total_tiles == 0:
-        return prep.outputs
-    reason = unavailable_reason()
-    if reason is not None:
-        raise DeviceUnavailableError(reason)
-    compiled = compile_for(prep.config, prep.plan.num_groups)
-    import cuda.bindings.driver as cuda
-    import cutlass
-    import cutlass.cute as cute
-    from cutlass.cute.runtime import make_ptr
-
-    t = prep.tables
-    if stream is None:
-        stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    compiled(
-        make_ptr(cutlass.Int32, t.sizes.data_ptr(), cute.AddressSpace.gmem, assumed_align=16),
-        make_ptr(cutlass.Int32, t.tile_prefix.data_ptr(), cute.AddressSpace.gmem, assumed_align=16),
-        make_ptr(cutlass.Int64, t.pointers.data_ptr(), cute.AddressSpace.gmem, assumed_align=16),
-        # loader="tma" reads its tensor maps here; the others never touch this argument
-        make_ptr(cutlass.Uint8, (t.pointers if prep.tensor_maps is None else prep.tensor_maps).data_ptr(),
-                 cute.AddressSpace.gmem, assumed_align=64),
-        cutlass.Int32(prep.plan.num_ctas),
-        stream,
-    )
-    return prep.outputs
-
-
-def custom_kernel(data: Any, config: HopperConfig = DEFAULT_CONFIG) -> list[torch.Tensor]:
-    """Leaderboard entry point: writes every group's C in place and returns them (caller order)."""
-    return launch(prepare(data, config))

@@ -30,12 +30,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kernel.family import families
 from profiling.floors import ALL_SHAPES, ShapeSet, get_shape
 
 SEED = 1111  # the leaderboard's seed
 DISTRIBUTION = "uniform"
-FAMILIES = {"hopper": "kernel.hopper", "blackwell": "kernel.blackwell"}
-ARCH = {"hopper": "sm_90a", "blackwell": "sm_100a"}
+FAMILIES = {f.name: f.package for f in families()}  # the kernel.family registry, name -> package
+ARCH = {f.name: f.arch for f in families()}
 
 
 def selected_shapes() -> list[ShapeSet]:

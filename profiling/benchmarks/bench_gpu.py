@@ -51,6 +51,26 @@ def _kernel_params():
     return params
 
 
+def _host_us_per_call(fn, calls: int = 200) -> float:
+    """Median host time of one call in an eager loop without synchronization (python -m
+    profiling.host_overhead breaks it down further)."""
+    import statistics
+    import time
+
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    runs = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        runs.append((time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(runs)
+
+
 def _time(benchmark, launches, lpr):
     r = timing.Replayer(launches, launches_per_replay=lpr).prepare()
     r.warmup(WARMUP_REPLAYS)
@@ -112,6 +132,8 @@ def test_kernel(benchmark, variant, shape, ceilings):
     nan_groups = [g for g, c in enumerate(outs) if c.numel() and bool(torch.isnan(c).any())]
     assert not nan_groups, f"{variant.id} left NaN (unwritten) outputs in groups {nan_groups} of {shape.name}"
 
+    host_us = _host_us_per_call(lambda: variant.module.custom_kernel(datas[0], config=config))
+
     record = timing.BenchRecord(
         variant.family, variant.label, shape, t, ceilings, peer=S.peer_timing(shape),
         notes={
@@ -120,6 +142,8 @@ def test_kernel(benchmark, variant, shape, ceilings):
             "graph_capture_error": r.capture_error,
             "seed": S.SEED,
             "distribution": S.DISTRIBUTION,
+            # host time of one repeated eager call (the fast path: identity check + launch)
+            "host_us_per_call": host_us,
         },
     )
     benchmark.extra_info.update(record.extra_info())

@@ -1,0 +1,177 @@
+"""The host fast path: a repeated ``custom_kernel(data)`` costs an identity check and the launch.
+
+A full call validates every tensor of every group (hundreds of microseconds for 8 groups), plans,
+looks up the tables and marshals the kernel's arguments. A benchmark, a model or the
+leaderboard calls the kernel again and again with the same tensors; this cache remembers, per
+problem, the ready-made launch (:class:`kernel.host_pipeline.LaunchArgs`: the validated plan's
+device tables, tensor maps and marshalled arguments).
+
+**The key is the identity of the caller's objects**, not their values:
+
+* every tensor of the problem, by ``id``; the entry holds a weak reference to each one whose
+  callback evicts the entry when the tensor is freed, so an ``id`` found in the cache always
+  names the very object that was validated (a freed tensor whose address, or whose ``id``, is
+  reused by a new one can never hit);
+* the problem sizes, by value; the config object (held, so its ``id`` cannot be reused); the
+  current CUDA stream;
+* each tensor's version counter (``Tensor._version``), which PyTorch bumps on every in-place
+  operation, including those that change metadata in place (``resize_``, ``as_strided_``,
+  ``set_``, ``transpose_``...): a changed version is a miss, and the miss path validates again.
+
+A hit therefore only happens for the same tensor objects, unchanged since a call that passed full
+validation, with the same sizes, config and stream; every bad problem takes the miss path and
+gets the same typed error as without the cache. Values written in place through another view
+of the same memory need nothing: the kernel reads memory, the cache holds only addresses.
+
+Not detected: replacing a tensor's storage behind its back with ``tensor.data = other`` or
+``torch.utils.swap_tensors`` (neither bumps the version counter). Call :meth:`FastPath.clear`
+(``kernel.family.clear_caches()``) after doing that.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any, Callable
+
+import torch
+
+_getter = getattr(torch._C, "_cuda_getCurrentStream", None)
+
+
+def current_stream_id(device_index: int) -> Any:
+    """A cheap identifier of torch's current stream on ``device_index`` (no Stream object)."""
+    if _getter is not None:
+        return _getter(device_index)[0]
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
+def flatten(data: Any) -> list:
+    """The problem's tensors in a fixed order: every (a, b, c), then (sfa, sfb), then the blocked pair."""
+    abc, sfs, blocked, _ = data
+    return [*chain.from_iterable(abc), *chain.from_iterable(sfs), *chain.from_iterable(blocked)]
+
+
+def identity_key(data: Any, config: Any) -> tuple | None:
+    """(config id, tensor ids, sizes), or None when ``data`` is not shaped like a problem."""
+    try:
+        tensors = flatten(data)
+        sizes = data[3]
+        try:
+            sizes_key = tuple(sizes)
+            hash(sizes_key)
+        except TypeError:
+            sizes_key = tuple(map(tuple, sizes))
+        return (id(config), tuple(map(id, tensors)), sizes_key)
+    except Exception:  # anything odd goes the full way, where validation names the problem
+        return None
+
+
+@dataclass
+class Entry:
+    launch_args: Any  # kernel.host_pipeline.LaunchArgs
+    versions: list[int]
+    device_index: int
+    stream_id: Any
+    num_groups: int
+    config: Any  # held, so that id(config) in the key cannot be reused
+    refs: list = field(repr=False)
+    keep: Any = field(default=None, repr=False)  # device tables the marshalled arguments point to
+
+    def outputs(self, data: Any) -> list:
+        """The caller's c tensors, caller order (the objects passed in this call)."""
+        return [abc[2] for abc in data[0]]
+
+
+@dataclass
+class FastPathStats:
+    hits: int = 0
+    misses: int = 0
+    stores: int = 0
+    evictions: int = 0  # a tensor of the entry was freed, or the LRU was full
+
+
+class FastPath:
+    """Bounded LRU of ready launches keyed by problem identity (see the module docstring)."""
+
+    def __init__(self, capacity: int = 64, *, stream_id: Callable[[int], Any] | None = None):
+        self.capacity = capacity
+        self._stream_id = stream_id or current_stream_id
+        self.stats = FastPathStats()
+        self._entries: OrderedDict[tuple, Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, data: Any, config: Any, stream: Any = None) -> Entry | None:
+        key = identity_key(data, config)
+        entry = self._entries.get(key) if key is not None else None
+        if entry is None:
+            self.stats.misses += 1
+            return None
+        try:
+            versions = [t._version for t in flatten(data)]
+            sid = self._stream_id(entry.device_index) if stream is None else _explicit_stream_id(stream)
+        except Exception:
+            self.stats.misses += 1
+            return None
+        if versions != entry.versions or sid != entry.stream_id:
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        return entry
+
+    def store(self, data: Any, config: Any, stream: Any, launch_args: Any, keep: Any = None) -> None:
+        key = identity_key(data, config)
+        if key is None:
+            return
+        tensors = flatten(data)
+        device_index = next((t.device.index for t in tensors if t.device.type == "cuda"), 0) or 0
+        evict = self._evictor(key)
+        try:
+            entry = Entry(
+                launch_args=launch_args,
+                versions=[t._version for t in tensors],
+                device_index=device_index,
+                stream_id=self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
+                num_groups=len(data[3]),
+                config=config,
+                refs=[weakref.ref(t, evict) for t in tensors],
+                keep=keep,
+            )
+        except RuntimeError:
+            return  # inference-mode tensors have no version counter: such problems always take the full path
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            self.stats.stores += 1
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+                self.stats.evictions += 1
+
+    def _evictor(self, key: tuple):
+        entries = weakref.ref(self._entries)
+        stats = self.stats
+
+        def evict(_ref):
+            d = entries()
+            if d is not None and d.pop(key, None) is not None:
+                stats.evictions += 1
+
+        return evict
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _explicit_stream_id(stream: Any) -> Any:
+    """The key of a stream the caller passed: its raw handle."""
+    if isinstance(stream, int):
+        return ("handle", stream)
+    handle = getattr(stream, "cuda_stream", None)
+    return ("handle", int(handle if handle is not None else stream))

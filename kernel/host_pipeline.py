@@ -1,0 +1,258 @@
+"""The one host pipeline every kernel family runs through: validate -> plan -> tables -> compile -> launch.
+
+A family supplies only :class:`FamilyHooks` (its config rules, its constraints, how many CTAs it
+may launch, the fourth table its kernel reads, and how to compile). Everything else is shared:
+
+* :meth:`HostPipeline.prepare` validates the problem (one typed error, before any launch),
+  plans the launch (``kernel.plan``), builds or reuses the immutable device tables
+  (``kernel.tables``) and fetches the compiled kernel from the compile cache (one compile per
+  ``(config, group count)``); ``dry_run=True`` does all of that on CPU tensors, without a GPU;
+* :meth:`HostPipeline.launch` launches a prepared problem on a stream and returns the caller's
+  ``c`` tensors in the caller's order (every family, same contract);
+* :meth:`HostPipeline.run` is ``custom_kernel``: prepare + launch behind the fast path of
+  :mod:`kernel.fast_path`, so a repeated call with the same tensors costs an identity check
+  and the launch.
+
+Every compiled kernel of the harness has one signature: ``(sizes, tile_prefix, pointers, aux,
+num_ctas, stream)``, where ``aux`` is the family's fourth table (the Hopper TMA loader's tensor
+maps, the Blackwell kernel's per-CTA descriptor workspace) or, when a family needs none, the
+pointer table again (never read). The launch arguments are marshalled once per prepared problem
+(:class:`LaunchArgs`) and replayed through CuTe DSL's ``run_compiled_program``, which skips the
+per-call Python argument conversion of ``compiled(...)``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Hashable, Protocol
+
+import torch
+
+from kernel.compile_cache import CompileCache
+from kernel.errors import DeviceUnavailableError
+from kernel.fast_path import FastPath
+from kernel.plan import LaunchPlan, make_plan
+from kernel.tables import DeviceTables, TableCache
+from kernel.validation import GroupTensors, KernelConstraints, validate_problem
+
+
+class FamilyHooks(Protocol):
+    """What a kernel family plugs into :class:`HostPipeline`."""
+
+    name: str  # "hopper", "blackwell"
+    arch: str  # "sm_90a", "sm_100a"
+
+    def resolve(self, config: Any) -> Any:
+        """The config with defaults filled in; raises UnsupportedConfigError when invalid."""
+
+    def constraints(self, config: Any) -> KernelConstraints:
+        """What the (resolved) config accepts, for tensors on CUDA."""
+
+    def unavailable_reason(self) -> str | None:
+        """None when this machine can run the family's kernels, else why not."""
+
+    def max_ctas(self, config: Any, *, dry_run: bool) -> int | None:
+        """The persistent grid's cap (None: one CTA per tile)."""
+
+    def aux_table(self, config: Any, plan: LaunchPlan, groups: list[GroupTensors],
+                  device: torch.device) -> "AuxTable | None":
+        """The kernel's fourth argument, built once per prepared problem (None: not needed)."""
+
+    def build(self, config: Any, num_groups: int, dump_dir: str | os.PathLike | None = None) -> Any:
+        """Compile ``config`` for ``num_groups`` groups (uncached); ``dump_dir`` keeps the cubin."""
+
+
+@dataclass(frozen=True)
+class AuxTable:
+    """The fourth kernel argument: a device tensor, the element type the kernel sees and its alignment."""
+
+    tensor: torch.Tensor
+    element: str  # "uint8" or "int64"
+    align: int
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything a launch needs. ``groups`` are in caller order, ``plan`` slots in launch order."""
+
+    config: Any  # resolved
+    groups: list[GroupTensors]
+    plan: LaunchPlan
+    tables: DeviceTables | None  # None when nothing is launched (no tile) or for a dry run without tables
+    aux: AuxTable | None
+    compiled: Any  # None for a dry run that did not compile
+    outputs: list[torch.Tensor]  # the callers' c tensors, caller order
+    dry_run: bool = False
+    launch_args: "LaunchArgs | None" = field(default=None, compare=False)
+
+    @property
+    def tensor_maps(self) -> torch.Tensor | None:
+        return None if self.aux is None or self.aux.element != "uint8" else self.aux.tensor
+
+
+class LaunchArgs:
+    """The compiled kernel's arguments, marshalled once; :meth:`launch` replays them on ``stream``."""
+
+    def __init__(self, compiled: Any, tables: DeviceTables, aux: AuxTable | None, num_ctas: int, stream: int):
+        import cuda.bindings.driver as cuda
+        import cutlass
+        import cutlass.cute as cute
+        from cutlass.cute.runtime import make_ptr
+
+        def ptr(t: torch.Tensor, dtype, align: int):
+            return make_ptr(dtype, t.data_ptr(), cute.AddressSpace.gmem, assumed_align=align)
+
+        aux_arg = (
+            ptr(tables.pointers, cutlass.Uint8, 64)  # a family with no fourth table: never read
+            if aux is None
+            else ptr(aux.tensor, cutlass.Uint8 if aux.element == "uint8" else cutlass.Int64, aux.align)
+        )
+        self.stream = stream
+        self.args = (
+            ptr(tables.sizes, cutlass.Int32, 16),
+            ptr(tables.tile_prefix, cutlass.Int32, 16),
+            ptr(tables.pointers, cutlass.Int64, 16),
+            aux_arg,
+            cutlass.Int32(num_ctas),
+            cuda.CUstream(stream),
+        )
+        # the marshalled C arguments own their storage; ``args`` and ``adapted`` stay referenced
+        self.exe_args, self.adapted = compiled.generate_execution_args(*self.args)
+        self._run = compiled.run_compiled_program
+
+    def launch(self) -> None:
+        self._run(self.exe_args)
+
+
+def current_stream_handle(device: torch.device) -> int:
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def stream_handle(stream: Any, device: torch.device) -> int:
+    """A raw CUstream handle from None (torch's current stream), a torch stream, a CUstream or an int."""
+    if stream is None:
+        return current_stream_handle(device)
+    if isinstance(stream, int):
+        return stream
+    handle = getattr(stream, "cuda_stream", None)
+    if handle is not None:
+        return int(handle)
+    return int(stream)  # cuda.bindings CUstream
+
+
+class HostPipeline:
+    """The shared host flow of one kernel family (see the module docstring)."""
+
+    def __init__(self, hooks: FamilyHooks, *, fast_path: FastPath | None = None, table_capacity: int = 256):
+        self.hooks = hooks
+        self.compile_cache: CompileCache = CompileCache(hooks.name)
+        self.table_cache = TableCache(table_capacity)
+        self.fast_path = fast_path if fast_path is not None else FastPath()
+
+    # ---- compile ----------------------------------------------------------------------------
+    def compile_key(self, config: Any, num_groups: int) -> Hashable:
+        return (self.hooks.resolve(config), num_groups)
+
+    def compile_for(self, config: Any, num_groups: int) -> Any:
+        """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now (no GPU needed)."""
+        resolved = self.hooks.resolve(config)
+        max_groups = self.hooks.constraints(resolved).max_groups
+        if not 1 <= num_groups <= max_groups:
+            from kernel.errors import UnsupportedConfigError
+
+            raise UnsupportedConfigError(resolved.label, [f"num_groups={num_groups} outside 1..{max_groups}"])
+        return self.compile_cache.get_or_compile(
+            (resolved, num_groups), lambda: self.hooks.build(resolved, num_groups)
+        )
+
+    # ---- prepare / launch ---------------------------------------------------------------------
+    def prepare(self, data: Any, config: Any, *, dry_run: bool = False, compile: bool | None = None) -> Prepared:
+        """Everything but the launch.
+
+        ``dry_run=True`` takes tensors on the CPU (or anywhere): it validates against the
+        family's constraints for the data's device, plans as the target GPU would, builds the
+        tables on the data's device and compiles only when ``compile=True``.
+        """
+        resolved = self.hooks.resolve(config)
+        constraints = self.hooks.constraints(resolved)
+        if dry_run:
+            constraints = replace(constraints, device_type=_data_device_type(data))
+        groups = validate_problem(data, constraints)
+        plan = make_plan(
+            [g.size for g in groups],
+            tile_m=resolved.tile_m,
+            tile_n=resolved.tile_n,
+            tile_k=resolved.tile_k,
+            max_ctas=self.hooks.max_ctas(resolved, dry_run=dry_run),
+            schedule=resolved.schedule,
+        )
+        device = groups[0].c.device
+        tables = aux = compiled = None
+        if plan.total_tiles:
+            tables = self.table_cache.get(plan, groups, device)
+            if not dry_run:
+                aux = self.hooks.aux_table(resolved, plan, groups, device)
+            if compile if compile is not None else not dry_run:
+                compiled = self.compile_for(resolved, plan.num_groups)
+        return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run)
+
+    def launch(self, prepared: Prepared, stream: Any = None) -> list[torch.Tensor]:
+        """Launch on ``stream`` (default: torch's current stream); no synchronization.
+
+        Returns the caller's ``c`` tensors in the caller's order (written in place).
+        """
+        if prepared.plan.total_tiles == 0:
+            return list(prepared.outputs)  # every group is empty: nothing to write
+        if prepared.dry_run:
+            raise DeviceUnavailableError(f"{self.hooks.name}: a dry-run preparation cannot be launched")
+        reason = self.hooks.unavailable_reason()
+        if reason is not None:
+            raise DeviceUnavailableError(reason)
+        handle = self.stream_handle(stream, prepared.tables.sizes.device)
+        args = prepared.launch_args
+        if args is None or args.stream != handle:
+            args = self.marshal(prepared, handle)
+            object.__setattr__(prepared, "launch_args", args)
+        args.launch()
+        return list(prepared.outputs)
+
+    # the two places that touch CUDA directly (a CPU test double of the pipeline replaces them)
+    def stream_handle(self, stream: Any, device: torch.device) -> int:
+        return stream_handle(stream, device)
+
+    def marshal(self, prepared: Prepared, handle: int) -> LaunchArgs:
+        return LaunchArgs(prepared.compiled, prepared.tables, prepared.aux, prepared.plan.num_ctas, handle)
+
+    def run(self, data: Any, config: Any, stream: Any = None) -> list[torch.Tensor]:
+        """``custom_kernel``: the fast path on a repeated problem, else prepare + launch."""
+        hit = self.fast_path.lookup(data, config, stream)
+        if hit is not None:
+            hit.launch_args.launch()
+            return hit.outputs(data)
+        reason = self.hooks.unavailable_reason()
+        if reason is not None:
+            raise DeviceUnavailableError(reason)
+        prepared = self.prepare(data, config)
+        outputs = self.launch(prepared, stream)
+        if prepared.launch_args is not None:
+            self.fast_path.store(data, config, stream, prepared.launch_args, keep=(prepared.tables, prepared.aux))
+        return outputs
+
+    def clear(self) -> None:
+        """Forget every compiled kernel, table and fast-path entry (tests; after swapping tensor storage)."""
+        self.compile_cache.clear()
+        self.table_cache.clear()
+        self.fast_path.clear()
+
+
+def _data_device_type(data: Any) -> str:
+    try:
+        return data[0][0][0].device.type
+    except (IndexError, TypeError, AttributeError, KeyError):
+        return "cuda"
+
+
+def launch_callable(pipeline: HostPipeline, prepared: Prepared, stream: Any = None) -> Callable[[], list]:
+    """A zero-argument launcher of a prepared problem (benchmarks, the ncu sweep)."""
+    return lambda: pipeline.launch(prepared, stream)

@@ -1,0 +1,172 @@
+"""Host time of one ``custom_kernel(data)`` call, and what the fast path saves (GPU needed).
+
+    python -m profiling.host_overhead [--family hopper] [--variant LABEL] [--shapes bench1,bench4]
+                                      [--calls 300] [--json PATH]
+
+Per shape set, on the family's fastest production variant by default:
+
+* ``repeat_us``: host time per repeated call with the same tensors (an eager loop of ``--calls``
+  calls, ``time.perf_counter`` around the loop, no synchronization inside it): the fast path;
+* ``full_us``: the same loop with the fast path cleared before every call (validate, plan,
+  table lookup, marshalling): what every call cost without it;
+* ``first_call_us``: the first call with new tensors of already seen shapes (compile excluded:
+  the variant is compiled and warm), the median over fresh copies;
+* ``call_compiled_us``: calling the compiled CuTe DSL function the ordinary way,
+  ``compiled(*args)``, against ``replay_us``, replaying the marshalled arguments
+  (``run_compiled_program``): the cost the fast path removes from the launch itself;
+* ``eager_us`` and ``graph_us``: device-inclusive time per call of an eager loop (CUDA events
+  around ``--calls`` calls) and of a CUDA-graph replay of the same calls; ``eager/graph`` says how
+  much of an eager call is host overhead the GPU waits for.
+
+Prints a markdown table last; ``--json`` keeps the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Sequence
+
+
+def _per_call_us(fn, calls: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def measure(family_name: str, label: str | None, shape_name: str, calls: int) -> dict:
+    import torch
+
+    import oracle
+    from kernel.family import get_family
+    from profiling import floors
+
+    family = get_family(family_name)
+    config = family.find(label) if label else family.production_variants[min(1, len(family.production_variants) - 1)]
+    pipeline = family.pipeline
+    shape = floors.get_shape(shape_name)
+    data = oracle.make_inputs(shape.problem_sizes(), 1111, distribution="uniform", device="cuda")
+    fresh = [oracle.clone_data(data) for _ in range(8)]
+    run = lambda d=data: family.custom_kernel(d, config)  # noqa: E731
+    run()  # compile + first fast-path store
+    torch.cuda.synchronize()
+
+    # correctness of what the fast path launches: poison, replay, compare with the oracle
+    for _, _, c in data[0]:
+        c.fill_(float("nan"))
+    hits_before = pipeline.fast_path.stats.hits
+    outs = run()
+    torch.cuda.synchronize()
+    assert pipeline.fast_path.stats.hits == hits_before + 1, "the repeated call did not hit the fast path"
+    expected = oracle.expected_outputs(data)
+    report = oracle.compare(outs, [e.reference for e in expected], [e.bound for e in expected])
+    if not report.ok:
+        raise AssertionError(f"fast-path launch is wrong on {shape_name}: {report}")
+
+    for _ in range(20):
+        run()
+    torch.cuda.synchronize()
+    repeat_us = statistics.median(_per_call_us(run, calls) for _ in range(5))
+    torch.cuda.synchronize()
+
+    def full():
+        pipeline.fast_path.clear()
+        run()
+
+    full_us = statistics.median(_per_call_us(full, max(20, calls // 10)) for _ in range(3))
+    torch.cuda.synchronize()
+
+    firsts = []
+    for d in fresh:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        family.custom_kernel(d, config)
+        firsts.append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+
+    prepared = family.prepare(data, config)
+    family.launch(prepared)  # marshals once
+    args = prepared.launch_args
+    compiled_call_us = statistics.median(_per_call_us(lambda: prepared.compiled(*args.args), calls) for _ in range(3))
+    replay_us = statistics.median(_per_call_us(args.launch, calls) for _ in range(3))
+    torch.cuda.synchronize()
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        run()
+    end.record()
+    end.synchronize()
+    eager_us = start.elapsed_time(end) * 1e3 / calls
+
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        run()  # store the side stream's entry before capture
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(20):
+                run()
+    torch.cuda.synchronize()
+    graph.replay()
+    torch.cuda.synchronize()
+    start.record()
+    reps = max(1, calls // 20)
+    for _ in range(reps):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    graph_us = start.elapsed_time(end) * 1e3 / (reps * 20)
+    return {
+        "family": family_name, "variant": config.label, "shape": shape_name, "groups": shape.num_groups,
+        "repeat_us": repeat_us, "full_us": full_us, "first_call_us": statistics.median(firsts),
+        "call_compiled_us": compiled_call_us, "replay_us": replay_us,
+        "eager_us": eager_us, "graph_us": graph_us, "eager_over_graph": eager_us / graph_us,
+        "fast_path": vars(pipeline.fast_path.stats).copy(),
+    }
+
+
+COLUMNS = ("shape", "groups", "repeat_us", "full_us", "first_call_us", "call_compiled_us", "replay_us",
+           "eager_us", "graph_us", "eager_over_graph")
+
+
+def table(rows: Sequence[dict]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        cells = [f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]) for c in COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m profiling.host_overhead", description=__doc__.split("\n\n")[0])
+    p.add_argument("--family", default="hopper")
+    p.add_argument("--variant", help="a declared label (default: the family's fastest production variant)")
+    p.add_argument("--shapes", default="bench1,bench2,bench3,bench4")
+    p.add_argument("--calls", type=int, default=300)
+    p.add_argument("--json")
+    args = p.parse_args(argv)
+    from kernel.family import get_family
+
+    reason = get_family(args.family).unavailable_reason()
+    if reason:
+        print(f"python -m profiling.host_overhead: {reason}", file=sys.stderr)
+        return 2
+    rows = []
+    for shape in args.shapes.split(","):
+        rows.append(measure(args.family, args.variant, shape.strip(), args.calls))
+        print(f"[host_overhead] {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    print(f"{rows[0]['family']} {rows[0]['variant']}")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""The host fast path never serves a stale launch, and never lets a bad problem through.
+
+A Hypothesis state machine drives the real :class:`kernel.host_pipeline.HostPipeline` (with its
+real :class:`kernel.fast_path.FastPath`) through sequences of calls and changes a caller makes
+between calls: new tensors of the same shapes, views at the same address with other strides or
+dtype, tensors freed and reallocated (the allocator hands the address, and CPython the ``id``,
+back), values changed in place, metadata changed in place, one group's ``c`` aliasing another's,
+changed problem sizes, another stream. Only the two CUDA touch points are replaced (the stream
+handle and the argument marshalling): the double records what each launch would have read.
+
+After every call it checks, against a from-scratch computation on the current problem:
+
+* a valid problem launches exactly the tables a fresh ``validate -> plan -> tables`` gives
+  (sizes, tile prefix, every pointer, CTA count), on the stream of this call;
+* an invalid problem raises the same :class:`InvalidProblemError` (rule, group, tensor) as
+  ``validate_problem`` does, and launches nothing, whether or not an earlier call hit.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+import oracle
+from kernel.errors import InvalidProblemError
+from kernel.fast_path import FastPath
+from kernel.host_pipeline import HostPipeline
+from kernel.model import ModelConfig
+from kernel.plan import make_plan
+from kernel.tables import slot_pointers
+from kernel.validation import KernelConstraints, validate_problem
+
+pytestmark = pytest.mark.properties
+
+CONSTRAINTS = KernelConstraints(k_granularity=64, device_type="cpu")
+CONFIG = ModelConfig(tile_m=64, tile_n=64, tile_k=64, max_ctas=4)
+
+
+class CpuHooks:
+    """A family whose 'GPU' is the CPU; its compiled kernel is a token."""
+
+    name = "cpu-double"
+    arch = "none"
+
+    def resolve(self, config):
+        return config
+
+    def constraints(self, config):
+        return CONSTRAINTS
+
+    def unavailable_reason(self):
+        return None
+
+    def max_ctas(self, config, *, dry_run):
+        return config.max_ctas
+
+    def aux_table(self, config, plan, groups, device):
+        return None
+
+    def build(self, config, num_groups, dump_dir=None):
+        return ("compiled", config, num_groups)
+
+
+class RecordedLaunch:
+    def __init__(self, log, prepared, handle):
+        t = prepared.tables
+        self.stream = handle
+        self.record = (t.sizes.tolist(), t.tile_prefix.tolist(), t.pointers.tolist(), prepared.plan.num_ctas, handle)
+        self._log = log
+
+    def launch(self):
+        self._log.append(self.record)
+
+
+class RecordingPipeline(HostPipeline):
+    def __init__(self):
+        super().__init__(CpuHooks(), fast_path=FastPath(8, stream_id=lambda device_index: STREAM[0]))
+        self.launched: list = []
+
+    def stream_handle(self, stream, device):
+        return STREAM[0] if stream is None else int(stream)
+
+    def marshal(self, prepared, handle):
+        return RecordedLaunch(self.launched, prepared, handle)
+
+
+STREAM = [7]  # the double's "current stream"
+
+
+def expected_launch(data):
+    """What a launch on ``data`` must read, computed from scratch (or the error it must raise)."""
+    groups = validate_problem(data, CONSTRAINTS)
+    plan = make_plan([g.size for g in groups], tile_m=CONFIG.tile_m, tile_n=CONFIG.tile_n,
+                     tile_k=CONFIG.tile_k, max_ctas=CONFIG.max_ctas, schedule=CONFIG.schedule)
+    return ([list(s) for s in plan.sizes], list(plan.tile_prefix), [list(p) for p in slot_pointers(plan, groups)],
+            plan.num_ctas, STREAM[0])
+
+
+def _same_version(new, old):
+    """Give ``new`` the version counter value of ``old`` (an int or a tensor): fresh tensors all
+    start at 0 (inputs moved to a GPU with ``.to()`` too), so the version alone must not be what
+    tells two tensors apart."""
+    version = old if isinstance(old, int) else old._version
+    torch._C._autograd._unsafe_set_version_counter((new,), (version,))
+    return new
+
+
+def _mutable(data):
+    abc, sfs, blocked, sizes = data
+    return [list(abc), list(sfs), list(blocked), list(sizes)]
+
+
+class FastPathMachine(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.pipeline = RecordingPipeline()
+        self.data: list = []
+        self.calls = 0
+        self.kept: list = []  # tensors the "caller" still holds after replacing them
+        STREAM[0] = 7
+
+    @initialize(seed=st.integers(0, 2**16), groups=st.integers(1, 3))
+    def first_problem(self, seed, groups):
+        self.fresh_problem(seed, groups)
+
+    @rule(seed=st.integers(0, 2**16), groups=st.integers(1, 3))
+    def fresh_problem(self, seed, groups):
+        sizes = [(8 + 8 * ((seed + g) % 5), 16 + 8 * ((seed // 3 + g) % 4), 64 * (1 + (seed + g) % 2), 1)
+                 for g in range(groups)]
+        self.data = _mutable(oracle.make_inputs(sizes, seed, device="cpu"))
+        self._call_and_check()
+
+    @rule(times=st.integers(1, 3))
+    def call(self, times):
+        for _ in range(times):
+            self._call_and_check()
+
+    def _call_and_check(self):
+        self.calls += 1
+        before = len(self.pipeline.launched)
+        try:
+            want = expected_launch(self.data)
+        except InvalidProblemError as err:
+            # no pytest.raises here: its failure is a BaseException, which Hypothesis does not shrink
+            try:
+                self.pipeline.run(self.data, CONFIG)
+            except InvalidProblemError as raised:
+                got = raised
+            else:
+                raise AssertionError(f"an invalid problem ({err.rule}) was accepted: a stale fast-path hit")
+            assert (got.rule, got.group, got.tensor) == (err.rule, err.group, err.tensor), (got, err)
+            assert len(self.pipeline.launched) == before, "an invalid problem was launched"
+            return
+        outs = self.pipeline.run(self.data, CONFIG)
+        if want[1][-1] == 0:  # no tile: nothing is launched
+            assert len(self.pipeline.launched) == before
+        else:
+            assert len(self.pipeline.launched) == before + 1
+            assert self.pipeline.launched[-1] == want, "the launch read stale tables"
+        assert all(o is c for o, (_, _, c) in zip(outs, self.data[0]))
+
+    def _group(self, g):
+        return g % len(self.data[3])
+
+    @rule(g=st.integers(0, 7), which=st.sampled_from(["a", "b", "c", "sfa", "sfb", "sfa_r", "sfb_r"]),
+          keep_old=st.booleans())
+    def new_tensor_same_shape(self, g, which, keep_old):
+        """A new tensor; the old one is either freed or kept alive elsewhere (then its entry stays)."""
+        g = self._group(g)
+        if keep_old:
+            self.kept.append(self._get(g, which))
+        self._replace(g, which, lambda t: t.clone())
+        self._call_and_check()
+
+    @rule(g=st.integers(0, 7), which=st.sampled_from(["a", "c", "sfa_r"]))
+    def free_and_reallocate(self, g, which):
+        """Drop the only reference and allocate the same size: address and id are likely reused."""
+        g = self._group(g)
+        t = self._get(g, which)
+        shape, stride, dtype, offset, version = t.shape, t.stride(), t.dtype, t.storage_offset(), t._version
+        payload = torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage()).clone()
+        self._set(g, which, None)
+        del t
+        gc.collect()
+        storage = torch.empty(payload.numel(), dtype=torch.uint8)
+        storage.copy_(payload)
+        fresh = torch.empty(0, dtype=dtype).set_(storage.untyped_storage(), offset, shape, stride)
+        self._set(g, which, _same_version(fresh, version))
+        self._call_and_check()
+
+    @rule(g=st.integers(0, 7))
+    def same_pointer_other_dtype(self, g):
+        g = self._group(g)
+        self._replace(g, "c", lambda t: t.view(torch.bfloat16))
+        self._call_and_check()
+
+    @rule(g=st.integers(0, 7))
+    def same_pointer_other_strides(self, g):
+        g = self._group(g)
+        self._replace(g, "a", lambda t: t.as_strided(t.shape, (1, max(1, t.shape[0]), t.numel() or 1)))
+        self._call_and_check()
+
+    @rule(g=st.integers(0, 7))
+    def metadata_changed_in_place(self, g):
+        g = self._group(g)
+        c = self._get(g, "c")
+        if c.numel() > 1:
+            c.as_strided_(c.shape, (1, c.shape[0], c.numel()))
+        self._call_and_check()
+
+    @rule(g=st.integers(0, 7), value=st.sampled_from([0.0, 1.5, float("nan")]))
+    def values_changed_in_place(self, g, value):
+        g = self._group(g)
+        self._get(g, "c").fill_(value)
+        torch.empty(0, dtype=torch.uint8).set_(self._get(g, "a").untyped_storage()).fill_(0x11)
+        self._call_and_check()
+
+    @precondition(lambda self: len(self.data[3]) > 1)
+    @rule(g=st.integers(0, 7))
+    def c_aliases_another_group(self, g):
+        g = self._group(g)
+        other = (g + 1) % len(self.data[3])
+        self._set(g, "c", self._get(other, "c"))
+        self._call_and_check()
+
+    @rule(g=st.integers(0, 7), dm=st.sampled_from([-8, 8]))
+    def sizes_changed(self, g, dm):
+        g = self._group(g)
+        m, n, k, l = self.data[3][g]
+        self.data[3][g] = (max(0, m + dm), n, k, l)
+        self._call_and_check()
+
+    @rule(stream=st.sampled_from([7, 8]))
+    def switch_stream(self, stream):
+        STREAM[0] = stream
+        self._call_and_check()
+
+    @invariant()
+    def cache_is_bounded(self):
+        assert len(self.pipeline.fast_path) <= self.pipeline.fast_path.capacity
+
+    # ---- helpers ---------------------------------------------------------------------------
+    _SLOTS = {"a": (0, 0), "b": (0, 1), "c": (0, 2), "sfa": (1, 0), "sfb": (1, 1), "sfa_r": (2, 0), "sfb_r": (2, 1)}
+
+    def _get(self, g, which):
+        part, i = self._SLOTS[which]
+        return self.data[part][g][i]
+
+    def _set(self, g, which, value):
+        part, i = self._SLOTS[which]
+        entry = list(self.data[part][g])
+        entry[i] = value
+        self.data[part][g] = tuple(entry)
+
+    def _replace(self, g, which, fn):
+        old = self._get(g, which)
+        self._set(g, which, _same_version(fn(old), old))
+
+
+FastPathMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
+test_fast_path_never_stale = FastPathMachine.TestCase
+
+
+def test_repeated_call_hits_and_evicts_on_free():
+    """The cache is used at all (hits), and a freed tensor evicts its entry at once."""
+    pipeline = RecordingPipeline()
+    data = _mutable(oracle.make_inputs([(16, 24, 64, 1), (8, 8, 128, 1)], 5, device="cpu"))
+    for _ in range(5):
+        pipeline.run(data, CONFIG)
+    assert pipeline.fast_path.stats.hits == 4 and pipeline.fast_path.stats.stores == 1
+    assert len(pipeline.fast_path) == 1
+    a, b, c = data[0][0]
+    data[0][0] = (a.clone(), b, c)
+    del a
+    gc.collect()
+    assert len(pipeline.fast_path) == 0, "the entry of a freed tensor must be evicted"
+
+
+def test_cache_is_bypassed_by_inference_tensors():
+    pipeline = RecordingPipeline()
+    with torch.inference_mode():
+        data = _mutable(oracle.make_inputs([(16, 24, 64, 1)], 5, device="cpu"))
+    pipeline.run(data, CONFIG)
+    pipeline.run(data, CONFIG)
+    assert pipeline.fast_path.stats.hits == 0 and len(pipeline.launched) == 2
