@@ -55,10 +55,11 @@ def flatten(data: Any) -> list:
     return [*chain.from_iterable(abc), *chain.from_iterable(sfs), *chain.from_iterable(blocked)]
 
 
-def identity_key(data: Any, config: Any) -> tuple | None:
+def identity_key(data: Any, config: Any, tensors: list | None = None) -> tuple | None:
     """(config id, tensor ids, sizes), or None when ``data`` is not shaped like a problem."""
     try:
-        tensors = flatten(data)
+        if tensors is None:
+            tensors = flatten(data)
         sizes = data[3]
         try:
             sizes_key = tuple(sizes)
@@ -108,13 +109,17 @@ class FastPath:
         return len(self._entries)
 
     def lookup(self, data: Any, config: Any, stream: Any = None) -> Entry | None:
-        key = identity_key(data, config)
+        try:
+            tensors = flatten(data)
+        except Exception:
+            tensors = None
+        key = identity_key(data, config, tensors) if tensors is not None else None
         entry = self._entries.get(key) if key is not None else None
         if entry is None:
             self.stats.misses += 1
             return None
         try:
-            versions = [t._version for t in flatten(data)]
+            versions = [t._version for t in tensors]
             sid = self._stream_id(entry.device_index) if stream is None else _explicit_stream_id(stream)
         except Exception:
             self.stats.misses += 1
