@@ -93,6 +93,8 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
         firsts.append((time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
 
+    stages = first_call_stages(family, config, fresh)
+
     prepared = family.prepare(data, config)
     family.launch(prepared)  # marshals once
     args = prepared.launch_args
@@ -145,10 +147,49 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
         "call_compiled_us": compiled_call_us, "replay_us": replay_us,
         "eager_us": eager_us, "graph_us": graph_us, "eager_over_graph": eager_us / graph_us,
         "fast_path": vars(pipeline.fast_path.stats).copy(),
+        **{f"first_{k}_us": v for k, v in stages.items()},
     }
 
 
-COLUMNS = ("shape", "groups", "repeat_us", "full_us", "first_call_us", "call_compiled_us", "replay_us",
+def first_call_stages(family, config, fresh: list) -> dict:
+    """Where a first call's host time goes, stage by stage, on tensors no cache has seen."""
+    import torch
+
+    from kernel.host_pipeline import LaunchArgs
+    from kernel.plan import make_plan
+    from kernel.tables import build_tables, slot_pointers
+    from kernel.validation import validate_problem
+
+    pipeline, hooks = family.pipeline, family.pipeline.hooks
+    resolved = hooks.resolve(config)
+    constraints = hooks.constraints(resolved)
+    handle = torch.cuda.current_stream().cuda_stream
+    compiled = pipeline.compile_for(resolved, len(fresh[0][3]))
+    totals: dict[str, list[float]] = {}
+
+    def timed(name, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        totals.setdefault(name, []).append((time.perf_counter() - t0) * 1e6)
+        return out
+
+    for data in fresh:
+        clones = __import__("oracle").clone_data(data)  # new tensors again: no cache has them
+        torch.cuda.synchronize()
+        groups = timed("validate", lambda: validate_problem(clones, constraints))
+        plan = timed("plan", lambda: make_plan([g.size for g in groups], tile_m=resolved.tile_m,
+                                               tile_n=resolved.tile_n, tile_k=resolved.tile_k,
+                                               max_ctas=hooks.max_ctas(resolved, dry_run=False),
+                                               schedule=resolved.schedule))
+        device = groups[0].c.device
+        tables = timed("tables", lambda: build_tables(plan, slot_pointers(plan, groups), device))
+        aux = timed("aux", lambda: hooks.aux_table(resolved, plan, groups, device))
+        timed("marshal", lambda: LaunchArgs(compiled, tables, aux, plan.num_ctas, handle))
+    return {k: statistics.median(v) for k, v in totals.items()}
+
+
+COLUMNS = ("shape", "groups", "repeat_us", "full_us", "first_call_us", "first_validate_us", "first_plan_us",
+           "first_tables_us", "first_aux_us", "first_marshal_us", "call_compiled_us", "replay_us",
            "eager_us", "graph_us", "eager_over_graph")
 
 
