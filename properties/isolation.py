@@ -192,7 +192,7 @@ def _worker_main(conn, source: str, label: str) -> None:
     try:
         from properties.checks import check_example_in_process
 
-        matches = [v for v in resolve_subject(source) if v.label == label]
+        matches = [v for v in resolve_subject(source, "all") if v.label == label]
         if not matches:
             raise LookupError(f"subject {source!r} declares no variant {label!r}")
         variant = matches[0]

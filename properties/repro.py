@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
 
     sizes = tuple(tuple(int(x) for x in s) for s in ast.literal_eval(args.sizes))
     example = Example(sizes, args.seed, args.distribution, args.layout)
-    variants = [v for v in resolve_subject(args.subject) if args.variant in (None, v.label)]
+    variants = [v for v in resolve_subject(args.subject, "production" if args.variant is None else "all")
+                if args.variant in (None, v.label)]
     if not variants:
         print(f"no variant {args.variant!r} in subject {args.subject}", file=sys.stderr)
         return 2
