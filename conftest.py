@@ -73,9 +73,13 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    from properties import isolation
+    from properties.checks import install_runner
+    from properties.isolation import IsolatingRunner, settings_from_env
+    from properties.progress_plugin import ProgressPlugin
 
-    isolation.configure(mode=config.getoption("isolate"), timeout_s=config.getoption("example_timeout"))
+    runner = install_runner(IsolatingRunner(settings_from_env(
+        mode=config.getoption("isolate"), timeout_s=config.getoption("example_timeout"))))
+    config.pluginmanager.register(ProgressPlugin(runner), "nvfp4-progress")
 
 
 def pytest_generate_tests(metafunc):

@@ -11,7 +11,7 @@ import ast
 import sys
 
 from properties import isolation
-from properties.checks import SubjectCheckFailed, check_example
+from properties.checks import SubjectCheckFailed, check_example, install_runner
 from properties.strategies import Example
 from properties.subjects import resolve_subject
 
@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds the isolated example may take, JIT compiles included")
     args = parser.parse_args(argv)
-    isolation.configure(mode=args.isolate, timeout_s=args.timeout,
-                        first_example_extra_s=None if args.timeout is None else 0.0)
+    install_runner(isolation.IsolatingRunner(isolation.settings_from_env(
+        mode=args.isolate, timeout_s=args.timeout, first_example_extra_s=None if args.timeout is None else 0.0)))
 
     sizes = tuple(tuple(int(x) for x in s) for s in ast.literal_eval(args.sizes))
     example = Example(sizes, args.seed, args.distribution, args.layout)
