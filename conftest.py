@@ -49,9 +49,12 @@ def pytest_addoption(parser):
     )
     group.addoption(
         "--variant",
+        "--variants",
         action="append",
         default=[],
-        help="restrict to these variant labels (repeatable); default: every declared variant",
+        help="variant labels to run (repeatable, any declared label, experimental ones included); "
+        "'all' = the whole declared matrix; default: the family's production variants (the nightly "
+        "profile: all)",
     )
     group.addoption(
         "--isolate",
@@ -70,9 +73,13 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    from properties import isolation
+    from properties.checks import install_runner
+    from properties.isolation import IsolatingRunner, settings_from_env
+    from properties.progress_plugin import ProgressPlugin
 
-    isolation.configure(mode=config.getoption("isolate"), timeout_s=config.getoption("example_timeout"))
+    runner = install_runner(IsolatingRunner(settings_from_env(
+        mode=config.getoption("isolate"), timeout_s=config.getoption("example_timeout"))))
+    config.pluginmanager.register(ProgressPlugin(runner), "nvfp4-progress")
 
 
 def pytest_generate_tests(metafunc):
@@ -81,9 +88,9 @@ def pytest_generate_tests(metafunc):
         return
     from properties.subjects import resolve_subject
 
-    wanted = set(metafunc.config.getoption("variant"))
+    scope, wanted = variant_scope(metafunc.config)
     params = []
-    for variant in resolve_subject(metafunc.config.getoption("subject")):
+    for variant in resolve_subject(metafunc.config.getoption("subject"), scope):
         if wanted and variant.label not in wanted:
             continue
         marks = []
@@ -95,6 +102,16 @@ def pytest_generate_tests(metafunc):
     if not params:
         raise pytest.UsageError(f"no variant of subject {metafunc.config.getoption('subject')} matches {sorted(wanted)}")
     metafunc.parametrize("subject_variant", params)
+
+
+def variant_scope(config) -> tuple[str, set[str]]:
+    """(scope, labels): production by default; the whole declared matrix for --variant=all, for the
+    nightly profile, and to look up explicit labels (then only those labels run)."""
+    wanted = set(config.getoption("variant"))
+    profile = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE", "dev")
+    if "all" in wanted:
+        return "all", wanted - {"all"}
+    return ("all" if wanted or profile == "nightly" else "production"), wanted
 
 
 def pytest_report_header(config):

@@ -57,7 +57,7 @@ def _driver(subject: str, label: str, cases: list[str]) -> int:
     from properties.strategies import Example
     from properties.subjects import resolve_subject
 
-    (variant,) = [v for v in resolve_subject(subject) if v.label == label]
+    (variant,) = [v for v in resolve_subject(subject, "all") if v.label == label]
     status = 0
     for name in cases:
         sizes = tuple(tuple(s) for s in CASES[name])

@@ -13,26 +13,34 @@ For one :class:`~properties.strategies.Example` and one subject variant:
 5. poison again and rerun: the outputs must be bitwise identical (determinism).
 
 A failure raises ``SubjectCheckFailed`` whose message ends with a one-line reproduction.
+
+``check_example`` hands the example to the installed :class:`ExampleRunner` (this process by
+default; the conftest installs ``properties.isolation.IsolatingRunner``, which runs GPU subjects in
+worker processes). This module never imports ``properties.isolation``; isolation imports it.
+Every checked example reports to the runner's observers (``ExampleReport``: outcome, seconds,
+time per stage, whether its (variant, group count) was new to the process, i.e. paid compiles).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 
 import oracle
+from properties.failures import SubjectCheckFailed
 from properties.strategies import Example
 from properties.subjects import SubjectVariant
+
+# where one example's time goes, in the order check_example_in_process spends it
+STAGES = ("inputs", "transfers", "oracle", "subject", "checks")
 
 POISON_BITS = 0x7E01  # a quiet NaN with a payload no arithmetic produces
 CANARY_BITS = 0x7D5A  # a signalling-NaN pattern, distinct from the poison
 GUARD_ELEMENTS = 64  # fp16 elements of canary on each side of every output (128 bytes)
-
-
-class SubjectCheckFailed(AssertionError):
-    pass
 
 
 @dataclass
@@ -109,23 +117,75 @@ def run_subject(variant: SubjectVariant, data, guarded: GuardedOutputs) -> list[
     return result
 
 
+@dataclass
+class ExampleReport:
+    """What an observer learns about one checked example."""
+
+    variant: SubjectVariant
+    example: Example
+    outcome: str  # "pass" or the failure kind ("fail", "fault", "timeout", "error")
+    seconds: float  # wall time seen by the caller (worker round trip included)
+    stages: dict[str, float] = field(default_factory=dict)  # STAGES -> seconds (where measured)
+    warm: bool = False  # its (variant, group count) had run before in the same process: no compile
+
+
+class ExampleRunner:
+    """Runs checked examples in this process and tells its observers about each one."""
+
+    def __init__(self):
+        self.observers: list[Callable[[ExampleReport], None]] = []
+        self._seen: set[tuple[str, int]] = set()  # (test id, group count) run in this process
+
+    def check(self, variant: SubjectVariant, example: Example, *, rerun: bool = True) -> None:
+        start = time.perf_counter()
+        stages: dict[str, float] = {}
+        warm = False
+        outcome = "fail"
+        try:
+            warm = self.run(variant, example, rerun=rerun, stages=stages)
+            outcome = "pass"
+        except SubjectCheckFailed as exc:
+            outcome = getattr(exc, "kind", "fail")
+            raise
+        finally:
+            _log_example(variant, example, "pass" if outcome == "pass" else "fail")
+            report = ExampleReport(variant, example, outcome, time.perf_counter() - start, stages, warm)
+            for observe in self.observers:
+                observe(report)
+
+    def run(self, variant: SubjectVariant, example: Example, *, rerun: bool, stages: dict) -> bool:
+        """Check in this process; fill ``stages``; return whether no compile could have happened."""
+        key = (variant.test_id, len(example.sizes))
+        warm = key in self._seen
+        self._seen.add(key)
+        check_example_in_process(variant, example, rerun=rerun, stages=stages)
+        return warm
+
+    def close(self) -> None:
+        pass
+
+
+_runner: ExampleRunner = ExampleRunner()
+
+
+def install_runner(runner: ExampleRunner) -> ExampleRunner:
+    """Make ``runner`` the one ``check_example`` uses (the conftest installs an isolating one);
+    the previous runner is closed. Returns ``runner``."""
+    global _runner
+    previous, _runner = _runner, runner
+    if previous is not runner:
+        previous.close()
+    return runner
+
+
+def installed_runner() -> ExampleRunner:
+    return _runner
+
+
 def check_example(variant: SubjectVariant, example: Example, *, rerun: bool = True) -> None:
-    """Run every check of the module docstring; raise SubjectCheckFailed on the first failure.
-
-    GPU subjects run in a worker process by default (``properties.isolation``: ``--isolate``),
-    so a fault or a hang is reported as a failure of this example (``SubjectFaulted``,
-    ``SubjectTimedOut``) and the next example gets a fresh CUDA context."""
-    from properties import isolation  # imports this module: import here, not at the top
-
-    try:
-        if isolation.should_isolate(variant):
-            isolation.check_isolated(variant, example, rerun=rerun)
-        else:
-            check_example_in_process(variant, example, rerun=rerun)
-    except BaseException:
-        _log_example(variant, example, "fail")
-        raise
-    _log_example(variant, example, "pass")
+    """Run every check of the module docstring through the installed runner; raise
+    SubjectCheckFailed (or a subclass: a fault, a hang) on the first failure."""
+    _runner.check(variant, example, rerun=rerun)
 
 
 def _log_example(variant: SubjectVariant, example: Example, outcome: str) -> None:
@@ -136,22 +196,53 @@ def _log_example(variant: SubjectVariant, example: Example, outcome: str) -> Non
             f.write(f"{outcome}\t{variant.test_id}\t{example.repro(variant.repro_subject, variant.label)}\n")
 
 
-def check_example_in_process(variant: SubjectVariant, example: Example, *, rerun: bool = True) -> None:
-    """``check_example`` in this process (what an isolation worker runs)."""
+class _StageClock:
+    """Adds the seconds of each stage to ``stages`` (the device synchronized at each boundary,
+    so asynchronous work is charged to the stage that queued it)."""
+
+    def __init__(self, stages: dict | None, device: str):
+        self.stages = stages
+        self.sync = device == "cuda"
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        if self.stages is None:
+            return
+        if self.sync:
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        self.stages[stage] = self.stages.get(stage, 0.0) + now - self.last
+        self.last = now
+
+
+def check_example_in_process(variant: SubjectVariant, example: Example, *, rerun: bool = True,
+                             stages: dict | None = None) -> None:
+    """The checks in this process (what an isolation worker runs); ``stages``, when given, gets
+    the seconds spent per stage (STAGES)."""
+    clock = _StageClock(stages, variant.device)
+    # built from the seeded CPU generator (the same bytes on every device), then moved once
     data = oracle.make_inputs(
-        example.sizes, example.seed, distribution=example.distribution, device=variant.device, layout=example.layout
+        example.sizes, example.seed, distribution=example.distribution, device="cpu", layout=example.layout
     )
-    expected = oracle.expected_outputs(data)  # one exact computation: reference, bound, exact sums
+    clock.lap("inputs")
+    data = oracle.data_to(data, variant.device)
+    clock.lap("transfers")
+    expected = oracle.expected_outputs(data)  # one exact computation on the subject's device
     cs = [abc[2] for abc in data[0]]
     guarded = GuardedOutputs.like(cs, packed=example.layout == "packed_c")
+    clock.lap("oracle")
 
     result = run_subject(variant, data, guarded)
+    clock.lap("subject")
     _check_identity(variant, example, result, guarded)
     _check_canaries(variant, example, guarded)
     _check_values(variant, example, guarded.outputs, expected)
+    clock.lap("checks")
     if rerun:
         first = [c.clone() for c in guarded.outputs]
+        clock.lap("checks")
         run_subject(variant, data, guarded)
+        clock.lap("subject")
         _check_canaries(variant, example, guarded)
         for g, (a, b) in enumerate(zip(first, guarded.outputs)):
             diff = _bitwise_differences(b, a)
@@ -163,6 +254,7 @@ def check_example_in_process(variant: SubjectVariant, example: Example, *, rerun
                     f"not deterministic: group {g} differs bitwise between two runs at {int(diff.sum())} "
                     f"elements, first at (row, col) {tuple(idx[:2])}",
                 )
+        clock.lap("checks")
 
 
 def _check_identity(variant, example, result, guarded: GuardedOutputs) -> None:

@@ -16,12 +16,14 @@ answers with one :class:`Outcome`:
 
 A worker is reused across examples until it faults or times out, so the start-up cost (imports,
 CUDA context, CuTe DSL compiles) is paid once per failure, not once per example. Every outcome
-carries the one-line reproduction. Through :func:`check_isolated` (what ``check_example`` calls
-for isolated subjects) a non-pass outcome raises a ``SubjectCheckFailed`` subclass, so Hypothesis
+carries the one-line reproduction. Through :class:`IsolatingRunner` (what ``check_example`` uses
+once it is installed) a non-pass outcome raises a ``SubjectCheckFailed`` subclass, so Hypothesis
 sees an ordinary failure of that example and goes on shrinking or drawing.
 
-Which subjects are isolated: ``--isolate=auto`` (default: GPU subjects), ``always``, ``never``
-(pytest option, or ``NVFP4_ISOLATE``); the time limit is ``--example-timeout`` /
+Which subjects are isolated: ``IsolatingRunner(settings)``, the ``properties.checks.ExampleRunner``
+the conftest (and ``properties.repro``) install, decides per variant from its settings:
+``--isolate=auto`` (default: GPU subjects), ``always``, ``never`` (pytest option, or
+``NVFP4_ISOLATE``, read by :func:`settings_from_env`); the time limit is ``--example-timeout`` /
 ``NVFP4_EXAMPLE_TIMEOUT`` seconds (the first example of each new GPU worker gets
 ``NVFP4_FIRST_EXAMPLE_EXTRA`` more, for the CUDA context and the CuTe DSL JIT compiles). Only variants that
 ``resolve_subject`` can rebuild in the worker (``SubjectVariant.source`` set) can be isolated;
@@ -36,7 +38,6 @@ Command line, a fuzzing campaign that reports every example and goes on::
 from __future__ import annotations
 
 import argparse
-import atexit
 import collections
 import dataclasses
 import faulthandler
@@ -49,24 +50,13 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from properties.checks import SubjectCheckFailed
+from properties.checks import ExampleRunner, check_example_in_process
+from properties.failures import SubjectCheckFailed, SubjectErrored, SubjectFaulted, SubjectTimedOut
 from properties.strategies import Example
 from properties.subjects import SubjectVariant, resolve_subject
 
 MODES = ("auto", "always", "never")
 KINDS = ("pass", "fail", "fault", "timeout", "error")
-
-
-class SubjectFaulted(SubjectCheckFailed):
-    """The subject crashed its process or broke its CUDA context on this example."""
-
-
-class SubjectTimedOut(SubjectCheckFailed):
-    """The subject did not finish this example within the time limit."""
-
-
-class SubjectErrored(SubjectCheckFailed):
-    """The subject raised an unexpected exception on this example (context still healthy)."""
 
 
 class WorkerStartError(RuntimeError):
@@ -84,37 +74,22 @@ class IsolationSettings:
     startup_timeout_s: float = 300.0
 
 
-def _settings_from_env() -> IsolationSettings:
+def settings_from_env(**overrides) -> IsolationSettings:
+    """Settings from NVFP4_ISOLATE / NVFP4_EXAMPLE_TIMEOUT / NVFP4_FIRST_EXAMPLE_EXTRA, then the
+    ``overrides`` that are not None (command-line options)."""
     mode = os.environ.get("NVFP4_ISOLATE", "auto")
     if mode not in MODES:
         raise ValueError(f"NVFP4_ISOLATE={mode!r}: use one of {MODES}")
     base = IsolationSettings()
-    return IsolationSettings(
+    settings = IsolationSettings(
         mode=mode,
         timeout_s=float(os.environ.get("NVFP4_EXAMPLE_TIMEOUT", base.timeout_s)),
         first_example_extra_s=float(os.environ.get("NVFP4_FIRST_EXAMPLE_EXTRA", base.first_example_extra_s)),
     )
-
-
-SETTINGS = _settings_from_env()
-
-
-def configure(mode: str | None = None, timeout_s: float | None = None, first_example_extra_s: float | None = None):
-    """Set the process-wide isolation settings (pytest's ``--isolate`` / ``--example-timeout``)."""
-    global SETTINGS
-    if mode is not None and mode not in MODES:
-        raise ValueError(f"isolation mode {mode!r}: use one of {MODES}")
-    changes = {k: v for k, v in
-               (("mode", mode), ("timeout_s", timeout_s), ("first_example_extra_s", first_example_extra_s))
-               if v is not None}
-    SETTINGS = dataclasses.replace(SETTINGS, **changes)
-    close_all()  # workers started under other settings
-
-
-def should_isolate(variant: SubjectVariant) -> bool:
-    if SETTINGS.mode == "never" or not variant.source:
-        return False
-    return SETTINGS.mode == "always" or variant.device == "cuda"
+    settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+    if settings.mode not in MODES:
+        raise ValueError(f"isolation mode {settings.mode!r}: use one of {MODES}")
+    return settings
 
 
 def repro_line(variant_source: str, label: str, example: Example, kind: str = "fail",
@@ -138,6 +113,8 @@ class Outcome:
     repro: str
     seconds: float
     worker_pid: int | None
+    stages: dict = dataclasses.field(default_factory=dict)  # the worker's seconds per checks.STAGES
+    warm: bool = False  # the worker had run this group count before (no compile in this example)
 
     @property
     def ok(self) -> bool:
@@ -190,9 +167,7 @@ def _looks_like_device_fault(exc: BaseException) -> bool:
 def _worker_main(conn, source: str, label: str) -> None:
     faulthandler.enable()  # a segfault prints the Python stack on the worker's stderr
     try:
-        from properties.checks import check_example_in_process
-
-        matches = [v for v in resolve_subject(source) if v.label == label]
+        matches = [v for v in resolve_subject(source, "all") if v.label == label]
         if not matches:
             raise LookupError(f"subject {source!r} declares no variant {label!r}")
         variant = matches[0]
@@ -202,6 +177,7 @@ def _worker_main(conn, source: str, label: str) -> None:
         conn.send(("start_error", traceback.format_exc()))
         return
     conn.send(("ready", os.getpid()))
+    seen_group_counts: set[int] = set()
     while True:
         try:
             message = conn.recv()
@@ -210,23 +186,26 @@ def _worker_main(conn, source: str, label: str) -> None:
         if message is None:
             return
         example, rerun = message
+        warm = len(example.sizes) in seen_group_counts
+        seen_group_counts.add(len(example.sizes))
+        stages: dict[str, float] = {}
         try:
-            check_example_in_process(variant, example, rerun=rerun)
+            check_example_in_process(variant, example, rerun=rerun, stages=stages)
         except SubjectCheckFailed as exc:
             broken = _context_error(variant)
             if broken:
-                conn.send(("fault", f"CUDA context broken after the check: {broken}\n{exc}"))
+                conn.send(("fault", f"CUDA context broken after the check: {broken}\n{exc}", stages, warm))
                 os._exit(3)
-            conn.send(("fail", str(exc)))
+            conn.send(("fail", str(exc), stages, warm))
         except BaseException as exc:  # noqa: BLE001 - everything else is reported, never raised
             text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
             broken = _context_error(variant)
             if broken or _looks_like_device_fault(exc):
-                conn.send(("fault", text if not broken else f"{text}(context check: {broken})"))
+                conn.send(("fault", text if not broken else f"{text}(context check: {broken})", stages, warm))
                 os._exit(3)  # no CUDA teardown: it can hang on a broken context
-            conn.send(("error", text))
+            conn.send(("error", text, stages, warm))
         else:
-            conn.send(("pass", ""))
+            conn.send(("pass", "", stages, warm))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,7 +248,7 @@ class IsolatedRunner:
         self.label = label
         self.device = device
         self.test_id = test_id or f"{Path(source).stem if source.endswith('.py') else source}:{label}"
-        self.settings = settings or SETTINGS
+        self.settings = settings or IsolationSettings()
         self._context = _worker_context()
         self._process = None
         self._conn = None
@@ -340,18 +319,19 @@ class IsolatedRunner:
             return self._outcome("timeout", f"no answer within {limit:.0f} s (the worker was killed)", example,
                                  start, pid, limit)
         try:
-            kind, detail = self._conn.recv()
+            kind, detail, stages, warm = self._conn.recv()
         except (EOFError, OSError):
             code = self._reap()
             return self._outcome("fault", _describe_exit(code), example, start, pid)
         if kind == "fault":
             code = self._reap()
             detail = f"{detail.rstrip()}\n({_describe_exit(code)} after reporting it; a new worker takes the next example)"
-        return self._outcome(kind, detail, example, start, pid)
+        return self._outcome(kind, detail, example, start, pid, stages=stages, warm=warm)
 
-    def _outcome(self, kind, detail, example, start, pid, limit=None) -> Outcome:
+    def _outcome(self, kind, detail, example, start, pid, limit=None, stages=None, warm=False) -> Outcome:
         repro = repro_line(self.source, self.label, example, kind, limit)
-        return Outcome(kind, self.test_id, example, detail, repro, time.monotonic() - start, pid)
+        return Outcome(kind, self.test_id, example, detail, repro, time.monotonic() - start, pid,
+                       dict(stages or {}), warm)
 
     def close(self) -> None:
         if self._process is not None and self._process.is_alive() and self._conn is not None:
@@ -370,35 +350,53 @@ class IsolatedRunner:
         self.close()
 
 
-MAX_LIVE_WORKERS = 4  # each GPU worker holds a CUDA context and its compiled kernels
-_RUNNERS: "collections.OrderedDict[tuple[str, str], IsolatedRunner]" = collections.OrderedDict()
+class IsolatingRunner(ExampleRunner):
+    """The example runner of a test session: variants that ``should_isolate`` run in their
+    (reused) worker, the rest in this process. A run keeps one worker per variant, so each
+    (variant, group count) compiles once per run as long as the worker lives; beyond
+    ``max_live_workers`` (each GPU worker holds a CUDA context and its compiled kernels) the least
+    recently used worker is closed."""
 
+    def __init__(self, settings: IsolationSettings | None = None, *, max_live_workers: int = 4):
+        super().__init__()
+        self.settings = settings or settings_from_env()
+        self.max_live_workers = max_live_workers
+        self._workers: "collections.OrderedDict[tuple[str, str], IsolatedRunner]" = collections.OrderedDict()
 
-def runner_for(variant: SubjectVariant) -> IsolatedRunner:
-    """The (reused) runner of ``variant``; the least recently used one is closed beyond the cap."""
-    key = (variant.source, variant.label)
-    runner = _RUNNERS.pop(key, None) or IsolatedRunner(variant.source, variant.label, device=variant.device,
-                                                     test_id=variant.test_id)
-    _RUNNERS[key] = runner
-    while len(_RUNNERS) > MAX_LIVE_WORKERS:
-        _RUNNERS.popitem(last=False)[1].close()
-    return runner
+    def should_isolate(self, variant: SubjectVariant) -> bool:
+        if self.settings.mode == "never" or not variant.source:
+            return False
+        return self.settings.mode == "always" or variant.device == "cuda"
 
+    def worker_for(self, variant: SubjectVariant) -> IsolatedRunner:
+        key = (variant.source, variant.label)
+        worker = self._workers.pop(key, None) or IsolatedRunner(
+            variant.source, variant.label, device=variant.device, test_id=variant.test_id, settings=self.settings)
+        self._workers[key] = worker
+        while len(self._workers) > self.max_live_workers:
+            self._workers.popitem(last=False)[1].close()
+        return worker
 
-def close_all() -> None:
-    while _RUNNERS:
-        _RUNNERS.popitem()[1].close()
+    def release(self, variant: SubjectVariant) -> None:
+        """Close ``variant``'s worker now (its tests are done)."""
+        worker = self._workers.pop((variant.source, variant.label), None)
+        if worker is not None:
+            worker.close()
 
+    def run(self, variant: SubjectVariant, example: Example, *, rerun: bool, stages: dict) -> bool:
+        if not self.should_isolate(variant):
+            return super().run(variant, example, rerun=rerun, stages=stages)
+        outcome = self.worker_for(variant).check(example, rerun=rerun)
+        stages.update(outcome.stages)
+        worked = sum(outcome.stages.values())
+        if outcome.seconds > worked:
+            stages["round_trip"] = outcome.seconds - worked
+        outcome.raise_for_failure()
+        return outcome.warm
 
-atexit.register(close_all)
-
-
-def check_isolated(variant: SubjectVariant, example: Example, *, rerun: bool = True) -> Outcome:
-    """``check_example`` through the variant's worker: raises the SubjectCheckFailed subclass of
-    the outcome (with its one-line reproduction) unless the example passed."""
-    outcome = runner_for(variant).check(example, rerun=rerun)
-    outcome.raise_for_failure()
-    return outcome
+    def close(self) -> None:
+        while self._workers:
+            self._workers.popitem()[1].close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,8 +432,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--distribution", default="uniform")
     parser.add_argument("--layout", default="separate")
     parser.add_argument("--draw", type=int, default=0, help="also run N examples drawn by the property strategy")
-    parser.add_argument("--timeout", type=float, default=SETTINGS.timeout_s, help="seconds per example")
-    parser.add_argument("--first-example-extra", type=float, default=SETTINGS.first_example_extra_s,
+    defaults = settings_from_env()
+    parser.add_argument("--timeout", type=float, default=defaults.timeout_s, help="seconds per example")
+    parser.add_argument("--first-example-extra", type=float, default=defaults.first_example_extra_s,
                         help="more seconds for the first example of each new GPU worker (JIT compiles)")
     parser.add_argument("--no-rerun", action="store_true", help="skip the determinism rerun")
     args = parser.parse_args(argv)
@@ -443,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     import ast
 
     name = args.subject
-    variants = resolve_subject(name)
+    variants = resolve_subject(name, "production" if args.variant is None else "all")
     chosen = [v for v in variants if args.variant in (None, v.label)][:1]
     if not chosen:
         print(f"no variant {args.variant!r} in subject {name}: {[v.label for v in variants]}", file=sys.stderr)
@@ -456,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.distribution, args.layout) for text in args.sizes]
     if args.draw:
         examples += _drawn_examples(variant, args.draw, args.seed)
-    settings = dataclasses.replace(SETTINGS, timeout_s=args.timeout, first_example_extra_s=args.first_example_extra)
+    settings = dataclasses.replace(defaults, timeout_s=args.timeout, first_example_extra_s=args.first_example_extra)
     outcomes: list[Outcome] = []
     with IsolatedRunner(variant.source, variant.label, device=variant.device, test_id=variant.test_id,
                         settings=settings) as runner:

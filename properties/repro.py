@@ -11,7 +11,7 @@ import ast
 import sys
 
 from properties import isolation
-from properties.checks import SubjectCheckFailed, check_example
+from properties.checks import SubjectCheckFailed, check_example, install_runner
 from properties.strategies import Example
 from properties.subjects import resolve_subject
 
@@ -29,12 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds the isolated example may take, JIT compiles included")
     args = parser.parse_args(argv)
-    isolation.configure(mode=args.isolate, timeout_s=args.timeout,
-                        first_example_extra_s=None if args.timeout is None else 0.0)
+    install_runner(isolation.IsolatingRunner(isolation.settings_from_env(
+        mode=args.isolate, timeout_s=args.timeout, first_example_extra_s=None if args.timeout is None else 0.0)))
 
     sizes = tuple(tuple(int(x) for x in s) for s in ast.literal_eval(args.sizes))
     example = Example(sizes, args.seed, args.distribution, args.layout)
-    variants = [v for v in resolve_subject(args.subject) if args.variant in (None, v.label)]
+    variants = [v for v in resolve_subject(args.subject, "production" if args.variant is None else "all")
+                if args.variant in (None, v.label)]
     if not variants:
         print(f"no variant {args.variant!r} in subject {args.subject}", file=sys.stderr)
         return 2

@@ -4,7 +4,9 @@
 declared kernel variant, each with a ``skip_reason`` when it cannot run on this machine:
 
 * ``model``: the CPU model (kernel.model), always runnable;
-* ``hopper`` / ``blackwell``: the CuTe DSL kernels, one variant per DECLARED_VARIANTS entry;
+* ``hopper`` / ``blackwell``: the CuTe DSL kernels; ``scope="production"`` (the default) gives the
+  family's production variants (at most three, what a kernel engineer runs after every change),
+  ``scope="all"`` the whole declared matrix (production, then experimental);
 * ``auto``: ``hopper`` on sm_90, ``blackwell`` on sm_100, ``model`` elsewhere;
 * a path to a ``.py`` file defining ``custom_kernel(data)``, optionally ``CONSTRAINTS``
   (a :class:`kernel.validation.KernelConstraints`) and ``LIMITS`` (a :class:`SizeLimits`).
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernel.device import cuda_capability
-from kernel.family import FAMILIES, KernelFamily, family_for_capability
+from kernel.family import FAMILIES, KernelFamily, Scope, family_for_capability
 from kernel.validation import KernelConstraints
 
 
@@ -73,11 +75,11 @@ def _model_variants() -> list[SubjectVariant]:
     ]
 
 
-def _family_variants(family: KernelFamily, limits: SizeLimits) -> list[SubjectVariant]:
-    """Every declared variant of a kernel family (``kernel.family``), run through its pipeline."""
+def _family_variants(family: KernelFamily, limits: SizeLimits, scope: Scope = "production") -> list[SubjectVariant]:
+    """The variants of a kernel family (``kernel.family``) in ``scope``, run through its pipeline."""
     try:
         reason = family.unavailable_reason()
-        configs = family.declared_variants
+        configs = family.variants(scope)
     except ImportError as exc:  # the family is not importable on this machine
         return [SubjectVariant(family.name, "unavailable", _unavailable, KernelConstraints(), limits,
                                f"{family.package}: {exc}")]
@@ -121,17 +123,19 @@ def auto_subject_name() -> str:
     return "model" if family is None else family.name
 
 
-def resolve_subject(name: str) -> list[SubjectVariant]:
+def resolve_subject(name: str, scope: Scope = "production") -> list[SubjectVariant]:
+    """``scope`` picks a kernel family's production variants or its whole declared matrix ("all");
+    the model and file subjects have one scope."""
     if name == "auto":
         name = auto_subject_name()
-    return [dataclasses.replace(v, source=name) for v in _resolve(name)]
+    return [dataclasses.replace(v, source=name) for v in _resolve(name, scope)]
 
 
-def _resolve(name: str) -> list[SubjectVariant]:
+def _resolve(name: str, scope: Scope) -> list[SubjectVariant]:
     if name == "model":
         return _model_variants()
     if name in FAMILIES:
-        return _family_variants(FAMILIES[name], GPU_LIMITS)
+        return _family_variants(FAMILIES[name], GPU_LIMITS, scope)
     path = Path(name)
     if path.suffix == ".py" and path.exists():
         return _file_variants(path)

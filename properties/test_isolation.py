@@ -15,7 +15,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from properties import isolation
-from properties.checks import SubjectCheckFailed, check_example
+from properties.checks import SubjectCheckFailed, check_example, install_runner, installed_runner
 from properties.isolation import (IsolatedRunner, IsolationSettings, SubjectFaulted, SubjectTimedOut,
                                   WorkerStartError)
 from properties.strategies import Example
@@ -90,16 +90,16 @@ def test_a_wrong_result_is_a_plain_failure_and_keeps_the_worker():
 
 @pytest.fixture
 def isolate_always():
-    saved = isolation.SETTINGS
-    isolation.configure(mode="always", timeout_s=2.0, first_example_extra_s=0.0)
-    yield
-    isolation.SETTINGS = saved
-    isolation.close_all()
+    saved = installed_runner()
+    runner = install_runner(isolation.IsolatingRunner(
+        IsolationSettings(mode="always", timeout_s=2.0, first_example_extra_s=0.0)))
+    yield runner
+    install_runner(saved)  # closes the test's workers
 
 
 def test_check_example_routes_through_the_worker(isolate_always):
     variant = resolve_subject(f"{FAULTY}/segfault_cpu.py")[0]
-    assert isolation.should_isolate(variant)
+    assert isolate_always.should_isolate(variant)
     check_example(variant, GOOD)
     with pytest.raises(SubjectFaulted, match=r"SIGSEGV(.|\n)*reproduce: python -m properties\.repro .*--isolate=always$"):
         check_example(variant, ODD_M)
@@ -129,21 +129,46 @@ def test_hypothesis_sees_a_fault_as_a_failing_example(isolate_always):
 
 
 def test_in_process_subjects_are_not_isolated_by_default():
-    saved = isolation.SETTINGS
-    try:
-        isolation.configure(mode="auto")
-        assert not isolation.should_isolate(resolve_subject("model")[0])
-        assert not isolation.should_isolate(resolve_subject(f"{FAULTY}/segfault_cpu.py")[0])
-        for name in ("gpu_oob_cute", "gpu_oob_torch", "gpu_hang"):
-            assert isolation.should_isolate(resolve_subject(f"{FAULTY}/{name}.py")[0])
-        isolation.configure(mode="always")
-        assert not isolation.should_isolate(wrong_variant("writes_past_c"))  # built in code: no source
-        isolation.configure(mode="never")
-        assert not isolation.should_isolate(resolve_subject(f"{FAULTY}/gpu_hang.py")[0])
-        with pytest.raises(ValueError):
-            isolation.configure(mode="sometimes")
-    finally:
-        isolation.SETTINGS = saved
+    def runner(mode):
+        return isolation.IsolatingRunner(isolation.settings_from_env(mode=mode))
+
+    auto = runner("auto")
+    assert not auto.should_isolate(resolve_subject("model")[0])
+    assert not auto.should_isolate(resolve_subject(f"{FAULTY}/segfault_cpu.py")[0])
+    for name in ("gpu_oob_cute", "gpu_oob_torch", "gpu_hang"):
+        assert auto.should_isolate(resolve_subject(f"{FAULTY}/{name}.py")[0])
+    assert not runner("always").should_isolate(wrong_variant("writes_past_c"))  # built in code: no source
+    assert not runner("never").should_isolate(resolve_subject(f"{FAULTY}/gpu_hang.py")[0])
+    with pytest.raises(ValueError):
+        runner("sometimes")
+
+
+def test_the_import_graph_has_no_circle():
+    """checks never imports isolation (isolation imports checks): one direction only."""
+    import ast
+
+    tree = ast.parse((ROOT / "properties" / "checks.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                 for a in n.names}
+    assert not any("isolation" in name for name in imported), imported
+
+
+def test_runner_reports_stages_and_warm_examples(isolate_always):
+    """Observers see every example: outcome, the worker's stage times, and warm only when the
+    worker ran that group count before (so examples/s after compiles counts no compile)."""
+    variant = resolve_subject(f"{FAULTY}/wrong_result_cpu.py")[0]
+    seen = []
+    isolate_always.observers.append(seen.append)
+    check_example(variant, GOOD, rerun=False)
+    check_example(variant, GOOD_2, rerun=False)
+    with pytest.raises(SubjectCheckFailed):
+        check_example(variant, ODD_M, rerun=False)
+    assert [r.outcome for r in seen] == ["pass", "pass", "fail"]
+    assert [r.warm for r in seen[:2]] == [False, len(GOOD_2.sizes) == len(GOOD.sizes)]
+    assert set(seen[0].stages) >= {"inputs", "transfers", "oracle", "subject", "checks"}
+    assert all(t >= 0 for t in seen[0].stages.values())
 
 
 def test_a_subject_that_cannot_load_is_a_start_error(tmp_path):

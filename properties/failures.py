@@ -1,0 +1,28 @@
+"""The failures a checked example can raise: every one is an AssertionError, so Hypothesis and
+pytest see a failing example, and its message ends with a one-line reproduction."""
+
+from __future__ import annotations
+
+
+class SubjectCheckFailed(AssertionError):
+    """The subject's result broke a check (properties.checks)."""
+
+    kind = "fail"
+
+
+class SubjectFaulted(SubjectCheckFailed):
+    """The subject crashed its process or broke its CUDA context on this example."""
+
+    kind = "fault"
+
+
+class SubjectTimedOut(SubjectCheckFailed):
+    """The subject did not finish this example within the time limit."""
+
+    kind = "timeout"
+
+
+class SubjectErrored(SubjectCheckFailed):
+    """The subject raised an unexpected exception on this example (context still healthy)."""
+
+    kind = "error"
