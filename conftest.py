@@ -9,6 +9,9 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 # Hypothesis profiles; choose one with --hypothesis-profile (the hypothesis pytest plugin).
 settings.register_profile("dev", max_examples=20, deadline=None)
+# a quick deterministic look (the harness's own tests of file subjects run pytest with it)
+settings.register_profile("smoke", max_examples=3, derandomize=True, database=None, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile(
     "ci",
     max_examples=50,
