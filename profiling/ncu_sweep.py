@@ -439,6 +439,8 @@ def actions_from_report(path: Path, metric_list: Sequence[str]) -> list[dict]:
                 vals = {m: R._num(act[m].value()) for m in metric_list if m in have}
                 gpu = str(act["device__attribute_display_name"].value()) if "device__attribute_display_name" in have else ""
                 actions.append({"id": len(actions), "kernel": act.name(), "gpu": gpu, "range": name, "metrics": vals})
+        if not any(a["metrics"] for a in actions):
+            raise RuntimeError(f"it read {len(actions)} kernels and no metric values from {path.name}")
         return actions
     except Exception as exc:
         log(f"ncu_report module unusable ({exc!r}); exporting CSV with ncu --import")

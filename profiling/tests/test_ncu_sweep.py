@@ -117,6 +117,8 @@ def fake_ncu(tmp_path, monkeypatch):
 def test_sweep_falls_back_to_direct_ncu_and_writes_every_output(fake_ncu, monkeypatch):
     pytest.importorskip("matplotlib")
     monkeypatch.setattr(S, "nsight_usable", lambda v: "nsight-python is not installed (test)")
+    # the fake report is read through `ncu --import` (CSV), whatever ncu_report module this machine has
+    monkeypatch.setitem(sys.modules, "ncu_report", None)
     out = fake_ncu / "out"
     rc = S.main(["--arch", "sm_90a", "--variant", A, "--variant", B, "--shapes", "bench3,bench4",
                  "--out", str(out), "--work", str(fake_ncu / "work"), "--deadline-s", "120",
