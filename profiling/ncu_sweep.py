@@ -62,6 +62,7 @@ from kernel.family import families, family_for_capability
 from profiling import floors
 from profiling import metrics as M
 from profiling import ncu_report as R
+from profiling.preflight import NSIGHT_FIX, missing_gpu, missing_ncu
 
 FAMILIES = {f.arch: (f.name, f.package) for f in families()}  # the kernel.family registry, by arch
 NVTX_DOMAIN = "ncu_sweep"
@@ -477,7 +478,7 @@ def nsight_usable(ncu_ver: str | None) -> str | None:
         nv = version("nsight-python")
     except Exception:
         if importlib.util.find_spec("nsight") is None:
-            return "nsight-python is not installed"
+            return f"nsight-python is not installed ({NSIGHT_FIX})"
         nv = "0"
     if version_tuple(nv)[:1] >= (1,) and version_tuple(ncu_ver) < (2026, 2, 1):
         return f"nsight-python {nv} needs ncu >= 2026.2.1, this ncu is {ncu_ver}"
@@ -697,6 +698,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             raise SystemExit(f"unknown stage {args._stage}")
         return 0
+    problem = usage_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         return orchestrate(args)
     except SystemExit:
@@ -713,7 +718,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def usage_problem(args) -> str | None:
+    """A mistake or a missing tool, as one line with the fix, found before anything runs."""
+    try:
+        arch = resolve_arch(args.arch) if not (args.compile_only and args.arch == "auto") else None
+        if arch:
+            build_plan(arch, args.variants, args.variant, args.grid, args.shape_list)
+    except SystemExit as exc:
+        return str(exc)
+    except (ValueError, KeyError) as exc:
+        return str(exc).strip("'\"")
+    if args.dry_run or args.compile_only:
+        return None
+    return missing_ncu() or missing_gpu("profiling with ncu (--dry-run and --compile-only do not)")
+
+
 def orchestrate(args) -> int:
+    """Run the sweep; a temp work folder (no --work) is removed at the end."""
+    temp_work = None if args.work else Path(tempfile.mkdtemp(prefix="ncu_sweep_"))
+    try:
+        return _orchestrate(args, Path(args.work) if args.work else temp_work)
+    finally:
+        if temp_work is not None:
+            shutil.rmtree(temp_work, ignore_errors=True)
+
+
+def _orchestrate(args, work: Path) -> int:
     t_start = time.monotonic()
     deadline = t_start + args.deadline_s
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -721,7 +751,6 @@ def orchestrate(args) -> int:
         raise SystemExit("--compile-only needs --arch sm_90a or sm_100a")
     args.arch_resolved = resolve_arch(args.arch)
     plan = build_plan(args.arch_resolved, args.variants, args.variant, args.grid, args.shape_list)
-    work = Path(args.work or tempfile.mkdtemp(prefix="ncu_sweep_"))
     work.mkdir(parents=True, exist_ok=True)
     out = Path(args.out)
     log(f"{plan.family} ({plan.arch}): {len(plan.configs)} variants x {len(plan.shapes)} shapes = "
@@ -766,6 +795,7 @@ def orchestrate(args) -> int:
         backends = {"auto": ["nsight", "ncu", "ncu-core"], "nsight": ["nsight"], "ncu": ["ncu", "ncu-core"]}[args.backend]
         why_not = nsight_usable(meta["ncu_version"])
         if why_not and "nsight" in backends:
+            log(f"nsight backend skipped: {why_not}; using ncu directly")
             meta["notes"].append(f"nsight backend skipped: {why_not}")
             backends = [b for b in backends if b != "nsight"] or ["ncu"]
         reserve = 25.0
