@@ -761,7 +761,7 @@ def _orchestrate(args, work: Path) -> int:
         "family": plan.family, "arch": plan.arch, "started": started, "runs": args.runs, "warmup": args.warmup,
         "seed": args.seed, "distribution": "uniform", "command": " ".join(shlex.quote(a) for a in sys.argv),
         "cases": [dataclasses.asdict(c) for c in plan.cases], "skipped": plan.skipped, "notes": [],
-        "floor_note": "Hopper: max(bytes/4.3 TB/s, FLOPs/790 TFLOP/s) (FACTS.md H200 ceilings); "
+        "floor_note": "Hopper: max(bytes/4.3 TB/s, FLOPs/790 TFLOP/s) (H200 ceilings, profiling/REFERENCE.md); "
                       "Blackwell: the organizers' B200 SOL",
     }
     metric_list = M.metric_names(plan.arch, args.metric_set)
