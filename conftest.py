@@ -9,6 +9,9 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 # Hypothesis profiles; choose one with --hypothesis-profile (the hypothesis pytest plugin).
 settings.register_profile("dev", max_examples=20, deadline=None)
+# a quick deterministic look (the harness's own tests of file subjects run pytest with it)
+settings.register_profile("smoke", max_examples=3, derandomize=True, database=None, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile(
     "ci",
     max_examples=50,
@@ -57,6 +60,11 @@ def pytest_addoption(parser):
         "profile: all)",
     )
     group.addoption(
+        "--list-variants",
+        action="store_true",
+        help="print every subject's variants (label, production or experimental, what it is) and exit",
+    )
+    group.addoption(
         "--isolate",
         choices=("auto", "always", "never"),
         default=None,
@@ -76,10 +84,88 @@ def pytest_configure(config):
     from properties.checks import install_runner
     from properties.isolation import IsolatingRunner, settings_from_env
     from properties.progress_plugin import ProgressPlugin
+    from properties.usage import UsageMistake, check_selection
 
     runner = install_runner(IsolatingRunner(settings_from_env(
         mode=config.getoption("isolate"), timeout_s=config.getoption("example_timeout"))))
     config.pluginmanager.register(ProgressPlugin(runner), "nvfp4-progress")
+    if config.getoption("list_variants"):
+        return
+    # a usage mistake is one line with the fix, before any collection (no traceback)
+    try:
+        check_selection(config.getoption("subject"), config.getoption("variant"))
+    except UsageMistake as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_cmdline_main(config):
+    if config.getoption("list_variants"):
+        from properties.usage import variant_lines
+
+        print("subject  label  [scope]  what it is   (use a label with --variant=LABEL)")
+        for line in variant_lines():
+            print(line)
+        return 0
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Every failure of a subject property ends with a runnable repro line: the property's own
+    ``python -m properties.repro`` line when it printed one, else a pytest line that reruns the
+    test on the same subject and variant (Hypothesis replays the failing example)."""
+    outcome = yield
+    report = outcome.get_result()
+    variant = getattr(item, "funcargs", {}).get("subject_variant")
+    if report.when != "call" or not report.failed or variant is None:
+        return
+    if "python -m properties.repro" in report.longreprtext:
+        return
+    config = item.config
+    line = f"python3 -m pytest '{item.nodeid}' --subject={variant.repro_subject} -p no:cacheprovider"
+    profile = config.getoption("hypothesis_profile", default=None)
+    if profile:
+        line += f" --hypothesis-profile={profile}"
+    seed = config.getoption("hypothesis_seed", default=None)
+    if seed is not None:
+        line += f" --hypothesis-seed={seed}"
+    report.sections.append(("reproduce", f"reproduce: {line}"))
+
+
+_MISSING_DECLARED: list[str] = []
+
+
+def _note_skip(report) -> None:
+    if not report.skipped or not isinstance(report.longrepr, tuple):
+        return
+    from ci.declared_packages import missing_declared_package
+
+    package = missing_declared_package(str(report.longrepr[2]))
+    if package:
+        _MISSING_DECLARED.append(f"{report.nodeid}: {package}")
+
+
+def pytest_runtest_logreport(report):
+    _note_skip(report)
+
+
+def pytest_collectreport(report):
+    _note_skip(report)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A skip caused by a missing declared package fails the run (ci/declared_packages.py)."""
+    if _MISSING_DECLARED and exitstatus in (0, 5):
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _MISSING_DECLARED:
+        terminalreporter.write_line(
+            f"FAILED: {len(_MISSING_DECLARED)} skip(s) for want of a declared package "
+            f"(run pip install -e '.[tests]'): " + "; ".join(_MISSING_DECLARED[:5]),
+            red=True,
+        )
 
 
 def pytest_generate_tests(metafunc):
@@ -99,7 +185,7 @@ def pytest_generate_tests(metafunc):
         if variant.skip_reason:
             marks.append(pytest.mark.skip(reason=variant.skip_reason))
         params.append(pytest.param(variant, id=variant.test_id, marks=marks))
-    if not params:
+    if not params:  # check_selection (pytest_configure) has already named unknown labels
         raise pytest.UsageError(f"no variant of subject {metafunc.config.getoption('subject')} matches {sorted(wanted)}")
     metafunc.parametrize("subject_variant", params)
 

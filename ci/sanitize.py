@@ -131,20 +131,18 @@ def parse_output(text: str, cases: list[str]) -> tuple[dict[str, CaseResult], li
 
 
 def find_sanitizer() -> str | None:
-    import glob
+    from profiling.preflight import find_compute_sanitizer
 
-    candidates = sorted(glob.glob("/usr/local/cuda*/bin/compute-sanitizer") + glob.glob("/usr/local/cuda*/compute-sanitizer/compute-sanitizer"))
-    return shutil.which("compute-sanitizer") or next((p for p in candidates if os.access(p, os.X_OK)), None)
+    return find_compute_sanitizer()
 
 
 def skip_reason(sanitizer: str | None) -> str | None:
-    if sanitizer is None:
-        return "no compute-sanitizer on PATH or under /usr/local/cuda*"
-    from kernel.device import cuda_capability
+    """One line with the fix (profiling.preflight), or None when the sanitizer can run."""
+    from profiling.preflight import missing_compute_sanitizer, missing_gpu
 
-    if cuda_capability() is None:
-        return "no CUDA device on this machine"
-    return None
+    if sanitizer is None:
+        return missing_compute_sanitizer()
+    return missing_gpu("compute-sanitizer")
 
 
 def run_one(sanitizer: str, tool: str, subject: str, label: str, cases: list[str], timeout_s: float,

@@ -21,6 +21,10 @@ How (see profiling/PROFILING.md):
   runs in its own process group under a deadline, so a hang cannot eat the device session.
 * ``--compile-only``: compile every case's kernel (no GPU needed; the Blackwell path here).
 
+The module is split by concern: ``profiling.sweep_plan`` (which cases), ``profiling.preflight``
+(missing tools as one line), ``profiling.ncu_report`` (tables, plots, output files) and this
+file (the GPU-side stages, the backends, the orchestrator and the command line).
+
 Every process rebuilds the case list from the same arguments, so the nsight-python child (which
 re-executes this file under ncu) sees the identical configs.
 """
@@ -42,9 +46,7 @@ import dataclasses
 import datetime
 import importlib
 import importlib.util
-import itertools
 import json
-import math
 import os
 import re
 import shlex
@@ -54,18 +56,20 @@ import subprocess
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from kernel.family import families, family_for_capability
+from kernel.family import family_for_capability
 from profiling import floors
 from profiling import metrics as M
 from profiling import ncu_report as R
+from profiling.preflight import NSIGHT_FIX, missing_gpu, missing_ncu
+from profiling.sweep_plan import (  # noqa: F401  (re-exported: the plan is part of this tool's API)
+    DEFAULT_SHAPES, FAMILIES, Case, SweepPlan, build_plan, case_records, config_axes, expand_grid, floor_for,
+    parse_grid,
+)
 
-FAMILIES = {f.arch: (f.name, f.package) for f in families()}  # the kernel.family registry, by arch
 NVTX_DOMAIN = "ncu_sweep"
-DEFAULT_SHAPES = tuple(s.name for s in floors.BENCH_SHAPES)
 LOG_NAME = "ncu-log.txt"
 STATUS_NAME = "status.jsonl"
 ROWS_NAME = "stage_rows.json"
@@ -74,168 +78,6 @@ METRICS_NAME = "metrics.txt"
 
 def log(msg: str) -> None:
     print(f"[ncu_sweep {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-# ---- the plan: which cases ---------------------------------------------------------------
-@dataclass(frozen=True)
-class Case:
-    index: int
-    variant: str
-    shape: str
-
-
-@dataclass
-class SweepPlan:
-    arch: str
-    family: str
-    module_name: str
-    configs: dict[str, Any]  # label -> config, in sweep order
-    shapes: list[floors.ShapeSet]
-    cases: list[Case]
-    skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (variant, shape, why)
-
-    def config_tuples(self) -> list[tuple[str, str]]:
-        return [(c.variant, c.shape) for c in self.cases]
-
-
-def _family_attr(module_name: str, name: str):
-    """``name`` from the family package, or from its ``config`` module during bring-up."""
-    module = importlib.import_module(module_name)
-    if hasattr(module, name):
-        return getattr(module, name)
-    return getattr(importlib.import_module(f"{module_name}.config"), name)
-
-
-def _coerce(text: str, like: Any) -> Any:
-    if text == "None":
-        return None
-    if isinstance(like, bool):
-        if text.lower() not in ("true", "false", "1", "0"):
-            raise ValueError(f"not a bool: {text!r}")
-        return text.lower() in ("true", "1")
-    if isinstance(like, int) or (like is None and re.fullmatch(r"-?\d+", text)):
-        return int(text)
-    if isinstance(like, tuple):
-        return tuple(int(x) for x in re.split(r"[x:/]", text))
-    return text
-
-
-def parse_grid(items: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """``["num_ab_stages=2,3", "tile_mnk=128x128x256,128x256x256"]`` -> [(field, values)]."""
-    grid = []
-    for item in items:
-        key, sep, values = item.partition("=")
-        if not sep or not key or not values:
-            raise ValueError(f"--grid wants FIELD=V1,V2,..., got {item!r}")
-        grid.append((key.strip(), [v.strip() for v in values.split(",") if v.strip()]))
-    return grid
-
-
-def expand_grid(bases: Sequence[Any], grid: Sequence[tuple[str, list[str]]], problems_fn) -> tuple[list[Any], list[str]]:
-    """Every base config crossed with every grid point; invalid ones returned as reasons."""
-    if not grid:
-        return list(bases), []
-    out, rejected = [], []
-    for base in bases:
-        names = {f.name for f in dataclasses.fields(base)}
-        for key, _ in grid:
-            if key not in names:
-                raise ValueError(f"--grid field {key!r} is not a field of {type(base).__name__}: {sorted(names)}")
-        for point in itertools.product(*[vals for _, vals in grid]):
-            changes = {key: _coerce(v, getattr(base, key)) for (key, _), v in zip(grid, point)}
-            cfg = dataclasses.replace(base, **changes)
-            problems = problems_fn(cfg) if problems_fn else []
-            if problems:
-                rejected.append(f"{cfg.label}: {'; '.join(problems)}")
-            else:
-                out.append(cfg)
-    return out, rejected
-
-
-def build_plan(arch: str, variants: str = "declared", labels: Sequence[str] = (), grid: Sequence[str] = (),
-               shapes: Sequence[str] = DEFAULT_SHAPES) -> SweepPlan:
-    """The cases of one sweep, deterministic in its arguments (no GPU, no CuTe DSL import)."""
-    arch = M.normalize_arch(arch)
-    family, module_name = FAMILIES[arch]
-    source = {"declared": "DECLARED_VARIANTS", "static": "STATIC_MATRIX"}.get(variants)
-    if source is None:
-        raise ValueError(f"--variants must be 'declared' or 'static', got {variants!r}")
-    bases = list(_family_attr(module_name, source))
-    if labels:
-        known = {c.label: c for c in bases}
-        missing = [l for l in labels if l not in known]
-        if missing and not grid:
-            raise ValueError(f"unknown variant label(s) {missing}; {variants} variants are: {sorted(known)}")
-        bases = [known[l] for l in labels if l in known]
-    problems_fn = None
-    try:
-        problems_fn = _family_attr(module_name, "config_problems")
-    except AttributeError:
-        pass
-    configs, rejected = expand_grid(bases, parse_grid(grid), problems_fn)
-    by_label: dict[str, Any] = {}
-    for cfg in configs:
-        by_label.setdefault(cfg.label, cfg)
-    shape_sets = [floors.get_shape(s) for s in shapes]
-    try:
-        constraints_fn = _family_attr(module_name, "constraints")
-    except AttributeError:
-        constraints_fn = None
-    cases, skipped = [], [(r.split(":", 1)[0], "*", "invalid config: " + r.split(":", 1)[1].strip()) for r in rejected]
-    for label, cfg in by_label.items():
-        cons = constraints_fn(cfg) if constraints_fn else None
-        for s in shape_sets:
-            why = _shape_rejection(cons, s)
-            if why:
-                skipped.append((label, s.name, why))
-            else:
-                cases.append(Case(len(cases), label, s.name))
-    return SweepPlan(arch, family, module_name, by_label, shape_sets, cases, skipped)
-
-
-def _shape_rejection(cons, shape: floors.ShapeSet) -> str | None:
-    if cons is None:
-        return None
-    g = getattr(cons, "k_granularity", 1) or 1
-    bad = sorted({s[2] for s in shape.sizes if s[2] % g})
-    if bad:
-        return f"K {bad} not a multiple of the kernel's K granularity {g}"
-    if len(shape.sizes) > getattr(cons, "max_groups", 1 << 30):
-        return f"{len(shape.sizes)} groups > max_groups {cons.max_groups}"
-    return None
-
-
-def config_axes(cfg: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(cfg):
-        return {k: (("x".join(map(str, v))) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(cfg).items()}
-    return {}
-
-
-def floor_for(arch: str, shape: floors.ShapeSet) -> tuple[float, str]:
-    """(floor_us, source): H200 roofline floor on Hopper, the organizers' B200 SOL on Blackwell."""
-    if arch == "sm_100a" and shape.name in floors.B200_SOL_US:
-        return floors.B200_SOL_US[shape.name], "B200 SOL (leaderboard)"
-    f = floors.floor(shape)
-    return f.floor_us, f"max(bytes/{f.ceilings.bandwidth / 1e12:.1f} TB/s, FLOPs/{f.ceilings.tensor_flops / 1e12:.0f} TFLOP/s)"
-
-
-def case_records(plan: SweepPlan, status: dict[int, dict] | None = None) -> list[dict]:
-    """What build_table needs per case: flops, floor, axes, status from the child's records."""
-    status = status or {}
-    shapes = {s.name: s for s in plan.shapes}
-    out = []
-    for c in plan.cases:
-        s = shapes[c.shape]
-        fl, src = floor_for(plan.arch, s)
-        st = status.get(c.index, {})
-        out.append({"variant": c.variant, "shape": c.shape, "flops": floors.shape_flops(s), "floor_us": fl,
-                    "floor_source": src, "axes": config_axes(plan.configs[c.variant]),
-                    "status": st.get("status", "ok")})
-    for variant, shape, why in plan.skipped:
-        if shape != "*":
-            out.append({"variant": variant, "shape": shape, "flops": 0, "floor_us": math.nan,
-                        "axes": config_axes(plan.configs.get(variant)), "status": f"skipped: {why}"})
-    return out
 
 
 # ---- the GPU side: one case at a time ------------------------------------------------------
@@ -439,6 +281,8 @@ def actions_from_report(path: Path, metric_list: Sequence[str]) -> list[dict]:
                 vals = {m: R._num(act[m].value()) for m in metric_list if m in have}
                 gpu = str(act["device__attribute_display_name"].value()) if "device__attribute_display_name" in have else ""
                 actions.append({"id": len(actions), "kernel": act.name(), "gpu": gpu, "range": name, "metrics": vals})
+        if not any(a["metrics"] for a in actions):
+            raise RuntimeError(f"it read {len(actions)} kernels and no metric values from {path.name}")
         return actions
     except Exception as exc:
         log(f"ncu_report module unusable ({exc!r}); exporting CSV with ncu --import")
@@ -475,7 +319,7 @@ def nsight_usable(ncu_ver: str | None) -> str | None:
         nv = version("nsight-python")
     except Exception:
         if importlib.util.find_spec("nsight") is None:
-            return "nsight-python is not installed"
+            return f"nsight-python is not installed ({NSIGHT_FIX})"
         nv = "0"
     if version_tuple(nv)[:1] >= (1,) and version_tuple(ncu_ver) < (2026, 2, 1):
         return f"nsight-python {nv} needs ncu >= 2026.2.1, this ncu is {ncu_ver}"
@@ -695,6 +539,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             raise SystemExit(f"unknown stage {args._stage}")
         return 0
+    problem = usage_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         return orchestrate(args)
     except SystemExit:
@@ -711,7 +559,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def usage_problem(args) -> str | None:
+    """A mistake or a missing tool, as one line with the fix, found before anything runs."""
+    try:
+        arch = resolve_arch(args.arch) if not (args.compile_only and args.arch == "auto") else None
+        if arch:
+            build_plan(arch, args.variants, args.variant, args.grid, args.shape_list)
+    except SystemExit as exc:
+        return str(exc)
+    except (ValueError, KeyError) as exc:
+        return str(exc).strip("'\"")
+    if args.dry_run or args.compile_only:
+        return None
+    return missing_ncu() or missing_gpu("profiling with ncu (--dry-run and --compile-only do not)")
+
+
 def orchestrate(args) -> int:
+    """Run the sweep; a temp work folder (no --work) is removed at the end."""
+    temp_work = None if args.work else Path(tempfile.mkdtemp(prefix="ncu_sweep_"))
+    try:
+        return _orchestrate(args, Path(args.work) if args.work else temp_work)
+    finally:
+        if temp_work is not None:
+            shutil.rmtree(temp_work, ignore_errors=True)
+
+
+def _orchestrate(args, work: Path) -> int:
     t_start = time.monotonic()
     deadline = t_start + args.deadline_s
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -719,7 +592,6 @@ def orchestrate(args) -> int:
         raise SystemExit("--compile-only needs --arch sm_90a or sm_100a")
     args.arch_resolved = resolve_arch(args.arch)
     plan = build_plan(args.arch_resolved, args.variants, args.variant, args.grid, args.shape_list)
-    work = Path(args.work or tempfile.mkdtemp(prefix="ncu_sweep_"))
     work.mkdir(parents=True, exist_ok=True)
     out = Path(args.out)
     log(f"{plan.family} ({plan.arch}): {len(plan.configs)} variants x {len(plan.shapes)} shapes = "
@@ -730,7 +602,7 @@ def orchestrate(args) -> int:
         "family": plan.family, "arch": plan.arch, "started": started, "runs": args.runs, "warmup": args.warmup,
         "seed": args.seed, "distribution": "uniform", "command": " ".join(shlex.quote(a) for a in sys.argv),
         "cases": [dataclasses.asdict(c) for c in plan.cases], "skipped": plan.skipped, "notes": [],
-        "floor_note": "Hopper: max(bytes/4.3 TB/s, FLOPs/790 TFLOP/s) (FACTS.md H200 ceilings); "
+        "floor_note": "Hopper: max(bytes/4.3 TB/s, FLOPs/790 TFLOP/s) (H200 ceilings, profiling/REFERENCE.md); "
                       "Blackwell: the organizers' B200 SOL",
     }
     metric_list = M.metric_names(plan.arch, args.metric_set)
@@ -764,6 +636,7 @@ def orchestrate(args) -> int:
         backends = {"auto": ["nsight", "ncu", "ncu-core"], "nsight": ["nsight"], "ncu": ["ncu", "ncu-core"]}[args.backend]
         why_not = nsight_usable(meta["ncu_version"])
         if why_not and "nsight" in backends:
+            log(f"nsight backend skipped: {why_not}; using ncu directly")
             meta["notes"].append(f"nsight backend skipped: {why_not}")
             backends = [b for b in backends if b != "nsight"] or ["ncu"]
         reserve = 25.0

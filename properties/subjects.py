@@ -9,7 +9,16 @@ declared kernel variant, each with a ``skip_reason`` when it cannot run on this 
   ``scope="all"`` the whole declared matrix (production, then experimental);
 * ``auto``: ``hopper`` on sm_90, ``blackwell`` on sm_100, ``model`` elsewhere;
 * a path to a ``.py`` file defining ``custom_kernel(data)``, optionally ``CONSTRAINTS``
-  (a :class:`kernel.validation.KernelConstraints`) and ``LIMITS`` (a :class:`SizeLimits`).
+  (a :class:`kernel.validation.KernelConstraints`), ``LIMITS`` (a :class:`SizeLimits`) and
+  ``VALIDATES = True``.
+
+A file subject is judged on its results. Only when it sets ``VALIDATES = True`` (it promises to
+raise :class:`kernel.errors.InvalidProblemError` on bad input, e.g. by calling
+``kernel.validation.validate_problem``) does ``test_subject_rejects_invalid_problems`` run for it;
+otherwise that property is skipped with a reason naming the flag. The built-in subjects validate.
+
+A ``--subject`` value that names nothing raises :class:`UnknownSubjectError`, whose one-line
+message says what was wrong and what to use instead.
 """
 
 from __future__ import annotations
@@ -40,6 +49,13 @@ CPU_LIMITS = SizeLimits(max_groups=5, max_m=260, max_n=260, max_k_blocks=5)
 GPU_LIMITS = SizeLimits(max_groups=6, max_m=640, max_n=800, max_k_blocks=8)  # G is a compile-time constant: few compiles
 
 
+class UnknownSubjectError(ValueError):
+    """``--subject`` names no subject (or a file that does not exist or defines no custom_kernel)."""
+
+
+SUBJECT_NAMES = ("model", *FAMILIES, "auto")
+
+
 @dataclass(frozen=True)
 class SubjectVariant:
     subject: str
@@ -51,6 +67,8 @@ class SubjectVariant:
     # the --subject value that resolves to this variant again (in a worker process, in a repro
     # line); "" for variants built in code (properties.wrong_subjects), which cannot be re-resolved
     source: str = field(default="", compare=False)
+    # raises InvalidProblemError on bad input (test_subject_rejects_invalid_problems runs only then)
+    validates_input: bool = True
 
     @property
     def repro_subject(self) -> str:
@@ -103,11 +121,11 @@ def _unavailable(data):
 def _file_variants(path: Path) -> list[SubjectVariant]:
     spec = importlib.util.spec_from_file_location(f"subject_{path.stem}", path)
     if spec is None or spec.loader is None:
-        raise ValueError(f"cannot load subject file {path}")
+        raise UnknownSubjectError(f"cannot load subject file {path}: is it a Python source file?")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    if not hasattr(module, "custom_kernel"):
-        raise ValueError(f"subject file {path} defines no custom_kernel(data)")
+    if not callable(getattr(module, "custom_kernel", None)):
+        raise UnknownSubjectError(f"subject file {path} defines no custom_kernel(data): add one that returns the outputs")
     constraints = getattr(module, "CONSTRAINTS", None) or KernelConstraints(
         device_type="cuda" if cuda_capability() else "cpu"
     )
@@ -115,7 +133,11 @@ def _file_variants(path: Path) -> list[SubjectVariant]:
     reason = None
     if constraints.device_type == "cuda" and cuda_capability() is None:
         reason = f"subject {path.name} needs a CUDA device and there is none"
-    return [SubjectVariant(path.stem, path.stem, module.custom_kernel, constraints, limits, reason)]
+    validates = getattr(module, "VALIDATES", False)
+    if not isinstance(validates, bool):
+        raise UnknownSubjectError(f"subject file {path}: VALIDATES must be True or False, not {validates!r}")
+    return [SubjectVariant(path.stem, path.stem, module.custom_kernel, constraints, limits, reason,
+                           validates_input=validates)]
 
 
 def auto_subject_name() -> str:
@@ -137,6 +159,13 @@ def _resolve(name: str, scope: Scope) -> list[SubjectVariant]:
     if name in FAMILIES:
         return _family_variants(FAMILIES[name], GPU_LIMITS, scope)
     path = Path(name)
-    if path.suffix == ".py" and path.exists():
+    if path.suffix == ".py":
+        if not path.is_file():
+            raise UnknownSubjectError(
+                f"subject file {name} does not exist (looked in {Path.cwd()}): check the path"
+            )
         return _file_variants(path)
-    raise ValueError(f"unknown subject {name!r}: use model, hopper, blackwell, auto or a path to a .py file")
+    raise UnknownSubjectError(
+        f"unknown subject {name!r}: use one of {', '.join(SUBJECT_NAMES)} or a path to a .py file "
+        f"defining custom_kernel(data)"
+    )

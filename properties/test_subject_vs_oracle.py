@@ -34,10 +34,16 @@ def test_subject_matches_oracle_per_distribution(subject_variant, distribution, 
 
 @given(st.data())
 def test_subject_rejects_invalid_problems(subject_variant, data):
-    """Problems just outside the subject's constraints raise InvalidProblemError naming the rule."""
+    """Problems just outside the subject's constraints raise InvalidProblemError naming the rule.
+
+    Runs only for subjects that validate their input (a file subject opts in with
+    ``VALIDATES = True``, see properties.subjects); the others are judged on their results."""
+    if not subject_variant.validates_input:
+        pytest.skip(f"{subject_variant.test_id} does not declare VALIDATES = True: its input checking is not judged")
     inv = data.draw(invalid_examples(subject_variant), label="invalid")
     if inv.breakage == "k_not_multiple" and subject_variant.constraints.k_granularity <= 32:
         return
+    note(f"invalid problem: {inv}")
     problem = broken_problem(inv, subject_variant.constraints, subject_variant.device)
     with pytest.raises(InvalidProblemError) as info:
         subject_variant.run(problem)

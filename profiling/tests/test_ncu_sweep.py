@@ -117,6 +117,9 @@ def fake_ncu(tmp_path, monkeypatch):
 def test_sweep_falls_back_to_direct_ncu_and_writes_every_output(fake_ncu, monkeypatch):
     pytest.importorskip("matplotlib")
     monkeypatch.setattr(S, "nsight_usable", lambda v: "nsight-python is not installed (test)")
+    # the fake report is read through `ncu --import` (CSV), whatever ncu_report module this machine has
+    monkeypatch.setitem(sys.modules, "ncu_report", None)
+    monkeypatch.setattr(S, "missing_gpu", lambda what: None)  # the fake ncu runs no kernel
     out = fake_ncu / "out"
     rc = S.main(["--arch", "sm_90a", "--variant", A, "--variant", B, "--shapes", "bench3,bench4",
                  "--out", str(out), "--work", str(fake_ncu / "work"), "--deadline-s", "120",
@@ -166,3 +169,47 @@ def test_blackwell_compile_only_path_compiles_one_variant(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert [r["status"].split(" ")[0] for r in rows] == ["compiled"]
     assert json.loads((out / R.META_NAME).read_text())["backend"] == "compile-only"
+
+
+def test_temp_work_folder_is_removed_after_the_sweep(fake_ncu, monkeypatch):
+    import tempfile
+
+    monkeypatch.setitem(sys.modules, "ncu_report", None)
+    monkeypatch.setattr(S, "nsight_usable", lambda v: "nsight-python is not installed (test)")
+    monkeypatch.setattr(S, "missing_gpu", lambda what: None)
+    temp_root = fake_ncu / "tmp"
+    temp_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))
+    S.main(["--arch", "sm_90a", "--variant", A, "--shapes", "bench4", "--out", str(fake_ncu / "out"),
+            "--deadline-s", "120", "--static-json", "none"])
+    assert (fake_ncu / "out" / "summary.md").exists()
+    assert list(temp_root.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--arch", "sm_90a"], ["ncu is not on PATH", "--dry-run"]),
+    (["--arch", "sm_90a", "--variant", "nope"], ["nope", A]),
+    (["--arch", "auto"], ["--arch sm_90a"]),
+])
+def test_usage_mistakes_and_missing_tools_are_one_line(argv, words, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ncu
+    monkeypatch.setattr(S, "missing_gpu", lambda what: None)
+    rc = S.main(argv + ["--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    assert rc == 2
+    lines = [l for l in captured.err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert "Traceback" not in captured.out + captured.err
+    for w in words:
+        assert w in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_gpu_is_one_line(fake_ncu, capsys):
+    from kernel.device import cuda_capability
+
+    if cuda_capability() is not None:
+        pytest.skip("this machine has a GPU")
+    rc = S.main(["--arch", "sm_90a", "--out", str(fake_ncu / "out")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith("error: no CUDA GPU") and "\n" not in err

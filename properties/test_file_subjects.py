@@ -1,0 +1,91 @@
+"""File subjects (``--subject=path.py``) as a newcomer writes them, run through pytest itself.
+
+* a correct plain-torch submission that does not validate its input passes every property (the
+  invalid-input property is skipped for it, naming the VALIDATES flag);
+* a wrong one fails, and the failure's repro line, run as printed, fails again;
+* one that opts in with VALIDATES = True is held to the invalid-input property, and a failure of
+  that property also ends with a repro line that fails again.
+
+Each run uses the ``smoke`` profile (3 derandomized examples per property) to stay cheap.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PROPERTY_FILE = "properties/test_subject_vs_oracle.py"
+REPRO_LINE = re.compile(r"reproduce: (python3? -m (?:properties\.repro|pytest) [^\n]+)")
+
+
+def _run(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def _pytest(subject: str, *selection: str) -> subprocess.CompletedProcess:
+    return _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "properties",
+                 f"--subject={subject}", "--hypothesis-profile=smoke", *selection])
+
+
+def _fixture(name: str) -> str:
+    return str((FIXTURES / name).relative_to(ROOT))
+
+
+def _replay(line: str) -> subprocess.CompletedProcess:
+    argv = shlex.split(line)
+    assert argv[0] in ("python", "python3")
+    return _run([sys.executable, *argv[1:]])
+
+
+def test_correct_submission_passes_every_property():
+    result = _pytest(_fixture("torch_reference_submission.py"), PROPERTY_FILE, "-rs")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    assert re.search(r"\b9 passed\b", out), out[-2000:]
+    assert "does not declare VALIDATES = True" in out, out[-2000:]
+
+
+def test_wrong_submission_fails_with_a_repro_line_that_fails_again():
+    result = _pytest(_fixture("torch_wrong_submission.py"), f"{PROPERTY_FILE}::test_subject_matches_oracle")
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out[-3000:]
+    lines = REPRO_LINE.findall(out)
+    assert lines, f"no repro line in the failure:\n{out[-3000:]}"
+    replay = _replay(lines[-1])
+    assert replay.returncode == 1 and "FAIL" in replay.stdout, replay.stdout[-2000:] + replay.stderr[-2000:]
+
+
+def test_validating_submission_is_held_to_the_invalid_input_property():
+    result = _pytest(_fixture("torch_validating_submission.py"),
+                     f"{PROPERTY_FILE}::test_subject_rejects_invalid_problems")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and re.search(r"\b1 passed\b", out), out[-3000:]
+
+
+def test_false_validator_fails_the_invalid_input_property_with_a_repro_line():
+    result = _pytest(_fixture("torch_false_validator_submission.py"),
+                     f"{PROPERTY_FILE}::test_subject_rejects_invalid_problems")
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out[-3000:]
+    lines = REPRO_LINE.findall(out)
+    assert lines, f"no repro line in the failure:\n{out[-3000:]}"
+    replay = _replay(lines[-1])
+    assert replay.returncode == 1, replay.stdout[-2000:]
+    assert "test_subject_rejects_invalid_problems" in replay.stdout and "failed" in replay.stdout
+
+
+@pytest.mark.parametrize("name", ["torch_reference_submission.py", "torch_wrong_submission.py"])
+def test_only_an_explicit_flag_opts_a_file_into_input_validation(name):
+    from properties.subjects import resolve_subject
+
+    (variant,) = resolve_subject(_fixture(name))
+    assert variant.validates_input is False
+    (validating,) = resolve_subject(_fixture("torch_validating_submission.py"))
+    assert validating.validates_input is True
