@@ -54,7 +54,7 @@ def compile_options(dump_dir: str | os.PathLike | None = None) -> str:
     return opts
 
 
-def _build(config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | None = None):
+def _build(config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | None = None, perturbation=None):
     _import_cutlass()
     import cuda.bindings.driver as cuda
     import cutlass
@@ -63,7 +63,7 @@ def _build(config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | 
 
     from kernel.hopper.kernel import HopperNvfp4GroupedGemm
 
-    gemm = HopperNvfp4GroupedGemm(config, num_groups)
+    gemm = HopperNvfp4GroupedGemm(config, num_groups, perturbation)
     fake32 = make_ptr(cutlass.Int32, 16, cute.AddressSpace.gmem, assumed_align=16)
     fake32b = make_ptr(cutlass.Int32, 16, cute.AddressSpace.gmem, assumed_align=16)
     fake64 = make_ptr(cutlass.Int64, 16, cute.AddressSpace.gmem, assumed_align=16)
@@ -73,12 +73,14 @@ def _build(config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | 
     )
 
 
-def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: int = 8) -> dict:
-    """profiling.static_report's hook: compile one variant, keep its cubin, state the budgets."""
+def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: int = 8, perturbation=None) -> dict:
+    """profiling.static_report's hook: compile one variant, keep its cubin, state the budgets.
+    ``perturbation`` (kernel.perturbation, tests only): the perturbed build of the variant."""
     from kernel.cubin import compile_keeping_cubin
 
     check_config(config)
-    cubin, seconds = compile_keeping_cubin(config.label, dump_dir, lambda dump: _build(config, num_groups, dump))
+    folder = config.label if perturbation is None else f"{config.label}~{perturbation.tag}"
+    cubin, seconds = compile_keeping_cubin(folder, dump_dir, lambda dump: _build(config, num_groups, dump, perturbation))
     return {
         "label": config.label,
         "arch": ARCH,
@@ -96,7 +98,7 @@ def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: 
     }
 
 
-def compile_for(config: HopperConfig, num_groups: int):
+def compile_for(config: HopperConfig, num_groups: int, perturbation=None):
     """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now.
 
     Works without a GPU when ``CUTE_DSL_ARCH=sm_90a`` is set before cutlass is imported; with
@@ -105,7 +107,9 @@ def compile_for(config: HopperConfig, num_groups: int):
     check_config(config)
     if num_groups < 1:
         raise ValueError(f"num_groups must be >= 1, got {num_groups}")
-    return compile_cache.get_or_compile((config, num_groups), lambda: _build(config, num_groups))
+    # a perturbed build (kernel.perturbation, tests only) is its own cache entry
+    key = (config, num_groups) if perturbation is None else (config, num_groups, perturbation)
+    return compile_cache.get_or_compile(key, lambda: _build(config, num_groups, perturbation=perturbation))
 
 
 @dataclass(frozen=True)
@@ -144,13 +148,13 @@ def prepare(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, dry_run: bool =
     return Prepared(config, groups, plan, tables, [g.c for g in groups], maps)
 
 
-def launch(prep: Prepared, stream: Any | None = None) -> list[torch.Tensor]:
+def launch(prep: Prepared, stream: Any | None = None, perturbation=None) -> list[torch.Tensor]:
     if prep.plan.total_tiles == 0:
         return prep.outputs
     reason = unavailable_reason()
     if reason is not None:
         raise DeviceUnavailableError(reason)
-    compiled = compile_for(prep.config, prep.plan.num_groups)
+    compiled = compile_for(prep.config, prep.plan.num_groups, perturbation)
     import cuda.bindings.driver as cuda
     import cutlass
     import cutlass.cute as cute
@@ -172,6 +176,7 @@ def launch(prep: Prepared, stream: Any | None = None) -> list[torch.Tensor]:
     return prep.outputs
 
 
-def custom_kernel(data: Any, config: HopperConfig = DEFAULT_CONFIG) -> list[torch.Tensor]:
-    """Leaderboard entry point: writes every group's C in place and returns them (caller order)."""
-    return launch(prepare(data, config))
+def custom_kernel(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, perturbation=None) -> list[torch.Tensor]:
+    """Leaderboard entry point: writes every group's C in place and returns them (caller order).
+    ``perturbation`` (kernel.perturbation): the harness's perturbed build, never in production."""
+    return launch(prepare(data, config), perturbation=perturbation)
