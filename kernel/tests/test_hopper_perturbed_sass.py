@@ -1,0 +1,95 @@
+"""The perturbed sm_90a builds, checked on a CPU from their SASS (kernel/perturbation.py).
+
+* a production build (``perturbation=None``) and a perturbation with delays and poison both off
+  compile to the same instruction stream: disabled sites trace nothing;
+* production has no delay instruction (a plain ``NANOSLEEP``; the pipelines' own wait loops use
+  ``NANOSLEEP.SYNCS``) and no poison store; the perturbed build has its seeded delays, every
+  immediate one a value of the seed's delay table, and the jittered build its register delays;
+* every poison store sits where the protocol hands the region back (profiling.poison_sites): after
+  a barrier or an mbarrier wait with no shared read in between, and before the release (a barrier,
+  an mbarrier arrive) or, on the producer side, before the fenced async copy that refills it.
+"""
+
+import importlib
+
+import pytest
+
+from kernel.perturbation import Perturbation
+from profiling import poison_sites, sass
+
+pytestmark = pytest.mark.compile
+
+launch = importlib.import_module("kernel.hopper.launch")
+from kernel.hopper.config import DECLARED_VARIANTS  # noqa: E402
+
+# the default variant (cp.async, one warpgroup), the fastest (TMA, A from registers, two
+# warpgroups), and split roles (dequant warpgroups, fp16 mbarrier ring)
+LABELS = (
+    "h90_m128n128k256_s3_wg1_fp16",
+    "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
+    "h90_m128n128k256_s3_wg1_dq1b3_fp16_prmt",
+)
+DELAYS = Perturbation(3, max_delay_ns=4000, density_pct=70, poison=False)
+JITTERED = Perturbation(4, poison=False, jitter="warp")
+POISON_ONLY = Perturbation(1, delays=False, poison=True)
+DISABLED = Perturbation(1, delays=False, poison=False)
+BUILDS = {"production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED}
+
+
+@pytest.fixture(scope="module")
+def code(tmp_path_factory):
+    configs = {c.label: c for c in DECLARED_VARIANTS}
+    out = {}
+    for label in LABELS:
+        for name, pert in BUILDS.items():
+            if name == "poison" and "dq1" in label:
+                continue  # split roles have no poison sites
+            build = launch.static_build(configs[label], tmp_path_factory.mktemp("pert"), perturbation=pert)
+            ins = sass.parse_sass(sass.disassemble(build["cubin"]))
+            kernel_fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
+            out[label, name] = [i for i in ins if i.function == kernel_fn]
+    return out
+
+
+def _text(code):
+    return [f"{i.predicate} {i.opcode} {i.operands}" for i in code]
+
+
+def _delays(code):
+    return [i for i in code if i.opcode == "NANOSLEEP"]
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_disabled_perturbation_traces_the_production_code(code, label):
+    assert _text(code[label, "disabled"]) == _text(code[label, "production"])
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_production_has_no_delays_and_no_poison(code, label):
+    prod = code[label, "production"]
+    assert not _delays(prod), f"{label}: production SASS has delay instructions {_delays(prod)[:3]}"
+    assert not poison_sites.poison_stores(prod)
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_seeded_delays_are_present_at_the_sites(code, label):
+    got = _delays(code[label, "delays"])
+    immediates = {int(i.operands.rstrip(" ;"), 16) for i in got}
+    table = {v for v in DELAYS.table().values() if v}
+    assert len(immediates) >= 3, f"{label}: only {len(immediates)} distinct delays in the perturbed SASS"
+    assert immediates <= table, f"{label}: delays {sorted(immediates - table)} are not in the seed's table"
+    jittered = _delays(code[label, "jittered"])
+    assert jittered and all(i.operands.startswith("R") for i in jittered), "jittered delays must be run-time values"
+
+
+@pytest.mark.parametrize("label", LABELS[:2])
+def test_poison_sites_are_where_the_protocol_hands_regions_back(code, label):
+    sites = poison_sites.poison_sites(code[label, "poison"])
+    bad = [s for s in sites if not s.legal]
+    assert not bad, f"{label}: poison stores outside a hand-back window: {bad}"
+    kinds = {(s.before.split(".")[0], s.after.split(".")[0]) for s in sites}
+    # producer: after the empty wait, before its fenced copy; consumers: after their barrier,
+    # before the raw stage's empty arrive; fp16 buffers: between two barriers
+    assert ("SYNCS", "LDGSTS") in kinds or ("SYNCS", "UTMALDG") in kinds, kinds
+    assert ("BAR", "SYNCS") in kinds, kinds
+    assert ("BAR", "BAR") in kinds, kinds
