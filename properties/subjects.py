@@ -114,6 +114,10 @@ def auto_subject_name() -> str:
 
 
 def resolve_subject(name: str) -> list[SubjectVariant]:
+    if "~" in name:  # BASE~PERTURBATION (properties.perturbed)
+        from properties.perturbed import resolve_perturbed
+
+        return resolve_perturbed(name)
     if name == "auto":
         name = auto_subject_name()
     return [dataclasses.replace(v, source=name) for v in _resolve(name)]
