@@ -6,7 +6,8 @@ site, poison on release), labelled ``LABEL~TAG``. Because the name carries the p
 isolation worker, ``properties.repro`` and ``ci.sanitize`` rebuild the same variant from it
 (``properties.subjects.resolve_subject`` hands such names here).
 
-A family supports perturbation when its ``custom_kernel`` takes a ``perturbation`` argument;
+A family supports perturbation when its ``custom_kernel`` takes a ``perturbation`` argument
+(and gets ``strict=True``, guarded device tables, when it takes ``strict``);
 the variants of other subjects (the CPU model, subject files) come back with a ``skip_reason``.
 """
 
@@ -44,10 +45,14 @@ def perturbed(variant: SubjectVariant, perturbation: Perturbation) -> SubjectVar
         return dataclasses.replace(variant, label=label, source=source,
                                    skip_reason=variant.skip_reason or f"subject {variant.subject} has no schedule to perturb")
     run = variant.run
+    func = run.func if isinstance(run, functools.partial) else run
+    extra = {"perturbation": perturbation}
+    if "strict" in inspect.signature(func).parameters:
+        extra["strict"] = True  # guarded device tables (kernel.tables)
     if isinstance(run, functools.partial):
-        run = functools.partial(run.func, *run.args, **run.keywords, perturbation=perturbation)
+        run = functools.partial(run.func, *run.args, **run.keywords, **extra)
     else:
-        run = functools.partial(run, perturbation=perturbation)
+        run = functools.partial(run, **extra)
     return dataclasses.replace(variant, label=label, run=run, source=source)
 
 

@@ -17,7 +17,7 @@ from kernel.compile_cache import CompileCache
 from kernel.errors import DeviceUnavailableError
 from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes
 from kernel.plan import LaunchPlan, make_plan
-from kernel.tables import DeviceTables, TableCache
+from kernel.tables import GUARD_BYTE, GUARD_ROWS, DeviceTables, TableCache, guarded
 from kernel.tensor_maps import TensorMapCache
 from kernel.validation import GroupTensors, KernelConstraints, validate_problem
 
@@ -127,8 +127,9 @@ def _max_ctas(config: HopperConfig, device_type: str) -> int:
     return sms * config.ctas_per_sm
 
 
-def prepare(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, dry_run: bool = False) -> Prepared:
-    """Everything but the launch. ``dry_run`` accepts CPU tensors and builds no device tables."""
+def prepare(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, dry_run: bool = False, strict: bool = False) -> Prepared:
+    """Everything but the launch. ``dry_run`` accepts CPU tensors and builds no device tables.
+    ``strict``: device tables and tensor maps with guard rows (kernel.tables; the harness)."""
     check_config(config)
     device_type = "cpu" if dry_run else "cuda"
     groups = validate_problem(data, constraints(config, device_type=device_type))
@@ -142,9 +143,11 @@ def prepare(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, dry_run: bool =
     )
     tables = maps = None
     if not dry_run and plan.total_tiles:
-        tables = table_cache.get(plan, groups, groups[0].c.device)
+        tables = table_cache.get(plan, groups, groups[0].c.device, strict=strict)
         if config.loader == "tma":
             maps = tensor_map_cache.get(plan, groups, config.tile_m, config.tile_n, groups[0].c.device)
+            if strict:
+                maps = guarded(maps, GUARD_ROWS, GUARD_BYTE)
     return Prepared(config, groups, plan, tables, [g.c for g in groups], maps)
 
 
@@ -176,7 +179,9 @@ def launch(prep: Prepared, stream: Any | None = None, perturbation=None) -> list
     return prep.outputs
 
 
-def custom_kernel(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, perturbation=None) -> list[torch.Tensor]:
+def custom_kernel(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, perturbation=None,
+                  strict: bool = False) -> list[torch.Tensor]:
     """Leaderboard entry point: writes every group's C in place and returns them (caller order).
-    ``perturbation`` (kernel.perturbation): the harness's perturbed build, never in production."""
-    return launch(prepare(data, config), perturbation=perturbation)
+    ``perturbation`` (kernel.perturbation) and ``strict`` (guarded tables): the harness's
+    perturbed runs, never production."""
+    return launch(prepare(data, config, strict=strict), perturbation=perturbation)
