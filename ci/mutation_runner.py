@@ -59,6 +59,11 @@ PYTEST_BASE = ["-x", "-q", "-p", "no:cacheprovider", "-p", "ci.mutant_plugin", "
 HOPPER_OPTIONS = ["--example-timeout=40"]
 HOPPER_ENV = {"NVFP4_FIRST_EXAMPLE_EXTRA": "90", "CUTE_DSL_ARCH": "sm_90a"}
 MODES = ("plain", "perturbed", "sanitizer")
+# CPU verdict of a concurrency mutant: its variant compiled on the CPU, the SASS ordering rules
+# (test_hopper_sync_sites) and the poison-site rules of its perturbed build
+# (test_hopper_perturbed_sass); runs without a GPU
+STATIC_MODE = "static"
+STATIC_SELECT = ["kernel/tests/test_hopper_sync_sites.py", "kernel/tests/test_hopper_perturbed_sass.py"]
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 SANITIZER_PROCESS_TIMEOUT = 150  # seconds per sanitized process (four run side by side)
 _FAILED_RE = re.compile(r"^(FAILED|ERROR) (\S+)", re.M)
@@ -147,6 +152,9 @@ def pytest_command(mutant_or_subject, mode: str = "plain") -> tuple[list[str], d
         return sanitizer_command(variant), dict(HOPPER_ENV)
     if mode == "perturbed":
         select = perturbed_select(variant)
+    if mode == STATIC_MODE:
+        cmd = [sys.executable, "-m", "pytest", *PYTEST_BASE, *STATIC_SELECT]
+        return cmd, {"CUTE_DSL_ARCH": "sm_90a"}
     cmd = [sys.executable, "-m", "pytest", *PYTEST_BASE, *select]
     env = {}
     if subject == "hopper":
@@ -309,9 +317,12 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
     results: dict[tuple[str, str], Result] = {}
     runnable = []
     for m in mutants:
-        if m.needs_gpu and reason:
-            for mode in modes_of(m, modes):
+        gpu_modes = [mode for mode in modes_of(m, modes) if mode != STATIC_MODE]
+        if m.needs_gpu and reason and gpu_modes:
+            for mode in gpu_modes:
                 results[m.name, mode] = Result(m.name, m.subject, m.kind, "skipped", mode=mode, detail=reason)
+            if STATIC_MODE in modes_of(m, modes):
+                runnable.append(m)
         else:
             runnable.append(m)
     tasks = []
@@ -319,11 +330,14 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
         seen = set()
         for m in sorted(runnable, key=lambda m: SUBJECTS.index(m.subject)):
             for mode in modes_of(m, modes):
+                if m.needs_gpu and reason and mode != STATIC_MODE:
+                    continue
                 key = _key(m.subject, mode, m.variant)
                 if key not in seen:
                     seen.add(key)
                     tasks.append((None, m.subject, mode, m if m.variant else None))
-    tasks += [(m, m.subject, mode, None) for m in runnable for mode in modes_of(m, modes)]
+    tasks += [(m, m.subject, mode, None) for m in runnable for mode in modes_of(m, modes)
+              if (m.name, mode) not in results]
 
     def task(item):
         m, s, mode, of = item
@@ -372,14 +386,15 @@ def sync_markdown(results: list[Result], equivalence: dict[str, str] | None = No
         ex = f", {r.examples} ex" if r.examples else (f", {r.checked_examples} checks" if r.checked_examples and r.verdict.startswith("caught") else "")
         return f"{r.verdict}{ex}, {r.wall_s:.0f} s"
 
-    head = ("| mutant | variant | bug | plain | perturbed | sanitizer | SASS (CPU) |\n"
-            "| --- | --- | --- | --- | --- | --- | --- |")
+    head = ("| mutant | variant | bug | plain | perturbed | sanitizer | static (CPU) | SASS (CPU) |\n"
+            "| --- | --- | --- | --- | --- | --- | --- | --- |")
     rows = []
     for name, modes in by.items():
         variant = variants.get(name, name.removeprefix("(baseline ").rstrip(")"))
         sass_cell = (equivalence or {}).get(name, "")
         rows.append(f"| `{name}` | {variant} | {kinds[name]} | {cell(modes.get('plain'))} | "
-                    f"{cell(modes.get('perturbed'))} | {cell(modes.get('sanitizer'))} | {sass_cell} |")
+                    f"{cell(modes.get('perturbed'))} | {cell(modes.get('sanitizer'))} | "
+                    f"{cell(modes.get(STATIC_MODE))} | {sass_cell} |")
     return "\n".join([head, *rows])
 
 
@@ -453,7 +468,8 @@ def main(argv=None) -> int:
     p.add_argument("--section", choices=("all", "sync"), default="all",
                    help="sync: only the concurrency / memory-safety mutants (ci.mutants.SYNC_MUTANTS)")
     p.add_argument("--modes", default=",".join(MODES),
-                   help="verdicts of the concurrency mutants, comma-separated subset of " + ",".join(MODES))
+                   help="verdicts of the concurrency mutants, comma-separated subset of "
+                   + ",".join((*MODES, STATIC_MODE)) + " (static: CPU)")
     p.add_argument("--sass-equivalence", action="store_true",
                    help="CPU: compile each concurrency mutant's variant and report whether its SASS changed")
     p.add_argument("--sync-markdown", type=Path, help="write the three-verdict table of the concurrency mutants here")
@@ -479,7 +495,7 @@ def main(argv=None) -> int:
             a.json.write_text(json.dumps(eq, indent=1))
         return 0
     modes = tuple(x for x in a.modes.split(",") if x)
-    unknown_modes = set(modes) - set(MODES)
+    unknown_modes = set(modes) - set(MODES) - {STATIC_MODE}
     if unknown_modes:
         raise SystemExit(f"unknown modes {sorted(unknown_modes)}; known: {', '.join(MODES)}")
     log(f"[mutation] {len(mutants)} mutants, {a.jobs} jobs, baseline={a.baseline}")
