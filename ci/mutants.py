@@ -45,6 +45,7 @@ HOPPER_STATIC = [
 ]
 BLACKWELL_STATIC = [
     "kernel/tests/test_blackwell_sync_sites.py",
+    "kernel/tests/test_blackwell_mma_waits.py",
     "profiling/tests/test_static_blackwell.py",
     "kernel/tests/test_blackwell_compile.py",
 ]
@@ -363,6 +364,26 @@ MUTANTS: tuple[Mutant, ...] = (
         "missing CTA barrier before TMEM is freed (monolithic: a warp may still read the accumulator)",
         "kernel/blackwell/monolithic.py",
         "        cute.arch.barrier()\n",
+        "",
+        "blackwell-static",
+        BLACKWELL_STATIC,
+    ),
+    _m(
+        "blackwell_spec_mma_without_stage_wait",
+        "missing wait: the MMA warp issues a k tile's MMAs without waiting on the stage's full "
+        "barrier (specialized; the MMA may read a stage the TMA is still filling)",
+        "kernel/blackwell/specialized.py",
+        "                    ab_pipeline.consumer_wait(ab_state)\n",
+        "",
+        "blackwell-static",
+        BLACKWELL_STATIC,
+    ),
+    _m(
+        "blackwell_mono_mma_without_stage_wait",
+        "missing wait: the monolithic kernel issues a k tile's MMAs without waiting on the stage's "
+        "full barrier",
+        "kernel/blackwell/monolithic.py",
+        "                ab_pipeline.consumer_wait(mma_state)\n",
         "",
         "blackwell-static",
         BLACKWELL_STATIC,

@@ -153,7 +153,7 @@ def pytest_command(mutant_or_subject, mode: str = "plain") -> tuple[list[str], d
     if mode == "perturbed":
         select = perturbed_select(variant)
     if mode == STATIC_MODE:
-        cmd = [sys.executable, "-m", "pytest", *PYTEST_BASE, *STATIC_SELECT]
+        cmd = [sys.executable, "-m", "pytest", *PYTEST_BASE, *STATIC_SELECT, "-k", variant]
         return cmd, {"CUTE_DSL_ARCH": "sm_90a"}
     cmd = [sys.executable, "-m", "pytest", *PYTEST_BASE, *select]
     env = {}
@@ -419,24 +419,27 @@ def sass_equivalence(mutants: list[Mutant], *, jobs: int = 1, log=print) -> dict
     unmutated variant's (ci.sass_identity). ``unchanged`` is the proof of an equivalent mutant."""
     files = repo_files()
 
-    def dump(mutant: Mutant | None, label: str) -> Path:
+    def dump(mutant: Mutant | None, label: str) -> str:
         tmp = Path(tempfile.mkdtemp(prefix="mutant-sass-"))
         make_copy(tmp, files, [])
         if mutant:
             mutant.apply(tmp)
         out = tmp / ".sass"
         env = dict(os.environ, PYTHONPATH=str(tmp), PYTHONDONTWRITEBYTECODE="1", CUTE_DSL_ARCH="sm_90a")
-        subprocess.run([sys.executable, "-m", "ci.sass_identity", "dump", str(out), "--family=hopper",
-                        f"--match={label}"], cwd=tmp, env=env, check=True, capture_output=True)
-        return out / f"{label}.sass"
+        try:
+            subprocess.run([sys.executable, "-m", "ci.sass_identity", "dump", str(out), "--family=hopper",
+                            f"--match={label}"], cwd=tmp, env=env, check=True, capture_output=True)
+            return (out / f"{label}.sass").read_text()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     labels = sorted({m.variant for m in mutants if m.variant})
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        base = dict(zip(labels, pool.map(lambda l: dump(None, l).read_text(), labels)))
+        base = dict(zip(labels, pool.map(lambda l: dump(None, l), labels)))
 
         def one(m: Mutant) -> tuple[str, str]:
             try:
-                text = dump(m, m.variant).read_text()
+                text = dump(m, m.variant)
             except (subprocess.CalledProcessError, FileNotFoundError) as e:
                 return m.name, f"does not compile ({type(e).__name__})"
             verdict = "unchanged" if text == base[m.variant] else "changed"
