@@ -1,9 +1,11 @@
 """pytest option ``--perturb=off|on|only``: which kernel properties run on perturbed builds.
 
-* ``off``: only the plain properties (``properties/test_perturbed_properties.py`` deselected);
-* ``on`` (default): both; the perturbed property draws from a palette of ``--perturb-palette``
-  perturbations (default 3: each is one compile per group count) and at most 3 groups, so the
-  ci profile keeps a fixed budget; the nightly profile draws more examples from the same test;
+* ``off`` (default): only the plain properties (``properties/test_perturbed_properties.py``
+  deselected), so existing selections (``-k test_subject_matches_oracle`` matches both) and the
+  ci budget stay as they were;
+* ``on``: both; the perturbed property draws from a palette of ``--perturb-palette``
+  perturbations (default 3: each is one compile per group count) and at most 3 groups, so its
+  cost is fixed per example; ``--hypothesis-profile=nightly`` draws more examples from it;
 * ``only``: only the perturbed properties (what ``ci.mutation_runner`` uses for its perturbed
   verdict), the plain kernel properties deselected.
 
@@ -18,8 +20,8 @@ PLAIN_FILE = "test_subject_vs_oracle.py"
 
 def pytest_addoption(parser):
     group = parser.getgroup("nvfp4 harness")
-    group.addoption("--perturb", choices=("off", "on", "only"), default="on",
-                    help="kernel properties on perturbed builds (kernel.perturbation): off, on (default), only")
+    group.addoption("--perturb", choices=("off", "on", "only"), default="off",
+                    help="kernel properties on perturbed builds (kernel.perturbation): off (default), on, only")
     group.addoption("--perturb-palette", type=int, default=3,
                     help="distinct perturbations a perturbed property draws from (each costs compiles)")
 

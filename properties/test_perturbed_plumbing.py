@@ -3,6 +3,8 @@ repro line, the drawn perturbations come from the palette, the stress shapes str
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -79,3 +81,14 @@ def test_stress_shapes_wrap_the_ring_or_outnumber_the_ctas(data):
     tiles = sum(-(-m // 128) * -(-n // 128) for m, n, _, _ in sizes)
     long_k = max(k for _, _, k, _ in sizes) // 256
     assert tiles > STRESS_CTAS or long_k >= 24, sizes
+
+
+@pytest.mark.parametrize("mode, plain, perturbed", [("off", True, False), ("on", True, True), ("only", False, True)])
+def test_perturb_option_selects_the_properties(mode, plain, perturbed):
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", f"--perturb={mode}",
+         "--subject=model", "properties/test_subject_vs_oracle.py", "properties/test_perturbed_properties.py"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert ("test_subject_matches_oracle[" in out) == plain, out
+    assert ("test_perturbed_subject_matches_oracle[" in out) == perturbed, out
