@@ -1,8 +1,8 @@
 """The concurrency / memory-safety mutants (ci.mutants.SYNC_MUTANTS) and their three verdicts.
 
 CPU only: the catalog's shape, the commands of each verdict, the three-verdict table and its
-summary; and (``-m slow``, about 1 min) that every equivalence recorded for them is still an
-unchanged cubin while every other one changes its variant's SASS.
+summary; and (``-m slow``, about 30 s) that every equivalence recorded for them is still an
+unchanged cubin.
 """
 
 from __future__ import annotations
@@ -65,7 +65,11 @@ def test_sanitizer_verdicts_from_exit_status():
 @pytest.mark.slow
 @pytest.mark.compile
 def test_recorded_equivalences_are_unchanged_cubins():
-    eq = mr.sass_equivalence(list(SYNC_MUTANTS), jobs=2, log=lambda msg: None)
-    for m in SYNC_MUTANTS:
-        want = "unchanged" if m.name in EQUIVALENT else "changed"
-        assert eq[m.name] == want, f"{m.name}: SASS {eq[m.name]}, but the catalog says {want}"
+    """An "equivalent" verdict needs its proof to stay true: the mutated variant compiles to the
+    same SASS (about 30 s: one variant, mutated and not). The other concurrency mutants change
+    their variant's SASS (python -m ci.mutation_runner --section=sync --sass-equivalence,
+    recorded in properties/MUTANTS.md)."""
+    equivalent = [m for m in SYNC_MUTANTS if m.name in EQUIVALENT]
+    assert equivalent
+    eq = mr.sass_equivalence(equivalent, jobs=2, log=lambda msg: None)
+    assert all(eq[m.name] == "unchanged" for m in equivalent), eq

@@ -7,6 +7,7 @@ one line and replays bit for bit on any machine (see ``Example.repro``).
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass
 
@@ -138,7 +139,7 @@ def perturbed_examples(draw, variant: SubjectVariant, palette_size: int = 3, max
     else:
         limits = SizeLimits(max_groups=max_groups, max_m=variant.limits.max_m, max_n=variant.limits.max_n,
                             max_k_blocks=variant.limits.max_k_blocks)
-        example = draw(examples(variant.__class__(**{**variant.__dict__, "limits": limits})))
+        example = draw(examples(dataclasses.replace(variant, limits=limits)))
     return perturbation, example
 
 
