@@ -58,6 +58,7 @@ PYTEST_BASE = ["-x", "-q", "-p", "no:cacheprovider", "-p", "ci.mutant_plugin", "
 # GPU runs: an example that hangs (a missing barrier can deadlock) is killed after this long
 HOPPER_OPTIONS = ["--example-timeout=40"]
 HOPPER_ENV = {"NVFP4_FIRST_EXAMPLE_EXTRA": "90", "CUTE_DSL_ARCH": "sm_90a"}
+PERTURBED_OPTIONS = ["--example-timeout=90"]
 MODES = ("plain", "perturbed", "sanitizer")
 # CPU verdict of a concurrency mutant: its variant compiled on the CPU, the SASS ordering rules
 # (test_hopper_sync_sites) and the poison-site rules of its perturbed build
@@ -158,7 +159,8 @@ def pytest_command(mutant_or_subject, mode: str = "plain") -> tuple[list[str], d
     cmd = [sys.executable, "-m", "pytest", *PYTEST_BASE, *select]
     env = {}
     if subject == "hopper":
-        cmd += HOPPER_OPTIONS
+        # perturbed: a new palette entry or group count compiles inside the example
+        cmd += HOPPER_OPTIONS if mode != "perturbed" else PERTURBED_OPTIONS
         env.update(HOPPER_ENV)
     return cmd, env
 
