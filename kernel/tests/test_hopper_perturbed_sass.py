@@ -101,3 +101,14 @@ def test_poison_sites_are_where_the_protocol_hands_regions_back(code, label):
     assert ("SYNCS", "LDGSTS") in kinds or ("SYNCS", "UTMALDG") in kinds, kinds
     assert ("BAR", "SYNCS") in kinds, kinds
     assert ("BAR", "BAR") in kinds, kinds
+
+
+@pytest.mark.parametrize("label", LABELS[:2])
+def test_two_buffer_wgmma_waits_leave_at_most_one_group_in_flight(code, label):
+    """Two fp16 buffers: before a buffer is rewritten, the wgmma that read it (one sub-block
+    back) must have retired, so no wgmma wait may leave more than one group in flight (a
+    ``wait_group(2)`` lets it still read the buffer the next dequant overwrites)."""
+    waits = [i for i in code[label, "production"] if i.opcode.startswith("WARPGROUP.DEPBAR")]
+    assert waits, f"{label}: no wgmma wait found"
+    lax = [i for i in waits if int(i.operands.split(",")[-1].strip().rstrip(";"), 16) > 1]
+    assert not lax, f"{label}: wgmma waits leaving {[i.operands for i in lax]} in flight at 0x{lax[0].offset:x}"
