@@ -7,6 +7,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
+pytest_plugins = ["properties.perturb_plugin"]  # --perturb=off|on|only
+
 # Hypothesis profiles; choose one with --hypothesis-profile (the hypothesis pytest plugin).
 settings.register_profile("dev", max_examples=20, deadline=None)
 # a quick deterministic look (the harness's own tests of file subjects run pytest with it)

@@ -48,6 +48,8 @@ BLACKWELL_STATIC = [
     "profiling/tests/test_static_blackwell.py",
     "kernel/tests/test_blackwell_compile.py",
 ]
+# the MMA issuer's stage waits (issue 18): one rule, two compiles
+BLACKWELL_MMA_WAITS = ["kernel/tests/test_blackwell_mma_waits.py"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ class Mutant:
     replacement: str
     subject: str  # one of SUBJECTS
     select: tuple[str, ...] = field(default=())  # pytest arguments (paths, node ids, options)
+    # concurrency / memory-safety mutants (ci.mutation_runner's three verdicts: plain and
+    # perturbed properties, compute-sanitizer) run on this variant; "" for the others
+    variant: str = ""
 
     @property
     def equivalent_because(self) -> str | None:
@@ -365,6 +370,26 @@ MUTANTS: tuple[Mutant, ...] = (
         BLACKWELL_STATIC,
     ),
     _m(
+        "blackwell_spec_mma_without_stage_wait",
+        "missing wait: the MMA warp issues a k tile's MMAs without waiting on the stage's full "
+        "barrier (specialized; the MMA may read a stage the TMA is still filling)",
+        "kernel/blackwell/specialized.py",
+        "                    ab_pipeline.consumer_wait(ab_state)\n",
+        "",
+        "blackwell-static",
+        BLACKWELL_MMA_WAITS,
+    ),
+    _m(
+        "blackwell_mono_mma_without_stage_wait",
+        "missing wait: the monolithic kernel issues a k tile's MMAs without waiting on the stage's "
+        "full barrier",
+        "kernel/blackwell/monolithic.py",
+        "                ab_pipeline.consumer_wait(mma_state)\n",
+        "",
+        "blackwell-static",
+        BLACKWELL_MMA_WAITS,
+    ),
+    _m(
         "blackwell_spec_no_epilogue_barrier_before_tmem_free",
         "missing named barrier of the epilogue warps before TMEM is freed (specialized)",
         "kernel/blackwell/specialized.py",
@@ -374,6 +399,109 @@ MUTANTS: tuple[Mutant, ...] = (
         BLACKWELL_STATIC,
     ),
 )
+
+
+# ------------------------------------------------------------- concurrency / memory safety
+# Synchronization and memory-safety bugs of the sm_90a pipelines (issue 18), each on the default
+# variant and on the fastest one (TMA loads, wgmma A from registers) when the edited code is
+# compiled into that variant; loader-specific edits only where their loader is. ci.mutation_runner
+# judges each three ways: the plain property, the perturbed property (seeded delays at every
+# sync site, poison on release, guarded device tables) and compute-sanitizer over fixed ragged
+# cases. ``--section=sync`` selects them.
+SYNC_VARIANTS = {
+    "default": "h90_m128n128k256_s3_wg1_fp16",
+    "rs": "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
+}
+PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
+_K = "kernel/hopper/kernel.py"
+_I28 = " " * 28
+_I32 = " " * 32
+_SYNC_EDITS = (
+    # (name, kind, target, original, replacement, variant keys)
+    ("no_proxy_fence", "fence removed: no generic->async proxy fence between the consumers' fp16 "
+     "stores and the wgmma that reads them (cooperative)", _K,
+     f'{_I28}cute.arch.fence_proxy("async.shared", space="cta")\n{_I28}self.delay("consumer", "fence", "after")',
+     f'{_I28}self.delay("consumer", "fence", "after")', ("default", "rs")),
+    ("no_publish_barrier", "barrier removed: the named barrier that publishes the fp16 buffers "
+     "before wgmma (and ends the raw stage's reads before its release)", _K,
+     f'{_I28}consumers.arrive_and_wait()\n{_I28}self.delay("consumer", "bar_dequant", "after")',
+     f'{_I28}self.delay("consumer", "bar_dequant", "after")', ("default", "rs")),
+    ("no_reuse_barrier", "barrier removed: an fp16 buffer rewritten before every warp retired the "
+     "wgmma that reads it", _K,
+     f'{_I32}self.delay("consumer", "bar_reuse", "before")\n'
+     f'{_I32}# every warp has retired the wgmma that read the other buffer\n{_I32}consumers.arrive_and_wait()',
+     f'{_I32}self.delay("consumer", "bar_reuse", "before")', ("default", "rs")),
+    ("stage_released_early", "release moved: the raw stage handed back to the producer after the "
+     "first sub-block, while the later sub-blocks still read it", _K,
+     f"{_I28}if cutlass.const_expr(sb == self.n_sub - 1):\n{_I32}self.poison_released_stage(tidx, stage)",
+     f"{_I28}if cutlass.const_expr(sb == 0):\n{_I32}self.poison_released_stage(tidx, stage)", ("default", "rs")),
+    ("wgmma_wait_lax", "wgmma wait too lax: wait_group(2) lets the wgmma that read the buffer "
+     "about to be rewritten stay in flight", _K,
+     f'{_I28}warpgroup.wait_group(1)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
+     f"{_I28}if cutlass.const_expr(self.fp16_buffers == 2):",
+     f'{_I28}warpgroup.wait_group(2)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
+     f"{_I28}if cutlass.const_expr(self.fp16_buffers == 2):", ("default", "rs")),
+    ("consumer_wrong_parity", "wrong mbarrier phase: the consumers' raw-stage state starts with the "
+     "producer's parity (the first waits pass on empty stages)", _K,
+     "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)\n"
+     "                # three fp16 buffers",
+     "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)\n"
+     "                # three fp16 buffers", ("default", "rs")),
+    ("producer_ring_short", "ring wrap off by one: the producer's stage ring wraps one stage early", _K,
+     "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)\n"
+     "            for tile in range(t_begin, t_end, t_step):",
+     "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages - 1)\n"
+     "            for tile in range(t_begin, t_end, t_step):", ("default", "rs")),
+    ("producer_tail_missing", "producer tail missing: the producer warp exits without waiting for "
+     "the consumers to release its last stages", _K,
+     '            self.delay("producer", "tail", "before")\n            pipe.producer_tail(state)',
+     '            self.delay("producer", "tail", "before")', ("default", "rs")),
+    ("no_acc_reset_fence", "accumulator reused for the next tile without the wgmma fence after its "
+     "reset (the first wgmma may read stale accumulators)", _K,
+     "                    acc.fill(0.0)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
+     "                    warpgroup.fence()\n                    for kt in range(k_tiles):",
+     "                    acc.fill(0.0)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
+     "                    for kt in range(k_tiles):", ("default", "rs")),
+    ("empty_count_short_cp_async", "wrong arrive count: the cp.async pipeline's empty barrier "
+     "completes one warp early (the producer refills a stage a warp still reads)", _K,
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_threads),",
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_threads - 32),", ("default",)),
+    ("empty_count_short_tma", "wrong arrive count: the TMA pipeline's empty barrier completes one "
+     "warp early (the producer refills a stage a warp still reads)", _K,
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_warps),\n                tx_count",
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_warps - 1),\n                tx_count",
+     ("rs",)),
+    ("tx_count_short", "wrong transaction count: the full barrier expects 512 bytes fewer than the "
+     "copies bring (the consumers may read the last scale block before it lands)", _K,
+     "                tx_count=self.tx_bytes,", "                tx_count=self.tx_bytes - 512,", ("rs",)),
+    ("tensormap_acquire_missing", "tensor-map acquire missing: TMA may read a tensor map before its "
+     "bytes (written before the launch) are visible to the tensormap proxy", _K,
+     "                    if lane == 0:\n                        tensormap_acquire(tm_x)\n"
+     "                    if lane == 1:\n                        tensormap_acquire(tm_y)",
+     "                    pass", ("rs",)),
+    ("no_fragment_fence", "wgmma fence removed: the register A fragment just written may not be "
+     "ordered before the wgmma that reads it", _K,
+     f"{_I32}warpgroup.fence()  # the fragment registers were just written\n", "", ("rs",)),
+    ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
+     "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
+     "        if end > total_tiles:\n            end = total_tiles",
+     "        if end > total_tiles + 1:\n            end = total_tiles + 1", ("default", "rs")),
+)
+
+
+def _sync_mutant(name, kind, target, original, replacement, variant_key) -> Mutant:
+    label = SYNC_VARIANTS[variant_key]
+    select = ("properties/test_subject_vs_oracle.py::test_subject_matches_oracle", "--subject=hopper",
+              f"--variant={label}", "--perturb=off")
+    return Mutant(f"hopper_sync_{name}__{variant_key}", kind, target, original, replacement, "hopper", select, label)
+
+
+SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
+    _sync_mutant(name, kind, target, original, replacement, key)
+    for name, kind, target, original, replacement, keys in _SYNC_EDITS
+    for key in keys
+)
+MUTANTS = MUTANTS + SYNC_MUTANTS
 
 BY_NAME = {m.name: m for m in MUTANTS}
 
@@ -387,5 +515,10 @@ EQUIVALENT = {
         "(ptxas tracks the accumulator registers of in-flight wgmma), and "
         "kernel/tests/test_hopper_sync_sites.py::test_epilogue_waits_for_all_wgmma_before_storing "
         "passes on the mutant"
+    ),
+    "hopper_sync_no_fragment_fence__rs": (
+        "cubin unchanged: without the explicit warpgroup.fence() before the register-A wgmma the "
+        "variant's SASS is identical instruction by instruction (ptxas orders the fragment "
+        "registers before HGMMA itself; python -m ci.mutation_runner --section=sync --sass-equivalence)"
     ),
 }

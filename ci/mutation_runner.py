@@ -1,8 +1,19 @@
 """Mutation testing: does the property suite catch the planted bugs of ci/mutants.py?
 
     python -m ci.mutation_runner [--subject=cpu|all|model|plan|hopper|blackwell-static ...]
-                                 [--mutant=NAME ...] [--jobs=N] [--baseline] [--timeout=S]
+                                 [--mutant=NAME ...] [--section=all|sync] [--jobs=N] [--baseline]
+                                 [--timeout=S] [--deadline=S] [--modes=plain,perturbed,sanitizer]
                                  [--markdown=PATH] [--json=PATH] [--keep] [--carry=PATH ...]
+    python -m ci.mutation_runner --sass-equivalence [--section=sync]   (CPU: cubin unchanged?)
+
+Concurrency / memory-safety mutants (``ci.mutants.SYNC_MUTANTS``, ``--section=sync``) carry a
+variant and get three verdicts, each from its own run in its own copy: ``plain`` (the main
+property, ``--perturb=off``), ``perturbed`` (the main property on perturbed builds:
+``properties/test_perturbed_properties.py``, ``--perturb=only``) and ``sanitizer``
+(``python -m ci.sanitize`` with memcheck, racecheck, synccheck and initcheck over its fixed ragged
+cases; caught when a tool reports an error or a case fails under it). ``--sass-equivalence``
+compiles each of them on the CPU, mutated and not, and reports whether the variant's SASS
+changed: an unchanged cubin is the proof an "equivalent" verdict needs.
 
 For each selected mutant: copy the repository (``git ls-files`` plus untracked files git does
 not ignore; ignored paths named by ``--carry``, e.g. ``.device``, are symlinked) into a fresh
@@ -40,13 +51,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ci.mutants import CPU_SUBJECTS, MUTANTS, SUBJECTS, Mutant
+from ci.mutants import CPU_SUBJECTS, MUTANTS, PERTURBED_PROPERTY, SUBJECTS, SYNC_MUTANTS, Mutant
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTEST_BASE = ["-x", "-q", "-p", "no:cacheprovider", "-p", "ci.mutant_plugin", "--hypothesis-profile=ci"]
 # GPU runs: an example that hangs (a missing barrier can deadlock) is killed after this long
 HOPPER_OPTIONS = ["--example-timeout=40"]
 HOPPER_ENV = {"NVFP4_FIRST_EXAMPLE_EXTRA": "90", "CUTE_DSL_ARCH": "sm_90a"}
+PERTURBED_OPTIONS = ["--example-timeout=90"]
+MODES = ("plain", "perturbed", "sanitizer")
+# CPU verdict of a concurrency mutant: its variant compiled on the CPU, the SASS ordering rules
+# (test_hopper_sync_sites) and the poison-site rules of its perturbed build
+# (test_hopper_perturbed_sass); runs without a GPU
+STATIC_MODE = "static"
+STATIC_SELECT = ["kernel/tests/test_hopper_sync_sites.py", "kernel/tests/test_hopper_perturbed_sass.py"]
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+SANITIZER_PROCESS_TIMEOUT = 150  # seconds per sanitized process (four run side by side)
 _FAILED_RE = re.compile(r"^(FAILED|ERROR) (\S+)", re.M)
 
 
@@ -56,6 +76,7 @@ class Result:
     subject: str
     kind: str
     verdict: str
+    mode: str = "plain"  # plain, perturbed or sanitizer (MODES)
     caught_by: str = ""
     examples: int | None = None  # examples the catching test ran, up to and including the first failing one
     checked_examples: int | None = None  # check_example calls in the whole run (NVFP4_EXAMPLE_LOG)
@@ -114,13 +135,32 @@ def gpu_reason() -> str | None:
     return None
 
 
-def pytest_command(mutant_or_subject) -> tuple[list[str], dict[str, str]]:
+def perturbed_select(variant: str) -> list[str]:
+    return [PERTURBED_PROPERTY, "--subject=hopper", f"--variant={variant}", "--perturb=only"]
+
+
+def sanitizer_command(variant: str) -> list[str]:
+    cmd = [sys.executable, "-m", "ci.sanitize", "--subject=hopper", f"--variant={variant}", "--require",
+           f"--jobs={len(SANITIZER_TOOLS)}", f"--timeout={SANITIZER_PROCESS_TIMEOUT}"]
+    return cmd + [f"--tool={t}" for t in SANITIZER_TOOLS]
+
+
+def pytest_command(mutant_or_subject, mode: str = "plain") -> tuple[list[str], dict[str, str]]:
     subject = mutant_or_subject.subject if isinstance(mutant_or_subject, Mutant) else mutant_or_subject
     select = list(mutant_or_subject.select) if isinstance(mutant_or_subject, Mutant) else list(_SUBJECT_SELECT[subject])
+    variant = mutant_or_subject.variant if isinstance(mutant_or_subject, Mutant) else ""
+    if mode == "sanitizer":
+        return sanitizer_command(variant), dict(HOPPER_ENV)
+    if mode == "perturbed":
+        select = perturbed_select(variant)
+    if mode == STATIC_MODE:
+        cmd = [sys.executable, "-m", "pytest", *PYTEST_BASE, *STATIC_SELECT, "-k", variant]
+        return cmd, {"CUTE_DSL_ARCH": "sm_90a"}
     cmd = [sys.executable, "-m", "pytest", *PYTEST_BASE, *select]
     env = {}
     if subject == "hopper":
-        cmd += HOPPER_OPTIONS
+        # perturbed: a new palette entry or group count compiles inside the example
+        cmd += HOPPER_OPTIONS if mode != "perturbed" else PERTURBED_OPTIONS
         env.update(HOPPER_ENV)
     return cmd, env
 
@@ -156,9 +196,10 @@ def _count_examples(obs_path: Path, failing_test: str) -> int | None:
 
 
 def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: float, keep: bool,
-            files: list[str]) -> Result:
-    """One mutant (or, ``mutant=None``, the unmutated baseline of ``subject``) in a fresh copy."""
-    name = mutant.name if mutant else f"(baseline {subject})"
+            files: list[str], mode: str = "plain", baseline_of: Mutant | None = None) -> Result:
+    """One mutant (or, ``mutant=None``, the unmutated baseline of ``subject``; with
+    ``baseline_of``, of that mutant's variant and mode) in a fresh copy."""
+    name = mutant.name if mutant else f"(baseline {baseline_of.variant if baseline_of else subject})"
     kind = mutant.kind if mutant else "no mutation: the selection must pass"
     tmp = Path(tempfile.mkdtemp(prefix=f"mutant-{name.strip('()').replace(' ', '-')}-"))
     start = time.perf_counter()
@@ -169,7 +210,7 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
             mutant.apply(tmp)
             if (tmp / mutant.target).read_text() == before:
                 return Result(name, subject, kind, "error", detail="the mutation changed nothing")
-        cmd, extra_env = pytest_command(mutant or subject)
+        cmd, extra_env = pytest_command(mutant or baseline_of or subject, mode)
         obs, log = tmp / ".mutant-observations.jsonl", tmp / ".mutant-examples.log"
         env = dict(os.environ, **extra_env)
         env.update(
@@ -183,7 +224,7 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
             proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
             out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            return Result(name, subject, kind, "timeout", wall_s=round(time.perf_counter() - start, 1),
+            return Result(name, subject, kind, "timeout", mode=mode, wall_s=round(time.perf_counter() - start, 1),
                           command=f"python {shown}", detail=f"no verdict within {timeout:.0f} s",
                           output_tail=out[-3000:])
         wall = round(time.perf_counter() - start, 1)
@@ -193,8 +234,10 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
             lines = log.read_text().splitlines()
             fails = [i for i, l in enumerate(lines) if l.startswith("fail")]
             checked = (fails[0] + 1) if fails else len(lines)
-        res = Result(name, subject, kind, "", wall_s=wall, command=f"python {shown}", checked_examples=checked,
-                     output_tail=output[-4000:])
+        res = Result(name, subject, kind, "", mode=mode, wall_s=wall, command=f"python {shown}",
+                     checked_examples=checked, output_tail=output[-4000:])
+        if mode == "sanitizer":
+            return _sanitizer_verdict(res, proc.returncode, output, mutant is not None)
         if proc.returncode == 0:
             res.verdict = "SURVIVED" if mutant else "passed"
             summary = [l for l in output.splitlines() if re.search(r"\d+ (passed|skipped)", l)]
@@ -221,6 +264,23 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _sanitizer_verdict(res: Result, code: int, output: str, mutated: bool) -> Result:
+    """ci.sanitize's exit status: 0 clean, 1 something found, 2 skipped (no sanitizer / GPU)."""
+    found = [l.strip() for l in output.splitlines()
+             if re.match(r"^(memcheck|racecheck|synccheck|initcheck)\s", l) and (" FAIL" in l or " ERROR" in l
+                                                                                   or not re.search(r"\s0\s+(ERROR SUMMARY|timed|no summary)", l))]
+    clean = re.search(r"(\d+) of (\d+) sanitized processes clean", output)
+    if code == 0:
+        res.verdict = "SURVIVED" if mutated else "passed"
+    elif code == 1:
+        res.verdict = "caught" if mutated else "FAILED"
+        res.caught_by = "compute-sanitizer"
+    else:
+        res.verdict = "skipped" if "SKIP" in output else "error"
+    res.detail = (clean.group(0) if clean else "") + ("; " + " | ".join(found[:4]) if found and code == 1 else "")
+    return res
+
+
 def select_mutants(subjects: list[str], names: list[str]) -> list[Mutant]:
     wanted: set[str] = set()
     for s in subjects:
@@ -237,54 +297,158 @@ def select_mutants(subjects: list[str], names: list[str]) -> list[Mutant]:
     return chosen
 
 
+def modes_of(m: Mutant, modes: tuple[str, ...] = MODES) -> tuple[str, ...]:
+    """The verdicts a mutant gets: three for the concurrency mutants (a variant), else plain."""
+    return tuple(modes) if m.variant else ("plain",)
+
+
+def _key(subject: str, mode: str, variant: str) -> tuple[str, str, str]:
+    return (subject, mode, variant)
+
+
 def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str], timeout: float,
-            keep: bool = False, log=print, deadline_s: float | None = None) -> list[Result]:
-    """Run the mutants (and with ``baseline`` each subject unmutated, first) ``jobs`` at a time.
-    ``deadline_s``: total wall budget; a run gets at most what is left, and runs that would start
-    with less than 20 s left are reported as ``not-run``."""
+            keep: bool = False, log=print, deadline_s: float | None = None,
+            modes: tuple[str, ...] = MODES) -> list[Result]:
+    """Run the mutants (and with ``baseline`` each subject unmutated, first; for the concurrency
+    mutants each variant and mode) ``jobs`` at a time. ``deadline_s``: total wall budget; a run
+    gets at most what is left, and runs that would start with less than 20 s left are reported
+    as ``not-run``."""
     t0 = time.perf_counter()
     files = repo_files()
     reason = gpu_reason() if any(m.needs_gpu for m in mutants) else None
-    results: dict[str, Result] = {}
+    results: dict[tuple[str, str], Result] = {}
     runnable = []
     for m in mutants:
-        if m.needs_gpu and reason:
-            results[m.name] = Result(m.name, m.subject, m.kind, "skipped", detail=reason)
+        gpu_modes = [mode for mode in modes_of(m, modes) if mode != STATIC_MODE]
+        if m.needs_gpu and reason and gpu_modes:
+            for mode in gpu_modes:
+                results[m.name, mode] = Result(m.name, m.subject, m.kind, "skipped", mode=mode, detail=reason)
+            if STATIC_MODE in modes_of(m, modes):
+                runnable.append(m)
         else:
             runnable.append(m)
-    subjects = sorted({m.subject for m in runnable}, key=SUBJECTS.index)
-    tasks = [(None, s) for s in subjects] if baseline else []
-    tasks += [(m, m.subject) for m in runnable]
+    tasks = []
+    if baseline:
+        seen = set()
+        for m in sorted(runnable, key=lambda m: SUBJECTS.index(m.subject)):
+            for mode in modes_of(m, modes):
+                if m.needs_gpu and reason and mode != STATIC_MODE:
+                    continue
+                key = _key(m.subject, mode, m.variant)
+                if key not in seen:
+                    seen.add(key)
+                    tasks.append((None, m.subject, mode, m if m.variant else None))
+    tasks += [(m, m.subject, mode, None) for m in runnable for mode in modes_of(m, modes)
+              if (m.name, mode) not in results]
 
     def task(item):
-        m, s = item
+        m, s, mode, of = item
         limit = timeout if s != "hopper" else min(timeout, 240)
         if deadline_s is not None:
             left = deadline_s - (time.perf_counter() - t0)
             if left < 20:
-                name = m.name if m else f"(baseline {s})"
-                r = Result(name, s, m.kind if m else "", "not-run", detail=f"--deadline {deadline_s:g} s reached")
-                log(f"[mutation] {r.name}: not run (deadline)")
-                return r
+                name = m.name if m else f"(baseline {of.variant if of else s})"
+                r = Result(name, s, m.kind if m else "", "not-run", mode=mode, detail=f"--deadline {deadline_s:g} s reached")
+                log(f"[mutation] {r.name} [{mode}]: not run (deadline)")
+                return r, item
             limit = min(limit, left)
-        r = run_one(m, s, carry=carry, timeout=limit, keep=keep, files=files)
-        log(f"[mutation] {r.name}: {r.verdict} {r.caught_by} ({r.wall_s:.1f} s)")
-        return r
+        r = run_one(m, s, carry=carry, timeout=limit, keep=keep, files=files, mode=mode, baseline_of=of)
+        log(f"[mutation] {r.name} [{mode}]: {r.verdict} {r.caught_by} ({r.wall_s:.1f} s)")
+        return r, item
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         done = list(pool.map(task, tasks))
-    base = {r.subject: r for r in done if r.name.startswith("(baseline")}
-    for r in done:
-        if r.name.startswith("(baseline"):
+    base = {_key(s, mode, of.variant if of else ""): r for r, (m, s, mode, of) in done if m is None}
+    for r, (m, s, mode, _of) in done:
+        if m is None:
             continue
-        b = base.get(r.subject)
+        b = base.get(_key(s, mode, m.variant))
         if b is not None and b.verdict == "FAILED" and r.verdict.startswith("caught"):
             r.verdict, r.detail = "baseline-failed", f"the unmutated selection fails too: {b.caught_by} {b.detail}"
         elif b is not None and b.verdict != "passed":
             r.detail = f"(baseline inconclusive: {b.verdict}) {r.detail}"
-        results[r.name] = r
-    ordered = [results[m.name] for m in mutants]
+        results[m.name, mode] = r
+    ordered = [results[m.name, mode] for m in mutants for mode in modes_of(m, modes)]
     return [*base.values(), *ordered]
+
+
+def sync_markdown(results: list[Result], equivalence: dict[str, str] | None = None) -> str:
+    """One row per concurrency mutant: its three verdicts side by side (and the CPU SASS check)."""
+    by: dict[str, dict[str, Result]] = {}
+    kinds: dict[str, str] = {}
+    for r in results:
+        if r.name.startswith("hopper_sync_") or r.name.startswith("(baseline h90"):
+            by.setdefault(r.name, {})[r.mode] = r
+            kinds[r.name] = r.kind
+    variants = {m.name: m.variant for m in SYNC_MUTANTS}
+
+    def cell(r: Result | None) -> str:
+        if r is None:
+            return "-"
+        ex = f", {r.examples} ex" if r.examples else (f", {r.checked_examples} checks" if r.checked_examples and r.verdict.startswith("caught") else "")
+        return f"{r.verdict}{ex}, {r.wall_s:.0f} s"
+
+    head = ("| mutant | variant | bug | plain | perturbed | sanitizer | static (CPU) | SASS (CPU) |\n"
+            "| --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = []
+    for name, modes in by.items():
+        variant = variants.get(name, name.removeprefix("(baseline ").rstrip(")"))
+        sass_cell = (equivalence or {}).get(name, "")
+        rows.append(f"| `{name}` | {variant} | {kinds[name]} | {cell(modes.get('plain'))} | "
+                    f"{cell(modes.get('perturbed'))} | {cell(modes.get('sanitizer'))} | "
+                    f"{cell(modes.get(STATIC_MODE))} | {sass_cell} |")
+    return "\n".join([head, *rows])
+
+
+def sync_summary(results: list[Result], equivalent: set[str] = frozenset()) -> dict:
+    """Caught counts over the non-equivalent concurrency mutants, per verdict and together."""
+    names = [m.name for m in SYNC_MUTANTS if m.name not in equivalent and any(r.name == m.name for r in results)]
+    caught = {mode: {r.name for r in results if r.mode == mode and r.verdict.startswith("caught")} for mode in MODES}
+    either = caught["plain"] | caught["perturbed"] | caught["sanitizer"]
+    return {
+        "mutants": len(names),
+        "plain": len(caught["plain"] & set(names)),
+        "perturbed": len(caught["perturbed"] & set(names)),
+        "sanitizer": len(caught["sanitizer"] & set(names)),
+        "plain_or_sanitizer": len((caught["plain"] | caught["sanitizer"]) & set(names)),
+        "any": len(either & set(names)),
+        "only_perturbed": sorted((caught["perturbed"] - caught["plain"]) & set(names)),
+    }
+
+
+def sass_equivalence(mutants: list[Mutant], *, jobs: int = 1, log=print) -> dict[str, str]:
+    """CPU only: compile each mutant's variant in a mutated copy and compare its SASS with the
+    unmutated variant's (ci.sass_identity). ``unchanged`` is the proof of an equivalent mutant."""
+    files = repo_files()
+
+    def dump(mutant: Mutant | None, label: str) -> str:
+        tmp = Path(tempfile.mkdtemp(prefix="mutant-sass-"))
+        make_copy(tmp, files, [])
+        if mutant:
+            mutant.apply(tmp)
+        out = tmp / ".sass"
+        env = dict(os.environ, PYTHONPATH=str(tmp), PYTHONDONTWRITEBYTECODE="1", CUTE_DSL_ARCH="sm_90a")
+        try:
+            subprocess.run([sys.executable, "-m", "ci.sass_identity", "dump", str(out), "--family=hopper",
+                            f"--match={label}"], cwd=tmp, env=env, check=True, capture_output=True)
+            return (out / f"{label}.sass").read_text()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    labels = sorted({m.variant for m in mutants if m.variant})
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        base = dict(zip(labels, pool.map(lambda l: dump(None, l), labels)))
+
+        def one(m: Mutant) -> tuple[str, str]:
+            try:
+                text = dump(m, m.variant)
+            except (subprocess.CalledProcessError, FileNotFoundError) as e:
+                return m.name, f"does not compile ({type(e).__name__})"
+            verdict = "unchanged" if text == base[m.variant] else "changed"
+            log(f"[sass] {m.name}: {verdict}")
+            return m.name, verdict
+
+        return dict(pool.map(one, [m for m in mutants if m.variant]))
 
 
 def markdown(results: list[Result]) -> str:
@@ -297,7 +461,8 @@ def markdown(results: list[Result]) -> str:
         by = f"`{r.caught_by}`" if r.caught_by else (
             r.detail if r.verdict in ("skipped", "error", "timeout", "equivalent") else ""
         )
-        rows.append(f"| `{r.name}` | {r.subject} | {r.kind} | {r.verdict} | {by} | {ex} | {r.wall_s:.1f} |")
+        name = r.name if r.mode == "plain" else f"{r.name} [{r.mode}]"
+        rows.append(f"| `{name}` | {r.subject} | {r.kind} | {r.verdict} | {by} | {ex} | {r.wall_s:.1f} |")
     return "\n".join([head, *rows])
 
 
@@ -305,6 +470,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--subject", action="append", default=[], help="cpu (default), all, or one of " + ", ".join(SUBJECTS))
     p.add_argument("--mutant", action="append", default=[], help="only these mutants (repeatable)")
+    p.add_argument("--section", choices=("all", "sync"), default="all",
+                   help="sync: only the concurrency / memory-safety mutants (ci.mutants.SYNC_MUTANTS)")
+    p.add_argument("--modes", default=",".join(MODES),
+                   help="verdicts of the concurrency mutants, comma-separated subset of "
+                   + ",".join((*MODES, STATIC_MODE)) + " (static: CPU)")
+    p.add_argument("--sass-equivalence", action="store_true",
+                   help="CPU: compile each concurrency mutant's variant and report whether its SASS changed")
+    p.add_argument("--sync-markdown", type=Path, help="write the three-verdict table of the concurrency mutants here")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants run in parallel (default: cores)")
     p.add_argument("--baseline", action="store_true", help="also run each subject's selection unmutated")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant run (Hopper: at most 240)")
@@ -314,15 +487,38 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=Path)
     p.add_argument("--keep", action="store_true", help="keep the mutated copies")
     a = p.parse_args(argv)
-    mutants = select_mutants(a.subject or ["cpu"], a.mutant)
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    if a.section == "sync":
+        mutants = [m for m in SYNC_MUTANTS if not a.mutant or m.name in a.mutant]
+    else:
+        mutants = select_mutants(a.subject or ["cpu"], a.mutant)
+    if a.sass_equivalence:
+        eq = sass_equivalence([m for m in mutants if m.variant], jobs=a.jobs, log=log)
+        for name, verdict in eq.items():
+            print(f"{name}: {verdict}")
+        if a.json:
+            a.json.write_text(json.dumps(eq, indent=1))
+        return 0
+    modes = tuple(x for x in a.modes.split(",") if x)
+    unknown_modes = set(modes) - set(MODES) - {STATIC_MODE}
+    if unknown_modes:
+        raise SystemExit(f"unknown modes {sorted(unknown_modes)}; known: {', '.join(MODES)}")
     log(f"[mutation] {len(mutants)} mutants, {a.jobs} jobs, baseline={a.baseline}")
     start = time.perf_counter()
     results = run_all(mutants, jobs=a.jobs, baseline=a.baseline, carry=a.carry if a.carry is not None else [".device"],
-                      timeout=a.timeout, keep=a.keep, log=log, deadline_s=a.deadline)
+                      timeout=a.timeout, keep=a.keep, log=log, deadline_s=a.deadline, modes=modes)
     table = markdown(results)
     print(table)
     total = time.perf_counter() - start
+    if any(m.variant for m in mutants):
+        from ci.mutants import EQUIVALENT
+
+        sync_table = sync_markdown(results, {n: "unchanged (equivalent)" for n in EQUIVALENT})
+        summary = sync_summary(results, set(EQUIVALENT))
+        print("\n" + sync_table)
+        print(f"\nconcurrency mutants (non-equivalent): {summary}")
+        if a.sync_markdown:
+            a.sync_markdown.write_text(sync_table + f"\n\nSummary: {json.dumps(summary)}\n")
     print(f"\n{sum(r.verdict.startswith('caught') for r in results)} caught of "
           f"{sum(1 for r in results if not r.name.startswith('(baseline') and r.verdict != 'skipped')} run; "
           f"{total:.0f} s wall")

@@ -14,6 +14,15 @@ The sanitized process runs in-process (``NVFP4_ISOLATE=never``) with torch's cac
 off (``PYTORCH_NO_CUDA_MEMORY_CACHING=1``), so every tensor is its own allocation and memcheck
 sees a write past one. CuTe DSL compiles the kernel inside the sanitized process: the cases are
 small so that racecheck and synccheck stay within minutes.
+
+What the tools can see in these kernels (properties/MUTANTS.md, "Concurrency and memory-safety
+mutants", has the measured verdicts): they instrument the memory instructions a thread executes
+(LDS/STS/LDG/STG/LDGSTS). TMA copies (UTMALDG, written by the copy engine, attributed to no
+thread) and wgmma's shared-memory operand reads (HGMMA, through descriptors) are not thread
+accesses, so racecheck has no access to pair with them; mbarrier protocols are not what synccheck
+checks (it checks barrier use). ``ci.mutation_runner`` uses this module as its third verdict
+(``--tool`` each of memcheck, racecheck, synccheck, initcheck, ``--variant`` the mutant's).
+A perturbed subject (``hopper~TAG``, properties/perturbed.py) can be sanitized too.
 """
 
 from __future__ import annotations

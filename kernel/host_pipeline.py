@@ -13,6 +13,11 @@ may launch, the fourth table its kernel reads, and how to compile). Everything e
   :mod:`kernel.fast_path`, so a repeated call with the same tensors costs an identity check
   and the launch.
 
+Harness-only builds never change a production launch: a ``perturbation``
+(:mod:`kernel.perturbation`: seeded delays and poison at the synchronization sites) is part of
+the compile key (production keeps ``(config, num_groups)``), and ``strict`` prepares guarded
+device tables (:mod:`kernel.tables`); neither goes through the fast path.
+
 Every compiled kernel of the harness has one signature: ``(sizes, tile_prefix, pointers, aux,
 num_ctas, stream)``, where ``aux`` is the family's fourth table (the Hopper TMA loader's tensor
 maps, the Blackwell kernel's per-CTA descriptor workspace) or, when a family needs none, the
@@ -56,11 +61,14 @@ class FamilyHooks(Protocol):
         """The persistent grid's cap (None: one CTA per tile)."""
 
     def aux_table(self, config: Any, plan: LaunchPlan, groups: list[GroupTensors],
-                  device: torch.device) -> "AuxTable | None":
-        """The kernel's fourth argument, built once per prepared problem (None: not needed)."""
+                  device: torch.device, strict: bool = False) -> "AuxTable | None":
+        """The kernel's fourth argument, built once per prepared problem (None: not needed);
+        ``strict``: with guard rows around it, where it is a per-slot table (kernel.tables)."""
 
-    def build(self, config: Any, num_groups: int, dump_dir: str | os.PathLike | None = None) -> Any:
-        """Compile ``config`` for ``num_groups`` groups (uncached); ``dump_dir`` keeps the cubin."""
+    def build(self, config: Any, num_groups: int, dump_dir: str | os.PathLike | None = None,
+              perturbation: Any = None) -> Any:
+        """Compile ``config`` for ``num_groups`` groups (uncached); ``dump_dir`` keeps the cubin;
+        ``perturbation`` (kernel.perturbation, harness builds only) where the family supports it."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,8 @@ class Prepared:
     outputs: list[torch.Tensor]  # the callers' c tensors, caller order
     dry_run: bool = False
     launch_args: "LaunchArgs | None" = field(default=None, compare=False)
+    perturbation: Any = None  # a harness build (kernel.perturbation); None in production
+    strict: bool = False  # guarded device tables
 
     @property
     def tensor_maps(self) -> torch.Tensor | None:
@@ -151,10 +161,12 @@ class HostPipeline:
         self.fast_path = fast_path if fast_path is not None else FastPath()
 
     # ---- compile ----------------------------------------------------------------------------
-    def compile_key(self, config: Any, num_groups: int) -> Hashable:
-        return (self.hooks.resolve(config), num_groups)
+    def compile_key(self, config: Any, num_groups: int, perturbation: Any = None) -> Hashable:
+        """``(config, num_groups)`` in production; a perturbed build is its own entry."""
+        key = (self.hooks.resolve(config), num_groups)
+        return key if perturbation is None else key + (perturbation,)
 
-    def compile_for(self, config: Any, num_groups: int) -> Any:
+    def compile_for(self, config: Any, num_groups: int, perturbation: Any = None) -> Any:
         """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now (no GPU needed)."""
         resolved = self.hooks.resolve(config)
         max_groups = self.hooks.constraints(resolved).max_groups
@@ -163,11 +175,13 @@ class HostPipeline:
 
             raise UnsupportedConfigError(resolved.label, [f"num_groups={num_groups} outside 1..{max_groups}"])
         return self.compile_cache.get_or_compile(
-            (resolved, num_groups), lambda: self.hooks.build(resolved, num_groups)
+            self.compile_key(resolved, num_groups, perturbation),
+            lambda: self.hooks.build(resolved, num_groups, perturbation=perturbation),
         )
 
     # ---- prepare / launch ---------------------------------------------------------------------
-    def prepare(self, data: Any, config: Any, *, dry_run: bool = False, compile: bool | None = None) -> Prepared:
+    def prepare(self, data: Any, config: Any, *, dry_run: bool = False, compile: bool | None = None,
+                perturbation: Any = None, strict: bool = False) -> Prepared:
         """Everything but the launch.
 
         ``dry_run=True`` takes tensors on the CPU (or anywhere): it validates against the
@@ -190,12 +204,13 @@ class HostPipeline:
         device = groups[0].c.device
         tables = aux = compiled = None
         if plan.total_tiles:
-            tables = self.table_cache.get(plan, groups, device)
+            tables = self.table_cache.get(plan, groups, device, strict=strict)
             if not dry_run:
-                aux = self.hooks.aux_table(resolved, plan, groups, device)
+                aux = self.hooks.aux_table(resolved, plan, groups, device, strict=strict)
             if compile if compile is not None else not dry_run:
-                compiled = self.compile_for(resolved, plan.num_groups)
-        return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run)
+                compiled = self.compile_for(resolved, plan.num_groups, perturbation)
+        return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run,
+                        perturbation=perturbation, strict=strict)
 
     def launch(self, prepared: Prepared, stream: Any = None) -> list[torch.Tensor]:
         """Launch on ``stream`` (default: torch's current stream); no synchronization.
@@ -224,8 +239,14 @@ class HostPipeline:
     def marshal(self, prepared: Prepared, handle: int) -> LaunchArgs:
         return LaunchArgs(prepared.compiled, prepared.tables, prepared.aux, prepared.plan.num_ctas, handle)
 
-    def run(self, data: Any, config: Any, stream: Any = None) -> list[torch.Tensor]:
+    def run(self, data: Any, config: Any, stream: Any = None, *, perturbation: Any = None,
+            strict: bool = False) -> list[torch.Tensor]:
         """``custom_kernel``: the fast path on a repeated problem, else prepare + launch."""
+        if perturbation is not None or strict:  # harness builds: always the full path, never cached
+            reason = self.hooks.unavailable_reason()
+            if reason is not None:
+                raise DeviceUnavailableError(reason)
+            return self.launch(self.prepare(data, config, perturbation=perturbation, strict=strict), stream)
         hit = self.fast_path.lookup(data, config, stream)
         if hit is not None:
             hit.launch_args.launch()

@@ -7,6 +7,7 @@ one line and replays bit for bit on any machine (see ``Example.repro``).
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass
 
@@ -120,3 +121,51 @@ def invalid_examples(draw, variant: SubjectVariant) -> InvalidExample:
     if breakage in ("too_many_groups", "no_groups"):
         group = None
     return InvalidExample(base, breakage, BREAKAGES[breakage], group)
+
+
+# ---- schedule perturbation (properties/test_perturbed_properties.py) ----------------------
+@st.composite
+def perturbed_examples(draw, variant: SubjectVariant, palette_size: int = 3, max_groups: int = 3):
+    """(perturbation, example): a perturbation from a small palette (each is one compile per
+    group count) and either an ordinary example with at most ``max_groups`` groups or a stress
+    shape (:func:`stress_sizes`) that opens race windows."""
+    from kernel.perturbation import palette
+
+    perturbation = draw(st.sampled_from(palette(palette_size)))
+    kind = draw(st.sampled_from(["ordinary", "stress"]))
+    if kind == "stress":
+        sizes = draw(stress_sizes(variant.constraints, max_groups))
+        example = Example(sizes, draw(st.integers(0, 2**31 - 1)), draw(st.sampled_from(oracle.DISTRIBUTIONS)), "separate")
+    else:
+        limits = SizeLimits(max_groups=max_groups, max_m=variant.limits.max_m, max_n=variant.limits.max_n,
+                            max_k_blocks=variant.limits.max_k_blocks)
+        example = draw(examples(dataclasses.replace(variant, limits=limits)))
+    return perturbation, example
+
+
+STRESS_CTAS = 132  # the H200's SMs: one persistent CTA each
+
+
+@st.composite
+def stress_sizes(draw, constraints: KernelConstraints, max_groups: int = 3):
+    """Shapes that make the pipelines wrap and reuse: ``long_k`` (the raw-stage ring wraps dozens
+    of times inside one tile), ``many_tiles`` (more 128x128 tiles than CTAs, so a persistent CTA
+    reuses its accumulators and fp16 buffers across tiles), or both in one ragged problem."""
+    gran = constraints.k_granularity
+    shape = draw(st.sampled_from(["long_k", "many_tiles", "mixed"]))
+    groups = draw(st.integers(1, max_groups))
+    wide = 0 if shape == "long_k" else groups - (shape == "mixed")  # groups of many tiles
+    # each wide group: >= 9 row tiles of 128 and enough column tiles that together they pass
+    # STRESS_CTAS tiles of 128 x 128
+    col_tiles = -(-(STRESS_CTAS + 1) // (9 * wide)) if wide else 0
+    sizes = []
+    for g in range(groups):
+        if g >= groups - wide:
+            m = draw(st.integers(8 * 128 + 1, 10 * 128))
+            n = draw(st.integers((col_tiles - 1) * 128 + 1, col_tiles * 128 + 256))
+            k = gran * draw(st.integers(1, 2))
+        else:
+            m, n = draw(st.integers(1, 200)), draw(st.integers(1, 200))
+            k = gran * draw(st.integers(24, 48))
+        sizes.append((m, n, k, 1))
+    return tuple(sizes)

@@ -105,7 +105,9 @@ def _family_variants(family: KernelFamily, limits: SizeLimits, scope: Scope = "p
         SubjectVariant(
             subject=family.name,
             label=config.label,
-            run=functools.partial(family.custom_kernel, config=config),
+            # the family package's entry point: its signature says which build options it takes
+            # (properties.perturbed reads it)
+            run=functools.partial(family.module.custom_kernel, config=config),
             constraints=family.constraints(config),
             limits=limits,
             skip_reason=reason,
@@ -147,7 +149,12 @@ def auto_subject_name() -> str:
 
 def resolve_subject(name: str, scope: Scope = "production") -> list[SubjectVariant]:
     """``scope`` picks a kernel family's production variants or its whole declared matrix ("all");
-    the model and file subjects have one scope."""
+    the model and file subjects have one scope. ``BASE~TAG`` names a perturbed build of BASE's
+    variants (properties.perturbed)."""
+    if "~" in name:  # BASE~PERTURBATION (properties.perturbed)
+        from properties.perturbed import resolve_perturbed
+
+        return resolve_perturbed(name, scope)
     if name == "auto":
         name = auto_subject_name()
     return [dataclasses.replace(v, source=name) for v in _resolve(name, scope)]

@@ -59,10 +59,10 @@ class CpuHooks:
     def max_ctas(self, config, *, dry_run):
         return config.max_ctas
 
-    def aux_table(self, config, plan, groups, device):
+    def aux_table(self, config, plan, groups, device, strict=False):
         return None
 
-    def build(self, config, num_groups, dump_dir=None):
+    def build(self, config, num_groups, dump_dir=None, perturbation=None):
         return ("compiled", config, num_groups)
 
 

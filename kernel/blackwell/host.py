@@ -21,6 +21,7 @@ import torch
 
 from kernel.blackwell import config as cfg
 from kernel.device import sm_count, unavailable_reason as _unavailable_reason
+from kernel.errors import UnsupportedConfigError
 from kernel.host_pipeline import AuxTable, HostPipeline, Prepared
 from kernel.plan import LaunchPlan
 from kernel.validation import GroupTensors, KernelConstraints
@@ -82,13 +83,17 @@ class BlackwellHooks:
         return sm_count()
 
     def aux_table(self, config: cfg.BlackwellConfig, plan: LaunchPlan, groups: list[GroupTensors],
-                  device: torch.device) -> AuxTable:
+                  device: torch.device, strict: bool = False) -> AuxTable:
+        # the workspace is per CTA, written by the kernel itself: no guard rows
         workspace = torch.empty(workspace_shape(config, plan), dtype=torch.int64, device=device)
         if workspace.data_ptr() % _TENSORMAP_BYTES:
             raise RuntimeError("descriptor workspace is not 128-byte aligned")
         return AuxTable(workspace, "int64", _TENSORMAP_BYTES)
 
-    def build(self, config: cfg.BlackwellConfig, num_groups: int, dump_dir: str | os.PathLike | None = None):
+    def build(self, config: cfg.BlackwellConfig, num_groups: int, dump_dir: str | os.PathLike | None = None,
+              perturbation=None):
+        if perturbation is not None:
+            raise UnsupportedConfigError(config.label, ["the Blackwell kernels take no perturbation (Hopper only)"])
         import cutlass
         import cutlass.cute as cute
         from cutlass.cute.runtime import make_fake_stream, make_ptr

@@ -21,6 +21,10 @@ Every copy's global address comes from the device tables (pointer table or tenso
 so changing group costs nothing. Rows past M (or N) only reach accumulator rows or columns that
 are never stored.
 
+Perturbed builds (``perturbation``, kernel/perturbation.py; tests only): ``self.delay(role,
+site, when)`` at every synchronization site and ``poison_*`` where a shared-memory region is
+handed back; with ``perturbation=None`` (production) these helpers trace nothing at all.
+
 Scheduling mirrors ``kernel.plan``: CTA ``b`` of ``num_ctas`` runs tiles ``[b*per, (b+1)*per)``
 (contiguous) or ``b, b+num_ctas, ...`` (strided); ``tile -> slot`` is the lower-bound search of
 ``kernel.plan.device_group_search`` and tiles are M-block-fastest inside a slot.
@@ -38,6 +42,7 @@ from cutlass.cute.nvgpu import warpgroup
 from kernel.hopper import config as cfgmod
 from kernel.device_schedule import cta_tile_range, group_search
 from kernel.hopper.config import HopperConfig
+from kernel.perturbation import Perturbation
 from kernel.hopper.ptx import (
     bulk_copy_g2s,
     cp_async_16,
@@ -45,6 +50,9 @@ from kernel.hopper.ptx import (
     dequant_units_prmt,
     dequant_x_fragment_rs,
     dequant_y_units_rs,
+    poison_shared_16,
+    sleep_ns,
+    sleep_ns_jittered,
     store_f16,
     tensormap_acquire,
     tma_load_rows,
@@ -56,9 +64,10 @@ SUB_K = cfgmod.DEQUANT_SUB_K
 class HopperNvfp4GroupedGemm:
     """One compiled variant: ``(config, num_groups)`` fixed, everything else run-time."""
 
-    def __init__(self, config: HopperConfig, num_groups: int):
+    def __init__(self, config: HopperConfig, num_groups: int, perturbation: Perturbation | None = None):
         cfgmod.check_config(config)
         self.config = config
+        self.perturbation = perturbation  # None: the production build
         self.num_groups = num_groups
         self.mma_m = config.mma_m
         self.mma_n = config.mma_n
@@ -376,18 +385,23 @@ class HopperNvfp4GroupedGemm:
                     tm_x, tm_y = tm_a, tm_a + 128
                     if cutlass.const_expr(cfg.swapped):
                         tm_x, tm_y = tm_a + 128, tm_a
+                    self.delay("producer", "tensormap", "before")
                     if lane == 0:
                         tensormap_acquire(tm_x)
                     if lane == 1:
                         tensormap_acquire(tm_y)
+                    self.delay("producer", "tensormap", "after")
                 row_bytes = cutlass.Int64(k // 2)
                 rest_k = cutlass.Int64(k // 64)
                 x_blocks = (x_lim + 127) // 128
                 y_blocks = (y_lim + 127) // 128
                 k_tiles = k // cfg.tile_k
                 for kt in range(k_tiles):
+                    self.delay("producer", "acquire", "before")
                     pipe.producer_acquire(state)
+                    self.delay("producer", "acquire", "after")
                     stage = raw_base + state.index * self.raw_stage_bytes
+                    self.poison_stage_before_fill(lane, stage)
                     kbyte = cutlass.Int64(kt * (cfg.tile_k // 2))
                     sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
                     if cutlass.const_expr(cfg.loader != "cp_async"):
@@ -408,8 +422,11 @@ class HopperNvfp4GroupedGemm:
                         self.load_rows_cp_async(pw, lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, self.mma_n)
                         self.load_sf_cp_async(pw, lane, stage + self.off_sfx, sfx_ptr, x_row0, x_blocks, rest_k, sf_k, self.mma_m)
                         self.load_sf_cp_async(pw, lane, stage + self.off_sfy, sfy_ptr, y_row0, y_blocks, rest_k, sf_k, self.mma_n)
+                    self.delay("producer", "issue", "before")
                     pipe.producer_commit(state)
+                    self.delay("producer", "issue", "after")
                     state.advance()
+            self.delay("producer", "tail", "before")
             pipe.producer_tail(state)
         elif warp_idx < self.dequant_warp0:
             # ------------------------------------------------------- consumer warpgroups
@@ -431,21 +448,29 @@ class HopperNvfp4GroupedGemm:
                     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                     warpgroup.fence()
                     # first sub-block peeled: nothing to release before it
+                    self.delay("consumer", "fp16_wait", "before")
                     fp16_pipe.consumer_wait(fp16_state)
+                    self.delay("consumer", "fp16_wait", "after")
                     self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, fp16_state.index)
                     retire_state = fp16_state.clone()
                     fp16_state.advance()
                     for _step in range(1, steps):
+                        self.delay("consumer", "fp16_wait", "before")
                         fp16_pipe.consumer_wait(fp16_state)
+                        self.delay("consumer", "fp16_wait", "after")
                         self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, fp16_state.index)
                         # the previous sub-block's wgmma has retired: its buffer is free
+                        self.delay("consumer", "wgmma_wait", "before")
                         warpgroup.wait_group(1)
+                        self.delay("consumer", "wgmma_wait", "after")
                         self.warp_release(fp16_pipe, retire_state)
                         retire_state.advance()
                         fp16_state.advance()
+                    self.delay("consumer", "wgmma_wait", "before")
                     warpgroup.wait_group(0)
                     self.warp_release(fp16_pipe, retire_state)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+                    self.poison_accumulator(acc)
             else:
                 consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -461,7 +486,9 @@ class HopperNvfp4GroupedGemm:
                     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                     warpgroup.fence()
                     for kt in range(k_tiles):
+                        self.delay("consumer", "wait", "before")
                         pipe.consumer_wait(state)
+                        self.delay("consumer", "wait", "after")
                         stage = raw_base + state.index * self.raw_stage_bytes
                         for sb in cutlass.range_constexpr(self.n_sub):
                             buf = sb % 2
@@ -476,10 +503,16 @@ class HopperNvfp4GroupedGemm:
                                     x_sf_row0, y_sf_row0, sb,
                                 )
                             # generic-proxy stores -> visible to wgmma's async proxy
+                            self.delay("consumer", "fence", "before")
                             cute.arch.fence_proxy("async.shared", space="cta")
+                            self.delay("consumer", "fence", "after")
                             consumers.arrive_and_wait()
+                            self.delay("consumer", "bar_dequant", "after")
                             if cutlass.const_expr(sb == self.n_sub - 1):
+                                self.poison_released_stage(tidx, stage)
+                                self.delay("consumer", "release", "before")
                                 pipe.consumer_release(state)
+                                self.delay("consumer", "release", "after")
                             if cutlass.const_expr(self.x_in_regs):
                                 warpgroup.fence()  # the fragment registers were just written
                                 for kb in cutlass.range_constexpr(SUB_K // 16):
@@ -487,10 +520,15 @@ class HopperNvfp4GroupedGemm:
                                 warpgroup.commit_group()
                             else:
                                 self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, buf)
+                            self.delay("consumer", "wgmma_wait", "before")
                             warpgroup.wait_group(1)
+                            self.delay("consumer", "wgmma_wait", "after")
                             if cutlass.const_expr(self.fp16_buffers == 2):
+                                self.delay("consumer", "bar_reuse", "before")
                                 # every warp has retired the wgmma that read the other buffer
                                 consumers.arrive_and_wait()
+                                self.delay("consumer", "bar_reuse", "after")
+                                self.poison_free_fp16_buffer(tidx, consumers, sx_base, sy_base, (sb + 1) % 2)
                             else:
                                 # no second barrier: the buffer written next was last read by the
                                 # wgmma three sub-blocks back, which every warp retired (its
@@ -499,6 +537,7 @@ class HopperNvfp4GroupedGemm:
                         state.advance()
                     warpgroup.wait_group(0)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+                    self.poison_accumulator(acc)
         elif cutlass.const_expr(self.split):
             # ---------------------------------------- dequant warpgroups (roles="split")
             dq_tidx = tidx - self.consumer_threads
@@ -508,25 +547,35 @@ class HopperNvfp4GroupedGemm:
                 slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
                 x_sf_row0, y_sf_row0 = self.sf_rows(m0, n0)
                 for kt in range(k // cfg.tile_k):
+                    self.delay("dequant", "wait", "before")
                     pipe.consumer_wait(state)
+                    self.delay("dequant", "wait", "after")
                     stage = raw_base + state.index * self.raw_stage_bytes
                     for sb in cutlass.range_constexpr(self.n_sub):
+                        self.delay("dequant", "fp16_acquire", "before")
                         fp16_pipe.producer_acquire(fp16_state)
+                        self.delay("dequant", "fp16_acquire", "after")
                         buf = fp16_state.index
                         self.dequant_sub_block(
                             dq_tidx, stage, sx_base + buf * self.x_buf_bytes, sy_base + buf * self.y_buf_bytes,
                             x_sf_row0, y_sf_row0, sb,
                         )
                         # generic-proxy stores -> visible to wgmma's async proxy, then publish
+                        self.delay("dequant", "fence", "before")
                         if cutlass.const_expr(cfg.ablate != "no_fence"):
                             cute.arch.fence_proxy("async.shared", space="cta")
+                        self.delay("dequant", "fence", "after")
                         cute.arch.sync_warp()
+                        self.delay("dequant", "fp16_commit", "before")
                         if cute.arch.lane_idx() == 0:
                             fp16_pipe.producer_commit(fp16_state)
+                        self.delay("dequant", "fp16_commit", "after")
                         fp16_state.advance()
                     if cutlass.const_expr(cfg.loader != "cp_async"):
                         cute.arch.sync_warp()  # lane 0 releases for its whole warp
+                    self.delay("dequant", "release", "before")
                     pipe.consumer_release(state)
+                    self.delay("dequant", "release", "after")
                     state.advance()
 
     # ------------------------------------------------------------- consumer helpers
@@ -534,8 +583,77 @@ class HopperNvfp4GroupedGemm:
     def warp_release(self, fp16_pipe, state):
         """Release ``state``'s fp16 buffer once per warp (the empty barrier counts warps)."""
         cute.arch.sync_warp()
+        self.delay("consumer", "fp16_release", "before")
         if cute.arch.lane_idx() == 0:
             fp16_pipe.consumer_release(state)
+        self.delay("consumer", "fp16_release", "after")
+
+    # ------------------------------------------------- perturbation and poison (tests only)
+    def poisoning(self) -> bool:
+        return self.perturbation is not None and self.perturbation.poison
+
+    def delay(self, role: str, site: str, when: str):
+        """The seeded delay of one sync site (kernel/perturbation.py); in a production build, or
+        where the seed gives this site no delay, nothing is traced."""
+        p = self.perturbation
+        if p is None:
+            return
+        ns = p.delay_ns(role, site, when)
+        if ns == 0:
+            return
+        if p.jitter == "none":
+            sleep_ns(ns)
+        else:
+            sleep_ns_jittered(ns, p.jitter_ns, p.seed, p.jitter == "warp")
+
+    @cute.jit
+    def poison_region(self, base: cutlass.Int32, nbytes: cutlass.Constexpr, tid: cutlass.Int32,
+                      nthreads: cutlass.Constexpr):
+        """Threads ``0..nthreads-1`` overwrite ``nbytes`` of shared memory at ``base`` with NaN
+        patterns, 16 bytes per store, thread ``tid`` taking chunks tid, tid + nthreads, ..."""
+        chunks = nbytes // 16
+        for i in cutlass.range_constexpr((chunks + nthreads - 1) // nthreads):
+            c = tid + i * nthreads
+            if cutlass.const_expr(chunks % nthreads == 0) or c < chunks:
+                poison_shared_16(base + c * 16)
+
+    def poison_released_stage(self, tidx, stage):
+        """Consumers, after the barrier that ends their last read of a raw stage and before they
+        release it: poison it (each thread its slice), make the stores visible to the async
+        proxy (a TMA or bulk copy may refill the stage next) and to lane 0 (which arrives for
+        its warp on the TMA pipeline)."""
+        if not self.poisoning():
+            return
+        self.poison_region(stage, self.raw_stage_bytes, tidx, self.consumer_threads)
+        cute.arch.fence_proxy("async.shared", space="cta")
+        cute.arch.sync_warp()
+
+    def poison_stage_before_fill(self, lane, stage):
+        """The producer warp, after the empty-barrier wait and before issuing any copy into the
+        stage: poison it, fence the async proxy, sync the warp (lanes 0/1 issue the copies).
+        Only with one producer warp: several warps acquire independently, and one warp's poison
+        could land on rows another warp already loaded."""
+        if not self.poisoning() or self.config.producer_warps != 1:
+            return
+        self.poison_region(stage, self.raw_stage_bytes, lane, 32)
+        cute.arch.fence_proxy("async.shared", space="cta")
+        cute.arch.sync_warp()
+
+    def poison_free_fp16_buffer(self, tidx, consumers, sx_base, sy_base, buf):
+        """Cooperative two-buffer ping-pong, after the barrier that says every warp retired the
+        wgmma that read buffer ``buf``: poison it (each thread its slice), then one more barrier,
+        so no poison store can land after another thread's dequant store of the next sub-block."""
+        if not self.poisoning():
+            return
+        self.poison_region(sy_base + buf * self.y_buf_bytes, self.y_buf_bytes, tidx, self.consumer_threads)
+        if not self.x_in_regs:
+            self.poison_region(sx_base + buf * self.x_buf_bytes, self.x_buf_bytes, tidx, self.consumer_threads)
+        consumers.arrive_and_wait()
+
+    def poison_accumulator(self, acc):
+        """After the epilogue's stores: NaN accumulators (the next tile must reset them)."""
+        if self.poisoning():
+            acc.fill(float("nan"))
 
     def sf_rows(self, m0, n0):
         """Row of the tile's first X and Y row inside its 128-row scale block."""
@@ -620,6 +738,7 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def epilogue(self, acc, tCcC, c_ptr, m, n, m0, n0):
         """Predicated fp16 stores straight from the accumulators (ragged M and N)."""
+        self.delay("consumer", "epilogue", "before")
         mult = cutlass.Float32(self.out_multiplier)
         for i in cutlass.range_constexpr(cute.size(acc)):
             crd = tCcC[i]

@@ -16,6 +16,7 @@ from kernel import device as devmod
 from kernel.host_pipeline import AuxTable, HostPipeline, Prepared
 from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes
 from kernel.plan import LaunchPlan
+from kernel.tables import GUARD_BYTE, GUARD_ROWS, guarded
 from kernel.tensor_maps import TensorMapCache
 from kernel.validation import GroupTensors, KernelConstraints
 
@@ -37,7 +38,7 @@ def _import_cutlass():
     # the compile names its target explicitly (compile_options), so CUTE_DSL_ARCH only needs a
     # default for processes that import cutlass first through this family
     os.environ.setdefault("CUTE_DSL_ARCH", ARCH)
-    import cutlass  # noqa: F401  (imported first under the default target)
+    import cutlass  # noqa: F401  -- imported first under the default target
 
 
 def compile_options(dump_dir: str | os.PathLike | None = None) -> str:
@@ -71,13 +72,16 @@ class HopperHooks:
         return sms * config.ctas_per_sm
 
     def aux_table(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors],
-                  device: torch.device) -> AuxTable | None:
+                  device: torch.device, strict: bool = False) -> AuxTable | None:
         if config.loader != "tma":
             return None
         maps = self.tensor_map_cache.get(plan, groups, config.tile_m, config.tile_n, device)
+        if strict:  # guard rows of invalid descriptors around the per-slot maps (kernel.tables)
+            maps = guarded(maps, GUARD_ROWS, GUARD_BYTE)
         return AuxTable(maps, "uint8", 64)
 
-    def build(self, config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | None = None):
+    def build(self, config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | None = None,
+              perturbation=None):
         _import_cutlass()
         import cuda.bindings.driver as cuda
         import cutlass
@@ -86,7 +90,7 @@ class HopperHooks:
 
         from kernel.hopper.kernel import HopperNvfp4GroupedGemm
 
-        gemm = HopperNvfp4GroupedGemm(config, num_groups)
+        gemm = HopperNvfp4GroupedGemm(config, num_groups, perturbation)
 
         def fake(dtype, align):
             return make_ptr(dtype, align, cute.AddressSpace.gmem, assumed_align=align)
@@ -101,33 +105,40 @@ PIPELINE = HostPipeline(HopperHooks())
 compile_cache = PIPELINE.compile_cache
 
 
-def compile_for(config: HopperConfig, num_groups: int):
-    """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now (no GPU needed)."""
-    return PIPELINE.compile_for(config, num_groups)
+def compile_for(config: HopperConfig, num_groups: int, perturbation=None):
+    """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now (no GPU needed).
+    ``perturbation`` (kernel.perturbation, harness builds only) is its own cache entry."""
+    return PIPELINE.compile_for(config, num_groups, perturbation)
 
 
 def prepare(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, dry_run: bool = False,
-            compile: bool | None = None) -> Prepared:
+            compile: bool | None = None, perturbation=None, strict: bool = False) -> Prepared:
     """Everything but the launch (see :meth:`kernel.host_pipeline.HostPipeline.prepare`)."""
-    return PIPELINE.prepare(data, config, dry_run=dry_run, compile=compile)
+    return PIPELINE.prepare(data, config, dry_run=dry_run, compile=compile, perturbation=perturbation,
+                            strict=strict)
 
 
 def launch(prep: Prepared, stream: Any | None = None) -> list[torch.Tensor]:
     return PIPELINE.launch(prep, stream)
 
 
-def custom_kernel(data: Any, config: HopperConfig = DEFAULT_CONFIG) -> list[torch.Tensor]:
-    """Leaderboard entry point: writes every group's C in place and returns them (caller order)."""
-    return PIPELINE.run(data, config)
+def custom_kernel(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, perturbation=None,
+                  strict: bool = False) -> list[torch.Tensor]:
+    """Leaderboard entry point: writes every group's C in place and returns them (caller order).
+    ``perturbation`` (kernel.perturbation) and ``strict`` (guarded tables): the harness's
+    perturbed runs, never production."""
+    return PIPELINE.run(data, config, perturbation=perturbation, strict=strict)
 
 
-def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: int = 8) -> dict:
-    """profiling.static_report's hook: compile one variant, keep its cubin, state the budgets."""
+def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: int = 8, perturbation=None) -> dict:
+    """profiling.static_report's hook: compile one variant, keep its cubin, state the budgets.
+    ``perturbation`` (kernel.perturbation, tests only): the perturbed build of the variant."""
     from kernel.cubin import compile_keeping_cubin
 
     check_config(config)
+    folder = config.label if perturbation is None else f"{config.label}~{perturbation.tag}"
     cubin, seconds = compile_keeping_cubin(
-        config.label, dump_dir, lambda dump: PIPELINE.hooks.build(config, num_groups, dump)
+        folder, dump_dir, lambda dump: PIPELINE.hooks.build(config, num_groups, dump, perturbation)
     )
     return {
         "label": config.label,

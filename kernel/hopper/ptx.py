@@ -6,6 +6,8 @@
 * ``dequant_unit``: 16 bytes of packed FP4 (32 K elements of one row) and their two E4M3 scales
   -> 32 fp16 values written as four 16-byte vectors into a swizzled wgmma operand buffer.
 * ``store_f16``: one fp16 store of a scaled fp32 accumulator element.
+* ``sleep_ns`` / ``sleep_ns_jittered``, ``poison_shared``: the schedule perturbation of
+  non-production builds (kernel/perturbation.py); a production build never calls them.
 
 Decoding (exact, no table): an E2M1 code ``s e1 e0 m`` placed as fp16 bits ``s<<15 | em<<9`` is
 ``value * 2^-14`` (the e == 0 case lands on fp16 subnormals, which fp16 arithmetic keeps). Each
@@ -368,3 +370,45 @@ def dequant_x_fragment_rs(raw0: Int32, raw1: Int32, sf0: Int32, sf1: Int32, exp_
         ip=ip,
     )
     return [Int32(llvm.extractvalue(T.i32(), res, [i], loc=loc, ip=ip)) for i in range(16)]
+
+
+# ---- schedule perturbation (non-production builds only: kernel/perturbation.py) ------------
+_JITTER_HASH = 0x9E3779B1  # Fibonacci hashing multiplier
+
+
+@dsl_user_op
+def sleep_ns(ns: int, *, loc=None, ip=None) -> None:
+    """``nanosleep`` for a compile-time number of nanoseconds (the hardware sleeps 0..2x)."""
+    _inline_asm(f"nanosleep.u32 {int(ns)};", "~{memory}", [], loc=loc, ip=ip)
+
+
+@dsl_user_op
+def sleep_ns_jittered(ns: int, jitter_ns: int, seed: int, per_warp: bool, *, loc=None, ip=None) -> None:
+    """``nanosleep`` for ``ns`` plus a run-time share of ``jitter_ns`` hashed from the CTA index
+    (and the warp index when ``per_warp``) and ``seed``, so CTAs (warps) stall differently."""
+    warp = "shr.u32 w, t, 5;\nmad.lo.u32 h, w, 40503, h;\n" if per_warp else ""
+    asm = (
+        "{\n.reg .u32 h, t, w;\n"
+        "mov.u32 h, %ctaid.x;\n"
+        "mov.u32 t, %tid.x;\n"
+        f"add.u32 h, h, {int(seed) & 0xFFFF};\n"
+        f"{warp}"
+        f"mul.lo.u32 h, h, {_JITTER_HASH};\n"
+        "shr.u32 h, h, 16;\n"
+        f"rem.u32 h, h, {max(1, int(jitter_ns))};\n"
+        f"add.u32 h, h, {int(ns)};\n"
+        "nanosleep.u32 h;\n}"
+    )
+    _inline_asm(asm, "~{memory}", [], loc=loc, ip=ip)
+
+
+@dsl_user_op
+def poison_shared_16(addr: Int32, *, loc=None, ip=None) -> None:
+    """Overwrite 16 bytes of shared memory with all-ones (E4M3 NaN scales, fp16 NaN)."""
+    _inline_asm(
+        "st.shared.v4.b32 [$0], {0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF};",
+        "r,~{memory}",
+        _ir(loc, ip, (Int32, addr)),
+        loc=loc,
+        ip=ip,
+    )

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The Hopper mutant catalog on the H200 in one device call (issue 18):
+#   source .device/env.sh && bash ci/h200_mutants.sh
+# Runs every Hopper mutant (ci/mutants.py: the value mutants, plain property; the concurrency /
+# memory-safety mutants, three verdicts each: plain property, perturbed property, compute-
+# sanitizer), unmutated baselines first, JOBS at a time, and stops starting runs when BUDGET
+# seconds are spent (rows then say not-run); a hard `timeout` kills anything left 60 s later.
+# Writes $OUT/{log.txt,mutants.json,mutants.md,sync.md} and splices sync.md into
+# properties/MUTANTS.md between its "sync-mutants" markers. Exit status: the runner's (1 when a
+# mutant was not caught or a baseline failed), 124 on the hard timeout.
+#   SECTION=sync    only the concurrency mutants (default: all Hopper mutants)
+#   MODES=plain,perturbed,sanitizer   which verdicts the concurrency mutants get
+#   BUDGET=540 JOBS=16 OUT=out/mutants
+set -u
+cd "$(dirname "$0")/.."
+BUDGET=${BUDGET:-540}
+JOBS=${JOBS:-16}
+SECTION=${SECTION:-all}
+MODES=${MODES:-plain,perturbed,sanitizer}
+OUT=${OUT:-out/mutants}
+mkdir -p "$OUT"
+export CUTE_DSL_ARCH=sm_90a
+args=(--jobs "$JOBS" --baseline --deadline "$BUDGET" --timeout 240 --modes "$MODES"
+      --json "$OUT/mutants.json" --markdown "$OUT/mutants.md" --sync-markdown "$OUT/sync.md")
+if [ "$SECTION" = sync ]; then args+=(--section=sync); else args+=(--subject=hopper); fi
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+start=$(date +%s)
+timeout --kill-after=15 $((BUDGET + 60)) python3 -m ci.mutation_runner "${args[@]}" > "$OUT/log.txt" 2>&1
+rc=$?
+echo "runner exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/log.txt"
+if [ -s "$OUT/sync.md" ]; then
+  python3 - "$OUT/sync.md" properties/MUTANTS.md <<'PY'
+import sys, pathlib, time
+table, doc = pathlib.Path(sys.argv[1]).read_text(), pathlib.Path(sys.argv[2])
+text = doc.read_text()
+begin, end = "<!-- sync-mutants:begin -->", "<!-- sync-mutants:end -->"
+head, rest = text.split(begin, 1)
+_, tail = rest.split(end, 1)
+stamp = f"Measured {time.strftime('%Y-%m-%d %H:%M')} (ci/h200_mutants.sh):\n\n"
+doc.write_text(f"{head}{begin}\n{stamp}{table}{end}{tail}")
+PY
+fi
+grep -E "^\[mutation\]" "$OUT/log.txt" | tail -n 5
+echo
+cat "$OUT/sync.md" 2>/dev/null || tail -n 30 "$OUT/log.txt"
+exit $rc

@@ -1,0 +1,142 @@
+"""Schedule perturbation of a non-production build: seeded delays at every synchronization site,
+and poison written where the protocol hands a shared-memory region back. Pure Python.
+
+Why: a stage released one barrier too early, a missing fence or a wrong mbarrier phase leaves the
+output right almost every time on small problems, because the roles happen to run in lock step.
+Delays at the sync sites make one role run far ahead of or far behind the others, so a race
+window that is a few cycles wide in a plain run becomes microseconds wide ("incantations":
+Alglave et al., ASPLOS 2015). Poison makes a late reader visible at once: the side that releases a
+region overwrites it with NaN patterns (all-ones bytes: E4M3 scale 0xFF is NaN, fp16 0xFFFF is
+NaN, FP4 0xF is -6) right where the protocol says it is free, instead of the next real write
+landing hundreds of cycles later.
+
+A :class:`Perturbation` is a compile-time option (part of the compile-cache key, never present in
+a production build: ``perturbation=None`` traces exactly the production code). Its seed picks,
+for every (role, site, when) of :data:`SITES`, whether to delay and for how long
+(``delay_ns``): per role first a scale (that role idles, jitters or stalls), then per site a
+coin and an amount up to ``max_delay_ns``. ``jitter`` adds a run-time variation on top
+(``"cta"``: a hash of the CTA index, ``"warp"``: of the CTA and warp index; up to
+``max_delay_ns / 2``), so the CTAs of one launch do not all stall alike.
+
+Sites (role -> site; each has a ``before`` and an ``after`` point unless noted):
+
+* ``producer``: ``acquire`` (raw stage: empty-barrier wait), ``issue`` (the loads of a stage;
+  ``after`` = after the full-barrier arrive / commit), ``tensormap`` (tensor-map acquire fence),
+  ``tail`` (producer tail: before only);
+* ``consumer``: ``wait`` (raw stage full-barrier wait), ``release`` (raw stage empty arrive),
+  ``fence`` (generic -> async proxy fence after the fp16 stores), ``bar_dequant`` (the named
+  barrier that publishes the fp16 buffers), ``bar_reuse`` (the named barrier before a buffer is
+  rewritten), ``wgmma_wait`` (wgmma wait_group), ``fp16_wait`` / ``fp16_release`` (split roles'
+  fp16 ring), ``epilogue`` (before the first C store: before only);
+* ``dequant`` (split roles only): ``wait``, ``release``, ``fp16_acquire``, ``fp16_commit``,
+  ``fence``.
+
+Poison sites (``poison=True``; Hopper cooperative roles):
+
+* raw stage, consumer side: after the named barrier that follows the last sub-block's dequant
+  (every consumer thread has read the stage), each thread overwrites its slice of the stage,
+  fences the async proxy and syncs its warp, then the stage is released;
+* raw stage, producer side (one producer warp): after the empty-barrier wait, before any copy
+  into the stage is issued, the warp overwrites the stage, fences the async proxy, syncs;
+* fp16 operand buffers (two-buffer ping-pong): after the named barrier that says every warp
+  retired the wgmma that read the other buffer, each thread overwrites its slice of that buffer
+  and the consumers pass one more named barrier, so no poison store can land after a real one;
+* accumulators: after the epilogue's stores, set to NaN (the next tile must reset them).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+ROLES = ("producer", "consumer", "dequant")
+SITES: dict[str, tuple[str, ...]] = {
+    "producer": ("acquire", "issue", "tensormap", "tail"),
+    "consumer": ("wait", "release", "fence", "bar_dequant", "bar_reuse", "wgmma_wait", "fp16_wait",
+                 "fp16_release", "epilogue"),
+    "dequant": ("wait", "release", "fp16_acquire", "fp16_commit", "fence"),
+}
+BEFORE_ONLY = {("producer", "tail"), ("consumer", "epilogue")}
+WHENS = ("before", "after")
+# per role: how much of max_delay_ns its sites may take (idle, jitter, stall)
+ROLE_SCALES = (0.0, 0.1, 1.0)
+POISON_WORD = 0xFFFFFFFF  # E4M3 0xFF: NaN; fp16 0xFFFF: NaN; FP4 0xF: -6
+Jitter = Literal["none", "cta", "warp"]
+JITTERS = ("none", "cta", "warp")
+_TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)(?P<nodelay>-nodelay)?$")
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    seed: int
+    max_delay_ns: int = 4000
+    density_pct: int = 50  # chance (percent) that a site of a non-idle role delays at all
+    poison: bool = True
+    jitter: Jitter = "none"
+    delays: bool = True
+
+    def __post_init__(self):
+        problems = []
+        if self.seed < 0:
+            problems.append(f"seed must be >= 0, got {self.seed}")
+        if not 0 <= self.max_delay_ns <= 1_000_000:
+            problems.append(f"max_delay_ns must be in [0, 1e6], got {self.max_delay_ns}")
+        if not 0 <= self.density_pct <= 100:
+            problems.append(f"density_pct must be in [0, 100], got {self.density_pct}")
+        if self.jitter not in JITTERS:
+            problems.append(f"jitter must be one of {JITTERS}, got {self.jitter!r}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    # ---- the seeded delay table ----------------------------------------------------------
+    def role_scale(self, role: str) -> float:
+        return random.Random(f"{self.seed}/{role}").choice(ROLE_SCALES)
+
+    def delay_ns(self, role: str, site: str, when: str) -> int:
+        """The compile-time delay of one (role, site, when); 0 means no delay instruction."""
+        if role not in SITES or site not in SITES[role]:
+            raise KeyError(f"unknown perturbation site {role}.{site}")
+        if when not in WHENS or (when == "after" and (role, site) in BEFORE_ONLY):
+            raise KeyError(f"site {role}.{site} has no {when!r} point")
+        if not self.delays:
+            return 0
+        rng = random.Random(f"{self.seed}/{role}/{site}/{when}")
+        hit = rng.randrange(100) < self.density_pct
+        amount = rng.randint(1, max(1, self.max_delay_ns))
+        return int(hit * amount * self.role_scale(role))
+
+    def table(self) -> dict[tuple[str, str, str], int]:
+        return {
+            (role, site, when): self.delay_ns(role, site, when)
+            for role in ROLES
+            for site in SITES[role]
+            for when in WHENS
+            if not (when == "after" and (role, site) in BEFORE_ONLY)
+        }
+
+    @property
+    def jitter_ns(self) -> int:
+        """Upper bound of the run-time variation added at every delayed site."""
+        return 0 if self.jitter == "none" or not self.delays else self.max_delay_ns // 2
+
+    # ---- a printable, parseable name (test ids, repro lines, the compile-cache key) -------
+    @property
+    def tag(self) -> str:
+        return (f"s{self.seed}-d{self.max_delay_ns}-p{self.density_pct}-{'poison' if self.poison else 'clean'}"
+                f"-{self.jitter}{'' if self.delays else '-nodelay'}")
+
+    @classmethod
+    def from_tag(cls, tag: str) -> "Perturbation":
+        m = _TAG.match(tag)
+        if not m:
+            raise ValueError(f"not a perturbation tag: {tag!r} (expected e.g. s3-d4000-p50-poison-none)")
+        return cls(int(m["seed"]), int(m["max"]), int(m["density"]), m["poison"] == "poison", m["jitter"],
+                   m["nodelay"] is None)
+
+
+def palette(size: int, *, max_delay_ns: int = 4000) -> tuple[Perturbation, ...]:
+    """The perturbations a property run draws from (each costs one compile per group count):
+    seeds 1..size, poison on, jitter cycling none / cta / warp."""
+    return tuple(Perturbation(seed, max_delay_ns, poison=True, jitter=JITTERS[(seed - 1) % 3]) for seed in range(1, size + 1))

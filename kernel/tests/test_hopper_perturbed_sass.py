@@ -1,0 +1,114 @@
+"""The perturbed sm_90a builds, checked on a CPU from their SASS (kernel/perturbation.py).
+
+* a production build (``perturbation=None``) and a perturbation with delays and poison both off
+  compile to the same instruction stream: disabled sites trace nothing;
+* production has no delay instruction (a plain ``NANOSLEEP``; the pipelines' own wait loops use
+  ``NANOSLEEP.SYNCS``) and no poison store; the perturbed build has its seeded delays, every
+  immediate one a value of the seed's delay table, and the jittered build its register delays;
+* every poison store sits where the protocol hands the region back (profiling.poison_sites): after
+  a barrier or an mbarrier wait with no shared read in between, and before the release (a barrier,
+  an mbarrier arrive) or, on the producer side, before the fenced async copy that refills it.
+"""
+
+import importlib
+
+import pytest
+
+from kernel.perturbation import Perturbation
+from profiling import poison_sites, sass
+
+pytestmark = pytest.mark.compile
+
+launch = importlib.import_module("kernel.hopper.launch")
+from kernel.hopper.config import DECLARED_VARIANTS  # noqa: E402
+
+# the default variant (cp.async, one warpgroup), the fastest (TMA, A from registers, two
+# warpgroups), and split roles (dequant warpgroups, fp16 mbarrier ring)
+LABELS = (
+    "h90_m128n128k256_s3_wg1_fp16",
+    "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
+    "h90_m128n128k256_s3_wg1_dq1b3_fp16_prmt",
+)
+DELAYS = Perturbation(3, max_delay_ns=4000, density_pct=70, poison=False)
+JITTERED = Perturbation(4, poison=False, jitter="warp")
+POISON_ONLY = Perturbation(1, delays=False, poison=True)
+DISABLED = Perturbation(1, delays=False, poison=False)
+BUILDS = {"production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED}
+
+
+class _Builds(dict):
+    """(label, build name) -> the kernel function's instructions, compiled on first use (so a
+    ``-k LABEL`` selection compiles only that variant)."""
+
+    def __init__(self, folder):
+        super().__init__()
+        self.folder = folder
+        self.configs = {c.label: c for c in DECLARED_VARIANTS}
+
+    def __missing__(self, key):
+        label, name = key
+        build = launch.static_build(self.configs[label], self.folder / name, perturbation=BUILDS[name])
+        ins = sass.parse_sass(sass.disassemble(build["cubin"]))
+        kernel_fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
+        self[key] = [i for i in ins if i.function == kernel_fn]
+        return self[key]
+
+
+@pytest.fixture(scope="module")
+def code(tmp_path_factory):
+    return _Builds(tmp_path_factory.mktemp("pert"))
+
+
+def _text(code):
+    return [f"{i.predicate} {i.opcode} {i.operands}" for i in code]
+
+
+def _delays(code):
+    return [i for i in code if i.opcode == "NANOSLEEP"]
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_disabled_perturbation_traces_the_production_code(code, label):
+    assert _text(code[label, "disabled"]) == _text(code[label, "production"])
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_production_has_no_delays_and_no_poison(code, label):
+    prod = code[label, "production"]
+    assert not _delays(prod), f"{label}: production SASS has delay instructions {_delays(prod)[:3]}"
+    assert not poison_sites.poison_stores(prod)
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_seeded_delays_are_present_at_the_sites(code, label):
+    got = _delays(code[label, "delays"])
+    immediates = {int(i.operands.rstrip(" ;"), 16) for i in got}
+    table = {v for v in DELAYS.table().values() if v}
+    assert len(immediates) >= 3, f"{label}: only {len(immediates)} distinct delays in the perturbed SASS"
+    assert immediates <= table, f"{label}: delays {sorted(immediates - table)} are not in the seed's table"
+    jittered = _delays(code[label, "jittered"])
+    assert jittered and all(i.operands.startswith("R") for i in jittered), "jittered delays must be run-time values"
+
+
+@pytest.mark.parametrize("label", LABELS[:2])
+def test_poison_sites_are_where_the_protocol_hands_regions_back(code, label):
+    sites = poison_sites.poison_sites(code[label, "poison"])
+    bad = [s for s in sites if not s.legal]
+    assert not bad, f"{label}: poison stores outside a hand-back window: {bad}"
+    kinds = {(s.before.split(".")[0], s.after.split(".")[0]) for s in sites}
+    # producer: after the empty wait, before its fenced copy; consumers: after their barrier,
+    # before the raw stage's empty arrive; fp16 buffers: between two barriers
+    assert ("SYNCS", "LDGSTS") in kinds or ("SYNCS", "UTMALDG") in kinds, kinds
+    assert ("BAR", "SYNCS") in kinds, kinds
+    assert ("BAR", "BAR") in kinds, kinds
+
+
+@pytest.mark.parametrize("label", LABELS[:2])
+def test_two_buffer_wgmma_waits_leave_at_most_one_group_in_flight(code, label):
+    """Two fp16 buffers: before a buffer is rewritten, the wgmma that read it (one sub-block
+    back) must have retired, so no wgmma wait may leave more than one group in flight (a
+    ``wait_group(2)`` lets it still read the buffer the next dequant overwrites)."""
+    waits = [i for i in code[label, "production"] if i.opcode.startswith("WARPGROUP.DEPBAR")]
+    assert waits, f"{label}: no wgmma wait found"
+    lax = [i for i in waits if int(i.operands.split(",")[-1].strip().rstrip(";"), 16) > 1]
+    assert not lax, f"{label}: wgmma waits leaving {[i.operands for i in lax]} in flight at 0x{lax[0].offset:x}"

@@ -1,0 +1,112 @@
+"""Where the poison stores of a perturbed cubin sit (kernel/perturbation.py), from its SASS.
+
+A poison store is a ``STS.128`` whose data registers were just set to all-ones (``IMAD.MOV.U32
+R, RZ, RZ, -0x1`` or ``MOV R, 0xffffffff``). The protocol says a region is free after a hand-back
+point: a barrier (``BAR.SYNC``) or an mbarrier wait (``SYNCS.PHASECHK``). So, in program order:
+
+* before a poison store, the nearest hand-back point or shared read/write/wgmma must be a
+  hand-back point (no ``LDS`` or ``HGMMA`` of the region after it was handed back and before
+  it is poisoned; a late reader would then read poison in a correct kernel);
+* after it, the nearest release (``BAR.SYNC``, an mbarrier arrive), shared access or async copy
+  must be a release, or an async copy (``LDGSTS``, ``UBLKCP``, ``UTMALDG``) with a
+  ``FENCE.VIEW.ASYNC`` in between (the producer's own fill): nobody reads poison before the
+  region is published again, and no real store can be overtaken by a poison store.
+
+Linear program order is an approximation of the control flow (the sites are inside straight-line
+code between barriers), which is what the tests need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from profiling.sass import Instruction
+
+_ALL_ONES = ("-0x1", "0xffffffff")
+HANDBACK = ("BAR.SYNC", "SYNCS.PHASECHK")
+RELEASE = ("BAR.SYNC", "BAR.ARV", "SYNCS.ARRIVE", "ARRIVES")
+ASYNC_COPY = ("LDGSTS", "UBLKCP", "UTMALDG")
+SHARED_USE = ("LDS", "STS", "HGMMA", "LDSM")
+
+
+def _dest(ins: Instruction) -> str | None:
+    ops = [o.strip() for o in ins.operands.split(",")]
+    if not ops or not ops[0].startswith("R") or ins.opcode.startswith(("STS", "STG", "ST.", "RED", "ATOM", "SYNCS", "BAR")):
+        return None
+    return ops[0].split(".")[0]
+
+
+def poison_stores(code: Sequence[Instruction]) -> list[int]:
+    """Indices (into ``code``) of the poison stores."""
+    ones: set[str] = set()
+    out = []
+    for idx, ins in enumerate(code):
+        if ins.opcode.startswith("STS.128"):
+            data = ins.operands.split(",")[-1].strip().rstrip(";")
+            if data in ones:
+                out.append(idx)
+            continue
+        d = _dest(ins)
+        if d is None:
+            continue
+        ops = [o.strip() for o in ins.operands.split(",")]
+        setting_ones = (ins.opcode.startswith("IMAD.MOV") and ops[-1] in _ALL_ONES) or (
+            ins.opcode.split(".")[0] == "MOV" and len(ops) == 2 and ops[1] in _ALL_ONES)
+        if setting_ones:
+            ones.add(d)
+        else:
+            ones.discard(d)
+    return out
+
+
+@dataclass(frozen=True)
+class PoisonSite:
+    first: int  # index of the first poison store of a run
+    last: int
+    before: str  # opcode of the nearest hand-back point / shared use before the run
+    after: str  # opcode of the nearest release / shared use / copy after the run
+    fenced: bool  # a FENCE.VIEW.ASYNC between the run and ``after``
+
+    @property
+    def legal(self) -> bool:
+        handed_back = self.before.startswith(HANDBACK)
+        released = self.after.startswith(RELEASE) or (self.after.startswith(ASYNC_COPY) and self.fenced)
+        return handed_back and released
+
+
+def poison_sites(code: Sequence[Instruction]) -> list[PoisonSite]:
+    """Runs of poison stores (consecutive but for non-shared instructions), each with what
+    surrounds it."""
+    stores = poison_stores(code)
+    poison = set(stores)
+    runs: list[list[int]] = []
+    for idx in stores:
+        if runs and not any(_shared_or_sync(code[j]) for j in range(runs[-1][-1] + 1, idx) if j not in poison):
+            runs[-1].append(idx)
+        else:
+            runs.append([idx])
+    sites = []
+    for run in runs:
+        before = next((code[j].opcode for j in range(run[0] - 1, -1, -1)
+                       if j not in poison and _shared_or_sync(code[j]) and not _placeholder(code[j])), "START")
+        fenced, after = False, "END"
+        for j in range(run[-1] + 1, len(code)):
+            if j in poison or _placeholder(code[j]):
+                continue
+            if code[j].opcode.startswith("FENCE.VIEW.ASYNC"):
+                fenced = True
+            if _shared_or_sync(code[j]) or code[j].opcode.startswith(RELEASE + ASYNC_COPY):
+                after = code[j].opcode
+                break
+        sites.append(PoisonSite(run[0], run[-1], before, after, fenced))
+    return sites
+
+
+def _shared_or_sync(ins: Instruction) -> bool:
+    return ins.opcode.startswith(SHARED_USE + HANDBACK)
+
+
+def _placeholder(ins: Instruction) -> bool:
+    """``@!PT LDS RZ, [RZ]``: never executed (scheduling filler)."""
+    return ins.predicate == "@!PT"

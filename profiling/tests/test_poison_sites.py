@@ -1,0 +1,50 @@
+"""profiling.poison_sites on hand-written SASS: it finds poison stores and can reject them."""
+
+from profiling.poison_sites import poison_sites, poison_stores
+from profiling.sass import Instruction
+
+
+def _code(*lines):
+    out = []
+    for k, line in enumerate(lines):
+        pred, _, rest = line.partition("|") if "|" in line else ("", "", line)
+        opcode, _, operands = rest.strip().partition(" ")
+        out.append(Instruction("k", 16 * k, pred.strip(), opcode, operands.strip()))
+    return out
+
+
+ONES = ["IMAD.MOV.U32 R4, RZ, RZ, -0x1", "IMAD.MOV.U32 R5, RZ, RZ, -0x1",
+        "IMAD.MOV.U32 R6, RZ, RZ, -0x1", "IMAD.MOV.U32 R7, RZ, RZ, -0x1"]
+
+
+def test_release_after_barrier_is_legal():
+    code = _code("LDS.128 R8, [R2]", "BAR.SYNC.DEFER_BLOCKING 0x1, 0x80", *ONES, "STS.128 [R3], R4",
+                 "STS.128 [R3+0x800], R4", "FENCE.VIEW.ASYNC.S", "SYNCS.ARRIVE.TRANS64.ART0 RZ, [UR4], RZ")
+    (site,) = poison_sites(code)
+    assert site.legal and site.last - site.first == 1 and site.fenced
+
+
+def test_poison_before_the_barrier_is_rejected():
+    # a warp poisons a stage other warps may still read: no hand-back point since the last read
+    code = _code("LDS.128 R8, [R2]", *ONES, "STS.128 [R3], R4", "BAR.SYNC.DEFER_BLOCKING 0x1, 0x80")
+    (site,) = poison_sites(code)
+    assert not site.legal and site.before.startswith("LDS")
+
+
+def test_poison_followed_by_a_read_is_rejected():
+    code = _code("BAR.SYNC.DEFER_BLOCKING 0x1, 0x80", *ONES, "STS.128 [R3], R4", "LDS.128 R8, [R3]",
+                 "BAR.SYNC.DEFER_BLOCKING 0x1, 0x80")
+    assert not poison_sites(code)[0].legal
+
+
+def test_producer_fill_needs_the_proxy_fence():
+    fenced = _code("SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9], R7", *ONES, "STS.128 [R3], R4",
+                   "FENCE.VIEW.ASYNC.S", "UTMALDG.2D [UR8], [UR4]")
+    unfenced = _code("SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9], R7", *ONES, "STS.128 [R3], R4", "UTMALDG.2D [UR8], [UR4]")
+    assert poison_sites(fenced)[0].legal and not poison_sites(unfenced)[0].legal
+
+
+def test_only_all_ones_stores_are_poison():
+    code = _code("IMAD.MOV.U32 R4, RZ, RZ, 0x3c00", "STS.128 [R3], R4", *ONES, "IADD3 R4, R4, 0x1, RZ",
+                 "STS.128 [R3], R4", "IMAD.MOV.U32 R4, RZ, RZ, -0x1", "STS.128 [R3], R4")
+    assert poison_stores(code) == [len(code) - 1]

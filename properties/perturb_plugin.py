@@ -1,0 +1,39 @@
+"""pytest option ``--perturb=off|on|only``: which kernel properties run on perturbed builds.
+
+* ``off`` (default): only the plain properties (``properties/test_perturbed_properties.py``
+  deselected), so existing selections (``-k test_subject_matches_oracle`` matches both) and the
+  ci budget stay as they were;
+* ``on``: both; the perturbed property draws from a palette of ``--perturb-palette``
+  perturbations (default 3: each is one compile per group count) and at most 3 groups, so its
+  cost is fixed per example; ``--hypothesis-profile=nightly`` draws more examples from it;
+* ``only``: only the perturbed properties (what ``ci.mutation_runner`` uses for its perturbed
+  verdict), the plain kernel properties deselected.
+
+Registered by the root conftest (``pytest_plugins``).
+"""
+
+from __future__ import annotations
+
+PERTURBED_FILE = "test_perturbed_properties.py"
+PLAIN_FILE = "test_subject_vs_oracle.py"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("nvfp4 harness")
+    group.addoption("--perturb", choices=("off", "on", "only"), default="off",
+                    help="kernel properties on perturbed builds (kernel.perturbation): off (default), on, only")
+    group.addoption("--perturb-palette", type=int, default=3,
+                    help="distinct perturbations a perturbed property draws from (each costs compiles)")
+
+
+def pytest_collection_modifyitems(config, items):
+    mode = config.getoption("perturb")
+    if mode == "on":
+        return
+    drop = PERTURBED_FILE if mode == "off" else PLAIN_FILE
+    kept, deselected = [], []
+    for item in items:
+        (deselected if item.nodeid.split("::")[0].endswith(drop) else kept).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept

@@ -1,0 +1,63 @@
+"""Perturbed subjects: a kernel family's variants built with a :class:`kernel.perturbation.Perturbation`.
+
+A perturbed subject is named ``BASE~TAG`` (``hopper~s1-d4000-p50-poison-none``): the base
+subject's variants, each compiled with the perturbation of that tag (seeded delays at every sync
+site, poison on release), labelled ``LABEL~TAG``. Because the name carries the perturbation, an
+isolation worker, ``properties.repro`` and ``ci.sanitize`` rebuild the same variant from it
+(``properties.subjects.resolve_subject`` hands such names here).
+
+A family supports perturbation when its ``custom_kernel`` takes a ``perturbation`` argument
+(and gets ``strict=True``, guarded device tables, when it takes ``strict``);
+the variants of other subjects (the CPU model, subject files) come back with a ``skip_reason``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+
+from kernel.perturbation import Perturbation
+from properties.subjects import SubjectVariant
+
+SEPARATOR = "~"
+
+
+def split_name(name: str) -> tuple[str, Perturbation]:
+    base, _, tag = name.partition(SEPARATOR)
+    return base, Perturbation.from_tag(tag)
+
+
+def supports_perturbation(variant: SubjectVariant) -> bool:
+    run = variant.run
+    func = run.func if isinstance(run, functools.partial) else run
+    try:
+        return "perturbation" in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def perturbed(variant: SubjectVariant, perturbation: Perturbation) -> SubjectVariant:
+    """``variant`` built with ``perturbation`` (a skip reason when its family cannot be perturbed)."""
+    source = f"{variant.repro_subject.partition(SEPARATOR)[0]}{SEPARATOR}{perturbation.tag}"
+    label = f"{variant.label}{SEPARATOR}{perturbation.tag}"
+    if not supports_perturbation(variant):
+        return dataclasses.replace(variant, label=label, source=source,
+                                   skip_reason=variant.skip_reason or f"subject {variant.subject} has no schedule to perturb")
+    run = variant.run
+    func = run.func if isinstance(run, functools.partial) else run
+    extra = {"perturbation": perturbation}
+    if "strict" in inspect.signature(func).parameters:
+        extra["strict"] = True  # guarded device tables (kernel.tables)
+    if isinstance(run, functools.partial):
+        run = functools.partial(run.func, *run.args, **run.keywords, **extra)
+    else:
+        run = functools.partial(run, **extra)
+    return dataclasses.replace(variant, label=label, run=run, source=source)
+
+
+def resolve_perturbed(name: str, scope: str = "production") -> list[SubjectVariant]:
+    from properties.subjects import resolve_subject
+
+    base, perturbation = split_name(name)
+    return [perturbed(v, perturbation) for v in resolve_subject(base, scope)]
