@@ -10,7 +10,8 @@ import oracle
 from kernel.errors import InvalidProblemError
 from properties.breakages import broken_problem
 from properties.checks import check_example
-from properties.strategies import examples, invalid_examples
+from properties.strategies import STANDARD_SHAPES, corner_examples, examples, invalid_examples
+from kernel.validation import KernelConstraints
 
 pytestmark = pytest.mark.properties
 
@@ -21,6 +22,20 @@ def test_subject_matches_oracle(subject_variant, data):
     example = data.draw(examples(subject_variant), label="example")
     note(example.repro(subject_variant.repro_subject, subject_variant.label))
     check_example(subject_variant, example)
+
+
+CORNERS = sorted(corner_examples(KernelConstraints(k_granularity=64)))
+
+
+@pytest.mark.parametrize("corner", CORNERS)
+def test_subject_matches_oracle_on_corners(subject_variant, corner):
+    """Fixed structured corners (properties.strategies.corner_examples), in every profile: empty
+    groups around non-empty ones, tile multiples and one past, G = 1 and max, K = granularity and
+    7168, one shared B, the standard shapes at full size (those skip the determinism rerun)."""
+    example = corner_examples(subject_variant.constraints).get(corner)
+    if example is None:
+        pytest.skip(f"{corner} does not fit {subject_variant.test_id}'s constraints {subject_variant.constraints}")
+    check_example(subject_variant, example, rerun=corner not in STANDARD_SHAPES)
 
 
 @pytest.mark.parametrize("distribution", oracle.DISTRIBUTIONS)
