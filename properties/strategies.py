@@ -130,35 +130,52 @@ def corner_examples(constraints: KernelConstraints, seed: int = 0) -> dict[str, 
 
 @dataclass(frozen=True)
 class InvalidExample:
-    """A valid example plus one broken rule; ``rule`` is what the typed error must name."""
+    """A valid example plus one broken rule; ``rule``, ``group`` and ``tensor`` are what the
+    typed error must name (``group`` None: a problem-wide rule)."""
 
     base: Example
     breakage: str
     rule: str
     group: int | None
+    tensor: str | None = None
 
 
-# breakage name -> the InvalidProblemError.rule it must raise
-BREAKAGES = {
+# every tensor of a group, and every rule each of them must satisfy (kernel.validation): one
+# breakage "rule:tensor" per pair; "aliasing:X" places c over X (over another group's c for X = c)
+TENSORS = ("a", "b", "c", "sfa", "sfb", "sfa_blocked", "sfb_blocked")
+TENSOR_RULES = ("type", "dtype", "shape", "device", "strides", "alignment", "aliasing")
+# problem-wide breakages -> the rule they break (the error names tensor "problem_sizes")
+PROBLEM_BREAKAGES = {
     "k_not_multiple": "k_granularity",
     "l_not_one": "l_is_one",
     "too_many_groups": "too_many_groups",
     "no_groups": "no_groups",
-    "wrong_dtype_a": "dtype",
-    "wrong_shape_b": "shape",
-    "transposed_c": "strides",
-    "misaligned_a": "alignment",
-    "c_aliases_a": "aliasing",
-    "c_overlaps_c": "aliasing",
-    "wrong_device": "device",
+    "negative_m": "negative_size",
+    "three_int_size": "size_format",
 }
+# breakage name -> the InvalidProblemError.rule it must raise
+BREAKAGES = {**PROBLEM_BREAKAGES, **{f"{rule}:{tensor}": rule for rule in TENSOR_RULES for tensor in TENSORS}}
+
+
+def breakage_tensor(breakage: str) -> str:
+    """The tensor the error must name: the broken one (c for every aliasing breakage)."""
+    if breakage in PROBLEM_BREAKAGES:
+        return "problem_sizes"
+    rule, tensor = breakage.split(":")
+    return "c" if rule == "aliasing" else tensor
+
+
+def applicable_breakages(constraints: KernelConstraints) -> list[str]:
+    """The breakages a problem for ``constraints`` can show: an off-grid K must stay a multiple of
+    16 (the scale blocks), so a K granularity of 16 has none."""
+    return sorted(b for b in BREAKAGES if b != "k_not_multiple" or constraints.k_granularity >= 32)
 
 
 @st.composite
 def invalid_examples(draw, variant: SubjectVariant) -> InvalidExample:
     base = draw(examples(variant, distributions=["uniform"], layouts=["separate"]))
-    breakage = draw(st.sampled_from(sorted(BREAKAGES)))
+    breakage = draw(st.sampled_from(applicable_breakages(variant.constraints)))
     group = draw(st.integers(0, len(base.sizes) - 1))
     if breakage in ("too_many_groups", "no_groups"):
         group = None
-    return InvalidExample(base, breakage, BREAKAGES[breakage], group)
+    return InvalidExample(base, breakage, BREAKAGES[breakage], group, breakage_tensor(breakage))
