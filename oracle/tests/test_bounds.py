@@ -9,8 +9,10 @@ from oracle import (DISTRIBUTIONS, GroupCodes, as_uint8, check_outputs, clone_da
                     make_inputs, ulp16)
 
 from . import fraction_oracle
+from oracle.distributions import truncation_adversary
+
 from .model_kernels import (CHUNK_ORDERS, blockwise_outputs, chunked_fp32, sequential_fp32,
-                            sequential_outputs, truncation_adversary)
+                            sequential_outputs)
 
 # what the subjects declare (KernelConstraints.accumulation_chunk): none, Hopper wgmma,
 # tcgen05 block-scaled MMA, the CPU model's K tiles
