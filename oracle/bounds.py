@@ -24,9 +24,18 @@ gamma_{n-1} * (sum of the terms' magnitudes) of the exact sum (Higham, Accuracy 
 2nd ed., Lemma 3.1 and §4.2). With e_j = |t_j - s_j| and |t_{j-1}| <= |s_{j-1}| + e_{j-1}:
 
     e_1 <= gamma_{chunk} A_1,   e_j <= (1 + gamma_chunk) e_{j-1} + gamma_chunk (|s_{j-1}| + A_j)
-    =>  e_N <= E := gamma_chunk (1 + gamma_chunk)^(N-1) (S + sum_{j=1}^{N-1} |s_j|)
+    =>  e_N <= gamma_chunk (1 + gamma_chunk)^(N-1) (S + sum_{j=1}^{N-1} |s_j|)
 
-(with one chunk, E = gamma_{K-1} S). The a-posteriori partial sums |s_j| replace the sum of
+Block FMA. Tensor cores may evaluate one update as a block FMA instead of a tree of fp32
+additions: align the chunk + 1 operands to the largest exponent, drop the bits below 24
+significant ones of it (each operand loses less than u * max|operand|), add exactly, round once
+(u |result|); the model of Fasi, Higham, Mikaitis and Pranesh, "Numerical behavior of NVIDIA
+tensor cores" (PeerJ CS, 2021). That update errs by at most (chunk + 2) u (|t_{j-1}| + A_j),
+so E uses gamma_{chunk+2} in place of gamma_chunk, and covers both:
+
+    E := gamma_{chunk+2} (1 + gamma_{chunk+2})^(N-1) (S + sum_{j=1}^{N-1} |s_j|)
+
+(with no declared order, one chunk of K terms in any tree: E = gamma_{K-1} S). The a-posteriori partial sums |s_j| replace the sum of
 |terms| over all of K: with random signs |s_j| grows like sqrt(j), so E is about
 chunk * u * sum_j |s_j| instead of K * u * S (at K = 7168, uniform codes: a median of 51 fp16
 ulps before, about 1 now with chunk 16; see oracle/tests/test_bounds.py).
@@ -62,6 +71,7 @@ from .rounding import FP16_OVERFLOW_THRESHOLD, bit_length, round_scaled_int_to_f
 FP32_ADDITION_UNIT = 2.0 ** -23            # covers round-toward-zero as well as nearest
 _FLOAT64_SLACK = 1 + 2.0 ** -30            # E is evaluated in float64 (<= 2^20 roundings): keep it an upper bound
 _FP32_SIGNIFICAND = 24
+_BLOCK_FMA_EXTRA_TERMS = 2                 # gamma_{chunk+2}, not gamma_chunk: see "Block FMA" above
 _EXACT_FLOAT64_CHUNK = 512                 # chunk sums of |products| < 2^44 stay below 2^53: exact in float64
 _PREFIX_BATCH_ELEMENTS = 1 << 22           # float64 elements of chunk sums held at once (32 MiB)
 
@@ -125,13 +135,13 @@ def accumulation_error(a_int: torch.Tensor, b_int: torch.Tensor, abs_sum: torch.
                        chunk: int | None) -> torch.Tensor:
     """E of the module docstring, float64 [m, n] in units of 2^-20 (times 2^-20 by the caller)."""
     k = a_int.shape[1]
-    chunk = k if chunk is None else min(int(chunk), k)
+    if chunk is None:
+        return abs_sum.to(torch.float64) * (gamma(k) * _FLOAT64_SLACK)
     if chunk < 1:
         raise ValueError(f"accumulation chunk must be >= 1, got {chunk}")
+    chunk = min(int(chunk), k)
     chunks = -(-k // chunk)
-    if chunks == 1:
-        return abs_sum.to(torch.float64) * (gamma(k) * _FLOAT64_SLACK)
-    g = gamma(chunk + 1)
+    g = gamma(chunk + 1 + _BLOCK_FMA_EXTRA_TERMS)
     growth = math.exp((chunks - 1) * math.log1p(g))
     magnitudes = abs_sum.to(torch.float64) + _prefix_magnitudes(a_int, b_int, chunk)
     return magnitudes * (g * growth * _FLOAT64_SLACK)
