@@ -47,7 +47,7 @@ def blockwise_outputs(data):
 
 # ---- accumulation in a declared chunk order, with true fp32 additions ----
 
-CHUNK_ORDERS = ("acc_first", "acc_first_reversed", "partial_first", "pairwise")
+CHUNK_ORDERS = ("acc_first", "acc_first_reversed", "partial_first", "pairwise", "block_fma")
 
 
 def _add_fp32(x: torch.Tensor, y: torch.Tensor, toward_zero: bool) -> torch.Tensor:
@@ -69,6 +69,15 @@ def _tree_sum(terms: list[torch.Tensor], toward_zero: bool) -> torch.Tensor:
     return terms[0]
 
 
+def _block_fma(acc: torch.Tensor, products: list[torch.Tensor], toward_zero: bool) -> torch.Tensor:
+    operands = torch.stack([acc, *products]).double()                 # exact
+    _, exponent = torch.frexp(operands.abs().amax(dim=0))             # max in [2^(e-1), 2^e)
+    quantum = torch.ldexp(torch.ones_like(operands[0]), exponent - 24)  # 24 bits from 2^(e-1)
+    kept = torch.trunc(operands / quantum) * quantum                  # exact: power-of-two scaling
+    total = kept.sum(dim=0)                                           # exact: < 2^53 quanta
+    return _toward_zero_fp32(total) if toward_zero else total.to(torch.float32)
+
+
 def chunked_fp32(data, chunk: int | None, *, toward_zero: bool, order: str = "acc_first"):
     """fp32 accumulators [m, n]: K cut in chunks of ``chunk`` (None: one chunk), each chunk's
     exact products added to the accumulator in one of CHUNK_ORDERS (all allowed by the declared
@@ -78,6 +87,9 @@ def chunked_fp32(data, chunk: int | None, *, toward_zero: bool, order: str = "ac
     acc_first_reversed  the same, products of the chunk in reverse order
     partial_first       the chunk's sequential sum first, then acc + partial (the CPU model)
     pairwise            the chunk's pairwise tree sum, then acc + partial
+    block_fma           the tensor-core model: acc and the products aligned to the largest
+                        exponent, truncated to 24 bits below it, added exactly, rounded once
+                        (toward zero or to nearest)
     """
     if order not in CHUNK_ORDERS:
         raise ValueError(f"unknown order {order!r}")
@@ -91,6 +103,9 @@ def chunked_fp32(data, chunk: int | None, *, toward_zero: bool, order: str = "ac
             terms = products[k0:k0 + size]
             if order == "acc_first_reversed":
                 terms = terms[::-1]
+            if order == "block_fma":
+                acc = _block_fma(acc, terms, toward_zero)
+                continue
             if order.startswith("acc_first"):
                 for p in terms:
                     acc = _add_fp32(acc, p, toward_zero)
