@@ -17,7 +17,11 @@ Subjects:
   ``kernel/tests/test_hopper_sync_sites.py`` (races the H200 runs need not show);
 * ``blackwell-static``: the sm_100a kernel compiled on the CPU, caught by the compile tests and
   the SASS census assertions (``profiling/tests/test_static_blackwell.py``,
-  ``kernel/tests/test_blackwell_sync_sites.py``).
+  ``kernel/tests/test_blackwell_sync_sites.py``);
+* ``harness``: the harness itself (the oracle's bound, the checks every subject run goes
+  through, input validation, a plan corner): caught on the CPU by the harness's own tests
+  (``oracle/tests/test_bounds.py``, ``properties/test_check_mechanisms.py``,
+  ``properties/test_breakages.py``, ``properties/test_plan_properties.py``).
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SUBJECTS = ("model", "plan", "hopper", "hopper-static", "blackwell-static")
-CPU_SUBJECTS = ("model", "plan", "hopper-static", "blackwell-static")
+SUBJECTS = ("model", "plan", "hopper", "hopper-static", "blackwell-static", "harness")
+CPU_SUBJECTS = ("model", "plan", "hopper-static", "blackwell-static", "harness")
 
 # the main property, run against the CPU model (both declared model variants)
 MODEL_PROPERTY = ["properties/test_subject_vs_oracle.py::test_subject_matches_oracle", "--subject=model"]
@@ -502,6 +506,92 @@ SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
     for key in keys
 )
 MUTANTS = MUTANTS + SYNC_MUTANTS
+
+# ------------------------------------------------------------------- harness (CPU, every CI run)
+# bugs in the harness that would let kernel bugs through: each is caught by a test of the harness
+BOUND_TIGHTNESS = ["oracle/tests/test_bounds.py::test_a_bound_twice_as_loose_misses_a_planted_error"]
+BOUND_FP16_STEP = ["oracle/tests/test_bounds.py::test_the_fp16_step_is_the_rounding_interval_of_x_plus_minus_e"]
+CHECK_MECHANISMS = "properties/test_check_mechanisms.py"
+BREAKAGE_TESTS = ["properties/test_breakages.py"]
+
+HARNESS_MUTANTS: tuple[Mutant, ...] = (
+    _m(
+        "harness_bound_loosened_x2",
+        "bound loosened: the accumulation error E of a declared order doubled",
+        "oracle/bounds.py",
+        "    return magnitudes * (g * growth * _FLOAT64_SLACK)",
+        "    return magnitudes * (2 * g * growth * _FLOAT64_SLACK)",
+        "harness",
+        BOUND_TIGHTNESS,
+    ),
+    _m(
+        "harness_bound_loosened_one_chunk_x2",
+        "bound loosened: the accumulation error E with no declared order doubled",
+        "oracle/bounds.py",
+        "        return abs_sum.to(torch.float64) * (gamma(k) * _FLOAT64_SLACK)",
+        "        return abs_sum.to(torch.float64) * (2 * gamma(k) * _FLOAT64_SLACK)",
+        "harness",
+        BOUND_TIGHTNESS,
+    ),
+    _m(
+        "harness_bound_extra_fp16_ulp",
+        "bound loosened: one fp16 ulp added to the rounding interval of x +- E",
+        "oracle/bounds.py",
+        "    return torch.maximum(high - r, r - low)",
+        "    return torch.maximum(high - r, r - low) + ulp16(r)",
+        "harness",
+        BOUND_FP16_STEP,
+    ),
+    _m(
+        "harness_determinism_compares_buffer_with_itself",
+        "determinism check compares the second run's buffer with itself",
+        "properties/checks.py",
+        "            diff = _bitwise_differences(b, a)",
+        "            diff = _bitwise_differences(b, b)",
+        "harness",
+        [f"{CHECK_MECHANISMS}::test_the_rerun_catches_a_subject_that_differs_between_runs"],
+    ),
+    _m(
+        "harness_canary_check_skipped",
+        "canary check skipped: guard regions around C never inspected",
+        "properties/checks.py",
+        "    bad = guarded.damaged_guards()\n",
+        "    bad = []\n",
+        "harness",
+        [f"{CHECK_MECHANISMS}::test_the_canaries_catch_a_write_past_c"],
+    ),
+    _m(
+        "harness_validation_sfb_blocked_strides_dropped",
+        "validation rule dropped: the strides of sfb_blocked are not checked",
+        "kernel/validation.py",
+        '_check_tensor(sfb_r, "sfb_blocked", g, fp8, blocked_shape(n, k), blocked_strides(n, k), constraints)',
+        '_check_tensor(sfb_r, "sfb_blocked", g, fp8, blocked_shape(n, k), None, constraints)',
+        "harness",
+        BREAKAGE_TESTS,
+    ),
+    _m(
+        "harness_validation_alignment_dropped",
+        "validation rule dropped: no base-pointer alignment check for any tensor",
+        "kernel/validation.py",
+        "    if t.data_ptr() % constraints.alignment_bytes:",
+        "    if False and t.data_ptr() % constraints.alignment_bytes:",
+        "harness",
+        BREAKAGE_TESTS,
+    ),
+    _m(
+        "harness_plan_empty_group_prefix_skipped",
+        "plan corner: an empty group gets no tile prefix entry (entries padded at the end), "
+        "visible only when an empty group precedes work in launch order",
+        "kernel/plan.py",
+        "        prefix.append(prefix[-1] + tm * tn)\n",
+        "        if tm * tn:\n            prefix.append(prefix[-1] + tm * tn)\n"
+        "    prefix += [prefix[-1]] * (len(tiles_m) + 1 - len(prefix))\n",
+        "harness",
+        PLAN_PROPERTIES,
+    ),
+)
+
+MUTANTS = MUTANTS + HARNESS_MUTANTS
 
 BY_NAME = {m.name: m for m in MUTANTS}
 

@@ -23,6 +23,25 @@ accesses, so racecheck has no access to pair with them; mbarrier protocols are n
 checks (it checks barrier use). ``ci.mutation_runner`` uses this module as its third verdict
 (``--tool`` each of memcheck, racecheck, synccheck, initcheck, ``--variant`` the mutant's).
 A perturbed subject (``hopper~TAG``, properties/perturbed.py) can be sanitized too.
+
+initcheck (not a default tool). Before compare() changed, initcheck reported 6582 uninitialized
+device reads on the fastest Hopper variant, all in the ``ragged`` case and attributed to the
+host frame ``oracle/compare.py:77``: ``torch.topk`` over the flattened "badness" of one group,
+run on the GPU. Evidence that they were torch's, not the kernel's nor the harness's buffers:
+
+* the launching host frame was the topk call, a kernel of torch's, not the subject's launch;
+* PyTorch's CUDA topk takes its multi-block path (``mbtopk``, aten/src/ATen/native/cuda/
+  TensorTopK.cu, ``should_use_multiblock``: one slice of 20000 elements or more) only for
+  ``ragged``'s 129 x 200 = 25800-element group; every other case's groups are below 20000
+  (edges 8320 and 8192, empty_group 12288) and reported nothing. That path reads scratch
+  buffers it allocates uninitialized;
+* every buffer the harness hands a kernel is initialized: inputs (``torch.full`` for packed
+  layouts, gaps and the blocked scales' padding), outputs (canary-filled, NaN-poisoned).
+
+compare() now ranks the worst elements only for a group that has violations, and on the CPU,
+so a passing check launches no topk on the device. Expected: initcheck clean on the
+production variants (``python -m ci.sanitize --tool=initcheck --case=ragged --case=edges
+--case=empty_group --variant=LABEL``); a report that remains is the kernel's or a new one.
 """
 
 from __future__ import annotations

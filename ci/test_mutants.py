@@ -4,7 +4,7 @@
   a code change that moves or rewrites a mutated line fails here instead of silently turning
   the mutant into a no-op; the catalog is well formed;
 * slow (``-m slow``, about 1.5 min on 2 cores): ``ci.mutation_runner`` applies every CPU mutant
-  (model, plan, blackwell-static) to a copy of the repository and runs its selection there,
+  (model, plan, hopper-static, blackwell-static, harness) to a copy of the repository and runs its selection there,
   after checking the unmutated selections pass; every mutant must be caught and the working
   tree must be left as it was.
 """
@@ -44,6 +44,18 @@ def test_catalog_is_well_formed():
     assert not missing, f"no mutant of these kinds: {missing}"
     assert {m.subject for m in MUTANTS} == set(SUBJECTS)
     assert set(EQUIVALENT) <= set(names), "an equivalence is recorded for a mutant not in the catalog"
+
+# the harness checks whose planted bugs must be caught on the CPU (ci/mutants.py, harness section)
+HARNESS_KINDS = ("bound loosened", "determinism check", "validation rule dropped", "plan corner",
+                 "canary check skipped")
+
+
+def test_the_harness_mutants_cover_each_harness_check():
+    harness = [m for m in MUTANTS if m.subject == "harness"]
+    kinds = " ".join(m.kind for m in harness)
+    missing = [k for k in HARNESS_KINDS if k not in kinds]
+    assert not missing, f"no harness mutant of these kinds: {missing}"
+    assert "harness" in CPU_SUBJECTS and not any(m.needs_gpu for m in harness)
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)

@@ -47,7 +47,8 @@ DECLARED_VARIANTS = (
 
 
 def constraints(config: ModelConfig = DEFAULT_CONFIG) -> KernelConstraints:
-    return KernelConstraints(k_granularity=64, max_groups=64, device_type="cpu")
+    # acc += a_tile @ b_tile.T: one fp32 update per K tile, torch's matmul order inside it
+    return KernelConstraints(k_granularity=64, max_groups=64, device_type="cpu", accumulation_chunk=config.tile_k)
 
 
 def unavailable_reason() -> str | None:

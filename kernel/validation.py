@@ -29,6 +29,10 @@ class KernelConstraints:
     device_type: str = "cuda"  # where every tensor must live ("cpu" for the CPU model)
     alignment_bytes: int = 16  # every base pointer (TMA needs 16)
     max_dim: int = 1 << 20  # M, N, K upper bound (keeps offsets in int32 arithmetic)
+    # the fp32 accumulator is updated once per this many K elements, in K order, each update in
+    # any order of fp32 additions; None: no order declared. oracle.bounds derives the error bound
+    # from it (the Hopper wgmma updates per 16, tcgen05 block-scaled MMA per 64, the CPU model per K tile)
+    accumulation_chunk: int | None = None
 
 
 @dataclass(frozen=True)

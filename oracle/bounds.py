@@ -1,39 +1,82 @@
 """How far an honest fp32-accumulating kernel may land from the exact reference, per element.
 
-Model of an honest kernel: every product a_i * b_i of dequantized values is formed exactly (it
-has at most 12 significant bits, exact in fp32), the K products are added in fp32 in ANY order
-(any tree, also with round-toward-zero additions as tensor cores may do), and the fp32 result
-is rounded once to fp16 (round to nearest even).
+Declared accumulation order. A subject declares ``chunk`` (``KernelConstraints.accumulation_chunk``):
+K is cut into consecutive chunks of ``chunk`` elements, in K order, and the fp32 accumulator t
+is updated once per chunk:
 
-Derivation. Let x be the exact dot product, S = sum |a_i b_i|, u = 2^-23 (the relative error of
-one fp32 addition under any rounding mode, directed ones included; round-to-nearest gives 2^-24).
-A sum of K terms in any tree order has |fl32(sum) - x| <= gamma_{K-1} S with
-gamma_n = n u / (1 - n u) (Higham, Accuracy and Stability, 2nd ed., §4.2 and Lemma 3.1);
-call this E. Rounding y = fl32(sum) to fp16 moves it by at most half an fp16 ulp at |y| <= |x|+E;
-the reference r = fp16(x) is within half an ulp at |x| of x. Hence
-    |fp16(y) - r| <= E + ulp16(|x| + E) =: bound,
-with ulp16(v) = 2^(floor(log2 v) - 10) for v >= 2^-14 and 2^-24 below (ulp16 is monotone).
-Overflow: fp16(y) is +inf iff y >= 65520, which needs x + E >= 65520; compare() therefore
-treats +-inf as +-65520 and applies the same bound (see compare.py).
+    t_0 = 0,   t_j = the fp32 evaluation of  t_{j-1} + (the chunk's exact products)
+
+in ANY order of fp32 additions (any binary tree over those chunk + 1 operands, the chunk's own
+partial sum first or not, any rounding mode whose relative error is at most u = 2^-23: nearest
+gives 2^-24, round-toward-zero as tensor cores may do gives 2^-23). Every product
+a_i * b_i of dequantized values is exact (it has at most 12 significant bits), then t_N is
+rounded once to fp16 (round to nearest even). ``chunk=None`` declares nothing about the order:
+one chunk of all K products, any order (the bound of a plain fp32 matmul).
+What the subjects declare: the CPU model ``tile_k`` (``acc += a_tile @ b_tile.T``, torch's
+fp32 matmul over one K tile in an unspecified order); the Hopper kernel 16 (one wgmma of K=16
+per accumulator update, its internal order unspecified); tcgen05 block-scaled MMA 64 (K=64 per
+instruction).
+
+Derivation of E (the fp32 error). Let s_j be the exact sum of the products of chunks 1..j (exact
+integers times 2^-20, computed below in int64), A_j the sum of |products| of chunk j,
+S = sum_j A_j, gamma_n = n u / (1 - n u). A sum of n terms in any tree order is within
+gamma_{n-1} * (sum of the terms' magnitudes) of the exact sum (Higham, Accuracy and Stability,
+2nd ed., Lemma 3.1 and §4.2). With e_j = |t_j - s_j| and |t_{j-1}| <= |s_{j-1}| + e_{j-1}:
+
+    e_1 <= gamma_{chunk} A_1,   e_j <= (1 + gamma_chunk) e_{j-1} + gamma_chunk (|s_{j-1}| + A_j)
+    =>  e_N <= gamma_chunk (1 + gamma_chunk)^(N-1) (S + sum_{j=1}^{N-1} |s_j|)
+
+Block FMA. Tensor cores may evaluate one update as a block FMA instead of a tree of fp32
+additions: align the chunk + 1 operands to the largest exponent, drop the bits below 24
+significant ones of it (each operand loses less than u * max|operand|), add exactly, round once
+(u |result|); the model of Fasi, Higham, Mikaitis and Pranesh, "Numerical behavior of NVIDIA
+tensor cores" (PeerJ CS, 2021). That update errs by at most (chunk + 2) u (|t_{j-1}| + A_j),
+so E uses gamma_{chunk+2} in place of gamma_chunk, and covers both:
+
+    E := gamma_{chunk+2} (1 + gamma_{chunk+2})^(N-1) (S + sum_{j=1}^{N-1} |s_j|)
+
+(with no declared order, one chunk of K terms in any tree: E = gamma_{K-1} S). The a-posteriori partial sums |s_j| replace the sum of
+|terms| over all of K: with random signs |s_j| grows like sqrt(j), so E is about
+chunk * u * sum_j |s_j| instead of K * u * S (at K = 7168, uniform codes: a median of 51 fp16
+ulps before, about 1 now with chunk 16; see oracle/tests/test_bounds.py).
+
+The fp16 step is taken exactly: fp16 rounding is monotone, so a kernel result y with
+|y - x| <= E rounds into [fp16(x - E), fp16(x + E)], both computed by correct integer rounding
+of the widened interval (x - E and x + E rounded outward to multiples of 2^-20). The bound is
+the larger distance of those two ends from the reference r = fp16(x):
+
+    bound = max(fp16(x + E) - r, r - fp16(x - E))    (infinities read as +-65520)
+
+No rigorous bound given E can be smaller: both ends are values an fp32 result within E may
+round to. Overflow: fp16(y) is +inf iff y >= 65520; compare() reads +-inf as +-65520 on both
+sides, and this bound is computed the same way (see compare.py).
 
 Exact elements: every product is a multiple of g = 2^(v_a(i) + v_b(j)) * 2^-20, where v_a(i) is
 the smallest 2-adic valuation of row i's nonzero integers (likewise v_b(j)). Every partial sum
 is then a multiple of g of magnitude <= S; if S < 2^24 g it is an integer below 2^24 times a
-power of two, exact in fp32, so the kernel's fp32 sum is x itself and its fp16 output must equal
-the reference (up to the sign of zero). exact_sum_mask marks these elements and the bound
-there is 0. Elements with a NaN scale get bound 0 (NaN positions are compared separately).
+power of two, exact in fp32, so the kernel's fp32 sum is x itself in any order and its fp16
+output must equal the reference (up to the sign of zero). exact_sum_mask marks these elements
+and the bound there is 0. Elements with a NaN scale get bound 0 (NaN positions are compared
+separately).
 """
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from .reference import PRODUCT_EXPONENT, exact_int_matmul, group_integers
-from .rounding import bit_length, round_scaled_int_to_fp16, ulp16
+from .rounding import FP16_OVERFLOW_THRESHOLD, bit_length, round_scaled_int_to_fp16, ulp16
 
 FP32_ADDITION_UNIT = 2.0 ** -23            # covers round-toward-zero as well as nearest
-_FLOAT64_SLACK = 1 + 2.0 ** -40            # S and E are evaluated in float64: keep E an upper bound
+_FLOAT64_SLACK = 1 + 2.0 ** -30            # E is evaluated in float64 (<= 2^20 roundings): keep it an upper bound
 _FP32_SIGNIFICAND = 24
+_BLOCK_FMA_EXTRA_TERMS = 2                 # gamma_{chunk+2}, not gamma_chunk: see "Block FMA" above
+_EXACT_FLOAT64_CHUNK = 512                 # chunk sums of |products| < 2^44 stay below 2^53: exact in float64
+_PREFIX_BATCH_ELEMENTS = 1 << 22           # float64 elements of chunk sums held at once (32 MiB)
+
+__all__ = ["Expected", "FP32_ADDITION_UNIT", "accumulation_error", "error_bound", "exact_sum_mask",
+           "expected_outputs", "gamma", "ulp16"]
 
 
 @dataclass
@@ -60,8 +103,65 @@ def gamma(terms: int, unit: float = FP32_ADDITION_UNIT) -> float:
     return n / (1 - n)
 
 
-def expected_outputs(data) -> list[Expected]:
-    """Reference, exact value, accumulation error, bound and exact-sum mask for every group."""
+def _prefix_magnitudes(a_int: torch.Tensor, b_int: torch.Tensor, chunk: int) -> torch.Tensor:
+    """float64 [m, n]: sum_{j=1}^{N-1} |s_j| in units of 2^-20, s_j the exact sum of the first j
+    chunks (N = ceil(K / chunk)). The s_j are exact int64; the float64 sum of their magnitudes
+    is an approximation covered by _FLOAT64_SLACK."""
+    m, k = a_int.shape
+    n = b_int.shape[0]
+    total = torch.zeros(m, n, dtype=torch.float64, device=a_int.device)
+    running = torch.zeros(m, n, dtype=torch.int64, device=a_int.device)
+    starts = list(range(0, k, chunk))[:-1]          # the last chunk's prefix is the result itself
+    if not starts or m == 0 or n == 0:
+        return total
+    if chunk > _EXACT_FLOAT64_CHUNK or k % chunk:
+        for k0 in starts:
+            running += exact_int_matmul(a_int[:, k0:k0 + chunk], b_int[:, k0:k0 + chunk])
+            total += running.abs().to(torch.float64)
+        return total
+    batch = max(1, _PREFIX_BATCH_ELEMENTS // (m * n))
+    a3 = a_int.to(torch.float64).view(m, k // chunk, chunk)
+    b3 = b_int.to(torch.float64).view(n, k // chunk, chunk)
+    for j0 in range(0, len(starts), batch):
+        j1 = min(j0 + batch, len(starts))
+        sums = torch.einsum("mjc,njc->jmn", a3[:, j0:j1], b3[:, j0:j1]).to(torch.int64)
+        prefixes = running.unsqueeze(0) + sums.cumsum(dim=0)
+        total += prefixes.abs().to(torch.float64).sum(dim=0)
+        running = prefixes[-1]
+    return total
+
+
+def accumulation_error(a_int: torch.Tensor, b_int: torch.Tensor, abs_sum: torch.Tensor,
+                       chunk: int | None) -> torch.Tensor:
+    """E of the module docstring, float64 [m, n] in units of 2^-20 (times 2^-20 by the caller)."""
+    k = a_int.shape[1]
+    if chunk is None:
+        return abs_sum.to(torch.float64) * (gamma(k) * _FLOAT64_SLACK)
+    if chunk < 1:
+        raise ValueError(f"accumulation chunk must be >= 1, got {chunk}")
+    chunk = min(int(chunk), k)
+    chunks = -(-k // chunk)
+    g = gamma(chunk + 1 + _BLOCK_FMA_EXTRA_TERMS)
+    growth = math.exp((chunks - 1) * math.log1p(g))
+    magnitudes = abs_sum.to(torch.float64) + _prefix_magnitudes(a_int, b_int, chunk)
+    return magnitudes * (g * growth * _FLOAT64_SLACK)
+
+
+def _fp16_distance(numerator: torch.Tensor, error_units: torch.Tensor,
+                   reference: torch.Tensor) -> torch.Tensor:
+    """max |fp16(v) - r| over v in [x - E, x + E] (x = numerator * 2^-20, E = error_units * 2^-20),
+    infinities read as +-65520."""
+    widened = torch.ceil(error_units).clamp(max=2.0 ** 62).to(torch.int64)
+    ends = [round_scaled_int_to_fp16(numerator + sign * widened, PRODUCT_EXPONENT) for sign in (1, -1)]
+    limit = FP16_OVERFLOW_THRESHOLD
+    r = reference.to(torch.float64).clamp(-limit, limit)
+    high, low = (e.to(torch.float64).clamp(-limit, limit) for e in ends)
+    return torch.maximum(high - r, r - low)
+
+
+def expected_outputs(data, chunk: int | None = None) -> list[Expected]:
+    """Reference, exact value, accumulation error, bound and exact-sum mask for every group,
+    for a subject that declares accumulation ``chunk`` (see the module docstring)."""
     results = []
     for group in range(len(data[0])):
         a_int, b_int, nan = group_integers(data, group)
@@ -70,22 +170,22 @@ def expected_outputs(data) -> list[Expected]:
         abs_sum = exact_int_matmul(a_int.abs(), b_int.abs())          # S * 2^20, exact
         scale = 2.0 ** PRODUCT_EXPONENT
         exact = numerator.to(torch.float64) * scale
-        error = abs_sum.to(torch.float64) * (scale * gamma(k) * _FLOAT64_SLACK)
+        error_units = accumulation_error(a_int, b_int, abs_sum, chunk)
         shift = (_min_valuation(a_int).unsqueeze(1) + _min_valuation(b_int).unsqueeze(0))
         exact_sum = ((abs_sum >> shift.clamp(max=62)) < 2 ** _FP32_SIGNIFICAND) & ~nan
-        bound = error + ulp16(exact.abs() + error)
-        bound = torch.where(exact_sum | nan, torch.zeros_like(bound), bound)
         reference = round_scaled_int_to_fp16(numerator, PRODUCT_EXPONENT)
+        bound = _fp16_distance(numerator, error_units, reference)
+        bound = torch.where(exact_sum | nan, torch.zeros_like(bound), bound)
         reference = torch.where(nan, torch.full_like(reference, float("nan")), reference)
         exact = torch.where(nan, torch.full_like(exact, float("nan")), exact)
         results.append(Expected(*(t.unsqueeze(-1) for t in (
-            reference, exact, error, bound, exact_sum, nan))))
+            reference, exact, error_units * scale, bound, exact_sum, nan))))
     return results
 
 
-def error_bound(data) -> list[torch.Tensor]:
+def error_bound(data, chunk: int | None = None) -> list[torch.Tensor]:
     """Per group float64 [m, n, 1]: the largest |kernel - reference| an honest kernel may show."""
-    return [e.bound for e in expected_outputs(data)]
+    return [e.bound for e in expected_outputs(data, chunk)]
 
 
 def exact_sum_mask(data) -> list[torch.Tensor]:

@@ -137,3 +137,17 @@ def draw_groups(problem_sizes, seed: int, distribution: str = "uniform") -> list
         groups.append(_draw_group(distribution, m, n, k, gen))
     return groups
 
+
+def truncation_adversary(m: int, n: int, k: int):
+    """Codes where a truncating fp32 accumulator loses almost a full ulp on every addition after
+    the first block: 16 products of 2^10 (sum 2^14), then K - 16 products of 0.9375 * 2^-9, just
+    under ulp32(2^14) = 2^-9, each dropped entirely by a round-toward-zero addition. No
+    cancellation, so the error of an honest truncating kernel comes close to E."""
+    blocks = k // 16
+    a_codes = torch.full((m, k), 0x3, dtype=torch.uint8)        # 1.5
+    b_codes = torch.full((n, k), 0x2, dtype=torch.uint8)        # 1.0
+    a_codes[:, :16], b_codes[:, :16] = 0x6, 0x6                  # 4.0
+    sfa = torch.full((m, blocks), 0x10, dtype=torch.uint8)       # 2^-5
+    sfb = torch.full((n, blocks), 0x12, dtype=torch.uint8)       # 1.25 * 2^-5
+    sfa[:, 0], sfb[:, 0] = 0x50, 0x50                            # 8: 4 * 8 = 2^5 per operand
+    return GroupCodes(a_codes, sfa, b_codes, sfb)

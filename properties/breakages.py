@@ -1,4 +1,12 @@
-"""Turn a valid problem into one that breaks exactly one rule (see strategies.BREAKAGES)."""
+"""Turn a valid problem into one that breaks exactly one rule (see strategies.BREAKAGES).
+
+Tensor breakages are generic over the seven tensors of a group (a, b, c, sfa, sfb and both
+blocked scale layouts): each builds a replacement tensor that differs from the valid one in one
+respect only (type, dtype, shape, device, strides, base alignment, or c placed over it), so the
+validation rule that rejects it is the one named. The CPU model reads the logical view and
+cannot notice a wrong stride or a misaligned base; the GPU kernels read bytes, so the rules
+matter there, and every one of them is broken here for every tensor.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,13 @@ import torch
 
 import oracle
 from kernel.validation import KernelConstraints
-from properties.strategies import InvalidExample
+from properties.strategies import PROBLEM_BREAKAGES, InvalidExample
+
+# where each tensor sits in the problem tuple: (level, slot) with level 0 = (a, b, c),
+# 1 = (sfa, sfb), 2 = (sfa_blocked, sfb_blocked)
+_POSITION = {"a": (0, 0), "b": (0, 1), "c": (0, 2), "sfa": (1, 0), "sfb": (1, 1),
+             "sfa_blocked": (2, 0), "sfb_blocked": (2, 1)}
+_BLOCKED = ("sfa_blocked", "sfb_blocked")
 
 
 def _at_least(sizes, group, m_min, n_min):
@@ -16,12 +30,117 @@ def _at_least(sizes, group, m_min, n_min):
     return [tuple(s) for s in sizes]
 
 
-def _replace(data, group, *, a=None, b=None, c=None):
-    abc, sfs, sfs_r, sizes = data
-    abc = list(abc)
-    old = abc[group]
-    abc[group] = (old[0] if a is None else a, old[1] if b is None else b, old[2] if c is None else c)
-    return (abc, sfs, sfs_r, sizes)
+def _get(data, group, name):
+    level, slot = _POSITION[name]
+    return data[level][group][slot]
+
+
+def _replace(data, group, **tensors):
+    parts = [list(data[0]), list(data[1]), list(data[2]), data[3]]
+    for name, t in tensors.items():
+        level, slot = _POSITION[name]
+        entry = list(parts[level][group])
+        entry[slot] = t
+        parts[level][group] = tuple(entry)
+    return tuple(parts)
+
+
+def _raw(t: torch.Tensor) -> torch.Tensor:
+    """The same elements as an integer tensor of the same element size (copy_ works on it)."""
+    return t.view(torch.uint8 if t.element_size() == 1 else torch.int16)
+
+
+def _relocated(t: torch.Tensor, buffer: torch.Tensor, byte_offset: int) -> torch.Tensor:
+    """A copy of t with t's shape and strides, placed ``byte_offset`` bytes into uint8 ``buffer``."""
+    size = t.element_size()
+    extent = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+    region = buffer[byte_offset : byte_offset + extent * size]
+    region = region if size == 1 else region.view(torch.int16)
+    placed = region.as_strided(t.shape, t.stride())
+    placed.copy_(_raw(t))
+    return placed.view(t.dtype)
+
+
+def _with_other_strides(t: torch.Tensor, name: str) -> torch.Tensor:
+    """Same shape, dtype and values, laid out differently in memory."""
+    if name in _BLOCKED:
+        # the 32-row and 4-row modes swap places in storage: strides (4, 128, ...) for (16, 4, ...)
+        _, _, rest_m, _, rest_k, _ = t.shape
+        storage = torch.empty((rest_m, rest_k, 4, 32, 4), dtype=torch.uint8, device=t.device)
+        view = storage.permute(3, 2, 0, 4, 1).unsqueeze(-1)
+    else:
+        rows, cols, _ = t.shape
+        view = torch.empty((cols, rows, 1), dtype=_raw(t).dtype, device=t.device).permute(1, 0, 2)
+    view.copy_(_raw(t))
+    return view.view(t.dtype)
+
+
+def _with_wrong_shape(t: torch.Tensor, name: str) -> torch.Tensor:
+    """One row (or one 128-row block of the blocked layout) too many."""
+    shape = list(t.shape)
+    shape[2 if name in _BLOCKED else 0] += 1
+    return torch.zeros(shape, dtype=_raw(t).dtype, device=t.device).view(t.dtype)
+
+
+def _wrong_dtype(t: torch.Tensor) -> torch.Tensor:
+    return t.view(torch.bfloat16) if t.dtype == torch.float16 else t.view(torch.uint8)
+
+
+def _break_tensor(rule: str, name: str, data, g: int, device: str):
+    t = _get(data, g, name)
+    if rule == "type":
+        return _replace(data, g, **{name: _raw(t).cpu().numpy()})  # the right bytes, not a tensor
+    if rule == "dtype":
+        return _replace(data, g, **{name: _wrong_dtype(t)})
+    if rule == "shape":
+        return _replace(data, g, **{name: _with_wrong_shape(t, name)})
+    if rule == "device":
+        return _replace(data, g, **{name: t.to("meta" if device == "cpu" else "cpu")})
+    if rule == "strides":
+        return _replace(data, g, **{name: _with_other_strides(t, name)})
+    if rule == "alignment":
+        buffer = torch.zeros(t.numel() * t.element_size() + 64, dtype=torch.uint8, device=device)
+        return _replace(data, g, **{name: _relocated(t, buffer, t.element_size())})
+    if rule == "aliasing":
+        c = _get(data, g, "c")
+        if name == "c":  # c of group g is c of another group
+            return _replace(data, g, c=_get(data, 1 if g == 0 else 0, "c"))
+        nbytes = max(t.numel() * t.element_size(), c.numel() * 2) + 64
+        buffer = torch.zeros(nbytes, dtype=torch.uint8, device=device)
+        moved = _relocated(t, buffer, 0)
+        over = buffer[: c.numel() * 2].view(torch.float16).view(c.shape)
+        return _replace(data, g, **{name: moved, "c": over})
+    raise ValueError(f"unknown rule {rule!r}")
+
+
+def _tensor_sizes(sizes, rule: str, name: str, g: int):
+    """Sizes that let the breakage show: non-empty tensors, two rows and columns for a stride
+    change to be visible, a second group of the same shape for c over another c."""
+    sizes = _at_least(sizes, g, 2, 2)
+    if rule == "aliasing" and name == "c":
+        if len(sizes) == 1:
+            sizes.append(sizes[0])
+        sizes[1 if g == 0 else 0] = sizes[g]
+    return sizes
+
+
+def _break_problem(kind: str, sizes, g, constraints: KernelConstraints, make):
+    if kind == "no_groups":
+        return ([], [], [], [])
+    if kind == "too_many_groups":
+        return make([(1, 1, constraints.k_granularity, 1)] * (constraints.max_groups + 1))
+    if kind == "k_not_multiple":
+        # off the granularity's grid but a multiple of 16, so every tensor can still be built
+        if constraints.k_granularity < 32:
+            raise ValueError("k_not_multiple needs a K granularity of 32 or more")
+        m, n, k, l = sizes[g]
+        sizes[g] = (m, n, k + constraints.k_granularity // 2, l)
+        return make(sizes)
+    data = make(sizes)
+    problem_sizes = list(data[3])
+    m, n, k, _ = problem_sizes[g]
+    problem_sizes[g] = {"l_not_one": (m, n, k, 2), "negative_m": (-1, n, k, 1), "three_int_size": (m, n, k)}[kind]
+    return (data[0], data[1], data[2], problem_sizes)
 
 
 def broken_problem(inv: InvalidExample, constraints: KernelConstraints, device: str):
@@ -29,70 +148,8 @@ def broken_problem(inv: InvalidExample, constraints: KernelConstraints, device: 
     base, g = inv.base, inv.group
     sizes = list(base.sizes)
     make = lambda s: oracle.make_inputs(s, base.seed, distribution="uniform", device=device)  # noqa: E731
-    kind = inv.breakage
-    if kind == "no_groups":
-        return ([], [], [], [])
-    if kind == "too_many_groups":
-        gran = constraints.k_granularity
-        return make([(1, 1, gran, 1)] * (constraints.max_groups + 1))
-    if kind == "k_not_multiple":
-        m, n, k, l = sizes[g]
-        bad_k = k + max(32, constraints.k_granularity // 2)
-        if bad_k % constraints.k_granularity == 0:  # granularity of 32 or less: K can't be off-grid
-            raise ValueError("k_not_multiple needs a K granularity above 32")
-        sizes[g] = (m, n, bad_k, l)
-        return make(sizes)
-    if kind == "l_not_one":
-        data = make(sizes)
-        abc, sfs, sfs_r, ps = data
-        ps = list(ps)
-        m, n, k, _ = ps[g]
-        ps[g] = (m, n, k, 2)
-        return (abc, sfs, sfs_r, ps)
-    if kind == "wrong_dtype_a":
-        sizes = _at_least(sizes, g, 1, 0)
-        data = make(sizes)
-        return _replace(data, g, a=data[0][g][0].view(torch.uint8))
-    if kind == "wrong_shape_b":
-        data = make(sizes)
-        b = data[0][g][1]
-        wrong = torch.zeros((b.shape[0] + 1, b.shape[1], 1), dtype=torch.uint8, device=device)
-        return _replace(data, g, b=wrong.view(torch.float4_e2m1fn_x2))
-    if kind == "transposed_c":
-        sizes = _at_least(sizes, g, 2, 2)
-        data = make(sizes)
-        m, n = sizes[g][0], sizes[g][1]
-        c_t = torch.empty((n, m, 1), dtype=torch.float16, device=device).permute(1, 0, 2)
-        return _replace(data, g, c=c_t)
-    if kind == "misaligned_a":
-        sizes = _at_least(sizes, g, 1, 0)
-        data = make(sizes)
-        a = data[0][g][0]
-        nbytes = a.numel()
-        raw = torch.zeros(nbytes + 16, dtype=torch.uint8, device=device)[1 : 1 + nbytes]
-        raw.copy_(a.view(torch.uint8).reshape(-1))
-        return _replace(data, g, a=raw.view(a.shape).view(torch.float4_e2m1fn_x2))
-    if kind == "c_aliases_a":
-        sizes = _at_least(sizes, g, 1, 1)
-        data = make(sizes)
-        a, c = data[0][g][0], data[0][g][2]
-        a_bytes, c_bytes = a.numel(), c.numel() * 2
-        buf = torch.zeros(max(a_bytes, c_bytes) + 64, dtype=torch.uint8, device=device)
-        new_a = buf[:a_bytes].view(a.shape).view(torch.float4_e2m1fn_x2)
-        new_a.view(torch.uint8).copy_(a.view(torch.uint8))
-        new_c = buf[:c_bytes].view(torch.float16).view(c.shape)
-        return _replace(data, g, a=new_a, c=new_c)
-    if kind == "c_overlaps_c":
-        if len(sizes) == 1:
-            sizes.append(sizes[0])
-        h = 1 if g == 0 else 0
-        sizes = _at_least(sizes, g, 1, 1)
-        sizes[h] = sizes[g]
-        data = make(sizes)
-        return _replace(data, g, c=data[0][h][2])
-    if kind == "wrong_device":
-        data = make(sizes)
-        a = data[0][g][0]
-        elsewhere = "meta" if device == "cpu" else "cpu"
-        return _replace(data, g, a=a.to(elsewhere))
-    raise ValueError(f"unknown breakage {kind!r}")
+    if inv.breakage in PROBLEM_BREAKAGES:
+        return _break_problem(inv.breakage, sizes, g, constraints, make)
+    rule, name = inv.breakage.split(":")
+    data = make(_tensor_sizes(sizes, rule, name, g))
+    return _break_tensor(rule, name, data, g, device)

@@ -19,6 +19,15 @@ from kernel.validation import KernelConstraints
 
 # sizes around the tile edges the kernels use (64, 128, 256 rows or columns)
 EDGE_SIZES = (1, 2, 8, 63, 64, 65, 127, 128, 129, 191, 192, 255, 256, 257)
+# the standard (benchmark) shapes' K; GPU subjects also draw K up to the largest of them
+STANDARD_K = 7168
+# the four benchmark shapes: N and K shared by the groups, M per group
+STANDARD_SHAPES = {
+    "bench1": ((80, 176, 128, 72, 64, 248, 96, 160), 4096, 7168),
+    "bench2": ((40, 76, 168, 72, 164, 148, 196, 160), 7168, 2048),
+    "bench3": ((192, 320), 3072, 4096),
+    "bench4": ((128, 384), 4096, 1536),
+}
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,9 @@ def problem_sizes(
     num_groups = draw(st.integers(1, min(limits.max_groups, constraints.max_groups)))
     gran = constraints.k_granularity
     k_of = st.integers(1, limits.max_k_blocks).map(lambda b: b * gran)
+    if constraints.device_type == "cuda" and STANDARD_K // gran > limits.max_k_blocks:
+        # the standard shapes' K range (up to 7168) on the GPU, where it costs little
+        k_of = st.one_of(k_of, st.integers(limits.max_k_blocks + 1, STANDARD_K // gran).map(lambda b: b * gran))
     m_of = _dim(limits.max_m, allow_zero=True)
     n_of = _dim(limits.max_n, allow_zero=True)
     shared_m = draw(_dim(limits.max_m, allow_zero=False)) if layout == "shared_a" else None
@@ -87,40 +99,87 @@ def examples(draw, variant: SubjectVariant, distributions=None, layouts=None) ->
     return Example(sizes, seed, distribution, layout)
 
 
+def corner_examples(constraints: KernelConstraints, seed: int = 0) -> dict[str, Example]:
+    """Structured corners that random draws reach rarely, run as fixed examples in every profile
+    (properties/test_subject_vs_oracle.py): name -> Example, valid for ``constraints``.
+
+    Empty groups (M or N zero) before, between and after non-empty ones in caller order; M and N
+    at the tile multiples 64, 128, 256 and one past; G = 1 and G = max_groups; K at the
+    granularity and at the standard shapes' 7168; every group sharing one B; the four standard
+    shapes at full size."""
+    gran, g_max = constraints.k_granularity, constraints.max_groups
+    k_std = -(-STANDARD_K // gran) * gran
+    k_small = gran * max(1, 256 // gran)
+    corners = {
+        "empty_groups_around_work": ((0, 64, k_small, 1), (65, 0, k_small, 1), (40, 72, k_small, 1),
+                                     (0, 0, k_small, 1), (129, 8, k_small, 1), (7, 0, k_small, 1)),
+        "tile_multiples": ((64, 128, gran, 1), (128, 256, gran, 1), (256, 64, gran, 1)),
+        "tile_multiples_plus_one": ((65, 129, gran, 1), (129, 257, gran, 1), (257, 65, gran, 1)),
+        "one_group_k_granularity": ((128, 128, gran, 1),),
+        "one_group_k7168": ((129, 65, k_std, 1),),
+        "max_groups": tuple(((7 * g) % 130, (11 * g) % 70 + 1, gran * (1 + g % 3), 1) for g in range(g_max)),
+        "ragged_k7168": ((33, 200, k_std, 1), (0, 64, k_std, 1), (130, 17, k_std, 1)),
+    }
+    examples = {name: Example(sizes, seed, "uniform", "separate") for name, sizes in corners.items()}
+    examples["all_groups_share_b"] = Example(((1, 136, k_small, 1), (128, 136, k_small, 1), (200, 136, k_small, 1)),
+                                             seed, "uniform", "shared_b")
+    for name, (ms, n, k) in STANDARD_SHAPES.items():
+        if k % gran == 0 and len(ms) <= g_max:
+            examples[name] = Example(tuple((m, n, k, 1) for m in ms), seed, "uniform", "separate")
+    return examples
+
+
 @dataclass(frozen=True)
 class InvalidExample:
-    """A valid example plus one broken rule; ``rule`` is what the typed error must name."""
+    """A valid example plus one broken rule; ``rule``, ``group`` and ``tensor`` are what the
+    typed error must name (``group`` None: a problem-wide rule)."""
 
     base: Example
     breakage: str
     rule: str
     group: int | None
+    tensor: str | None = None
 
 
-# breakage name -> the InvalidProblemError.rule it must raise
-BREAKAGES = {
+# every tensor of a group, and every rule each of them must satisfy (kernel.validation): one
+# breakage "rule:tensor" per pair; "aliasing:X" places c over X (over another group's c for X = c)
+TENSORS = ("a", "b", "c", "sfa", "sfb", "sfa_blocked", "sfb_blocked")
+TENSOR_RULES = ("type", "dtype", "shape", "device", "strides", "alignment", "aliasing")
+# problem-wide breakages -> the rule they break (the error names tensor "problem_sizes")
+PROBLEM_BREAKAGES = {
     "k_not_multiple": "k_granularity",
     "l_not_one": "l_is_one",
     "too_many_groups": "too_many_groups",
     "no_groups": "no_groups",
-    "wrong_dtype_a": "dtype",
-    "wrong_shape_b": "shape",
-    "transposed_c": "strides",
-    "misaligned_a": "alignment",
-    "c_aliases_a": "aliasing",
-    "c_overlaps_c": "aliasing",
-    "wrong_device": "device",
+    "negative_m": "negative_size",
+    "three_int_size": "size_format",
 }
+# breakage name -> the InvalidProblemError.rule it must raise
+BREAKAGES = {**PROBLEM_BREAKAGES, **{f"{rule}:{tensor}": rule for rule in TENSOR_RULES for tensor in TENSORS}}
+
+
+def breakage_tensor(breakage: str) -> str:
+    """The tensor the error must name: the broken one (c for every aliasing breakage)."""
+    if breakage in PROBLEM_BREAKAGES:
+        return "problem_sizes"
+    rule, tensor = breakage.split(":")
+    return "c" if rule == "aliasing" else tensor
+
+
+def applicable_breakages(constraints: KernelConstraints) -> list[str]:
+    """The breakages a problem for ``constraints`` can show: an off-grid K must stay a multiple of
+    16 (the scale blocks), so a K granularity of 16 has none."""
+    return sorted(b for b in BREAKAGES if b != "k_not_multiple" or constraints.k_granularity >= 32)
 
 
 @st.composite
 def invalid_examples(draw, variant: SubjectVariant) -> InvalidExample:
     base = draw(examples(variant, distributions=["uniform"], layouts=["separate"]))
-    breakage = draw(st.sampled_from(sorted(BREAKAGES)))
+    breakage = draw(st.sampled_from(applicable_breakages(variant.constraints)))
     group = draw(st.integers(0, len(base.sizes) - 1))
     if breakage in ("too_many_groups", "no_groups"):
         group = None
-    return InvalidExample(base, breakage, BREAKAGES[breakage], group)
+    return InvalidExample(base, breakage, BREAKAGES[breakage], group, breakage_tensor(breakage))
 
 
 # ---- schedule perturbation (properties/test_perturbed_properties.py) ----------------------

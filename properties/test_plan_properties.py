@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import oracle
-from kernel.plan import ceil_div, make_plan
+from kernel.plan import make_plan
 from kernel.tables import POINTER_COLUMNS, TableCache
 from kernel.validation import KernelConstraints, validate_problem
 
@@ -25,12 +25,28 @@ schedules = st.sampled_from(["contiguous", "strided"])
 orders = st.sampled_from(["by_work", "caller"])
 
 
+# structured corners every profile runs: empty groups (M or N zero) before, between and after
+# non-empty ones in caller order (the by_work order moves them last, where a slip hides)
+EMPTY_AROUND_WORK = [(0, 64, 64, 1), (129, 0, 64, 1), (130, 257, 64, 1), (0, 0, 64, 1), (64, 300, 256, 1), (5, 0, 64, 1)]
+EMPTY_FIRST = [(0, 128, 64, 1), (1, 1, 64, 1)]
+TILE_MULTIPLES = [(128, 256, 64, 1), (129, 257, 64, 1), (256, 128, 512, 1)]
+
+
 def _plan(sizes, tile, max_ctas, schedule, order):
     return make_plan(sizes, tile_m=tile[0], tile_n=tile[1], tile_k=tile[2], max_ctas=max_ctas,
                      schedule=schedule, order=order)
 
 
+def _blocks(extent: int, tile: int) -> list[int]:
+    """Indices of the tiles that hold rows 0..extent-1: one per tile start (enumerated, not divided)."""
+    return [start // tile for start in range(0, extent, tile)]
+
+
 @given(sizes_strategy, tiles, grids, schedules, orders)
+@example(EMPTY_AROUND_WORK, (128, 128, 256), None, "contiguous", "caller")
+@example(EMPTY_AROUND_WORK, (64, 256, 64), 3, "strided", "caller")
+@example(EMPTY_FIRST, (128, 128, 256), 2, "contiguous", "caller")
+@example(TILE_MULTIPLES, (128, 128, 256), 4, "contiguous", "by_work")
 def test_every_tile_runs_exactly_once(sizes, tile, max_ctas, schedule, order):
     plan = _plan(sizes, tile, max_ctas, schedule, order)
     seen = [t for cta in range(plan.num_ctas) for t in plan.cta_tiles(cta)]
@@ -41,11 +57,12 @@ def test_every_tile_runs_exactly_once(sizes, tile, max_ctas, schedule, order):
         c = plan.locate(t)
         covered.setdefault(c.group, set()).add((c.m_block, c.n_block))
     for g, (m, n, _, _) in enumerate(sizes):
-        want = {(i, j) for i in range(ceil_div(m, tile[0])) for j in range(ceil_div(n, tile[1]))}
+        want = {(i, j) for i in _blocks(m, tile[0]) for j in _blocks(n, tile[1])}
         assert covered.get(g, set()) == want
 
 
 @given(sizes_strategy, tiles, grids, schedules)
+@example(EMPTY_AROUND_WORK, (128, 128, 256), 5, "contiguous")
 def test_cta_ranges_partition_and_balance(sizes, tile, max_ctas, schedule):
     plan = _plan(sizes, tile, max_ctas, schedule, "by_work")
     counts = [len(plan.cta_tiles(c)) for c in range(plan.num_ctas)]
@@ -54,8 +71,8 @@ def test_cta_ranges_partition_and_balance(sizes, tile, max_ctas, schedule):
     if not counts:
         return
     assert min(counts) >= 1, f"a launched CTA owns no tile: {counts}"
-    # the range length the device derives from the grid size
-    assert plan.tiles_per_cta == ceil_div(plan.total_tiles, plan.num_ctas)
+    # tiles_per_cta (what the device derives from the grid size) is the longest range a CTA runs
+    assert max(counts) == plan.tiles_per_cta, (counts, plan.tiles_per_cta)
     if schedule == "contiguous":
         # full ranges, then one shorter range at most, each starting where the previous ended
         assert counts[:-1] == [plan.tiles_per_cta] * (len(counts) - 1), counts
@@ -70,14 +87,16 @@ def test_cta_ranges_partition_and_balance(sizes, tile, max_ctas, schedule):
         assert plan.num_ctas == max_ctas
 
 
-@given(sizes_strategy, tiles)
-def test_device_group_search_matches_a_direct_enumeration(sizes, tile):
-    plan = _plan(sizes, tile, None, "contiguous", "by_work")
+@given(sizes_strategy, tiles, orders)
+@example(EMPTY_AROUND_WORK, (128, 128, 256), "caller")
+@example(EMPTY_FIRST, (64, 128, 128), "caller")
+def test_device_group_search_matches_a_direct_enumeration(sizes, tile, order):
+    plan = _plan(sizes, tile, None, "contiguous", order)
     tile_idx = 0
     for slot, group in enumerate(plan.group_order):
         m, n = sizes[group][0], sizes[group][1]
-        for n_block in range(ceil_div(n, tile[1])):
-            for m_block in range(ceil_div(m, tile[0])):
+        for n_block in _blocks(n, tile[1]):
+            for m_block in _blocks(m, tile[0]):
                 assert plan.locate(tile_idx) == (slot, group, m_block, n_block)
                 tile_idx += 1
     assert tile_idx == plan.total_tiles

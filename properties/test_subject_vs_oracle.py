@@ -10,7 +10,8 @@ import oracle
 from kernel.errors import InvalidProblemError
 from properties.breakages import broken_problem
 from properties.checks import check_example
-from properties.strategies import examples, invalid_examples
+from properties.strategies import STANDARD_SHAPES, corner_examples, examples, invalid_examples
+from kernel.validation import KernelConstraints
 
 pytestmark = pytest.mark.properties
 
@@ -21,6 +22,20 @@ def test_subject_matches_oracle(subject_variant, data):
     example = data.draw(examples(subject_variant), label="example")
     note(example.repro(subject_variant.repro_subject, subject_variant.label))
     check_example(subject_variant, example)
+
+
+CORNERS = sorted(corner_examples(KernelConstraints(k_granularity=64)))
+
+
+@pytest.mark.parametrize("corner", CORNERS)
+def test_subject_matches_oracle_on_corners(subject_variant, corner):
+    """Fixed structured corners (properties.strategies.corner_examples), in every profile: empty
+    groups around non-empty ones, tile multiples and one past, G = 1 and max, K = granularity and
+    7168, one shared B, the standard shapes at full size (those skip the determinism rerun)."""
+    example = corner_examples(subject_variant.constraints).get(corner)
+    if example is None:
+        pytest.skip(f"{corner} does not fit {subject_variant.test_id}'s constraints {subject_variant.constraints}")
+    check_example(subject_variant, example, rerun=corner not in STANDARD_SHAPES)
 
 
 @pytest.mark.parametrize("distribution", oracle.DISTRIBUTIONS)
@@ -34,22 +49,22 @@ def test_subject_matches_oracle_per_distribution(subject_variant, distribution, 
 
 @given(st.data())
 def test_subject_rejects_invalid_problems(subject_variant, data):
-    """Problems just outside the subject's constraints raise InvalidProblemError naming the rule.
+    """Problems just outside the subject's constraints (every rule x every tensor, see
+    properties.breakages) raise InvalidProblemError naming the rule, the group and the tensor.
 
     Runs only for subjects that validate their input (a file subject opts in with
     ``VALIDATES = True``, see properties.subjects); the others are judged on their results."""
     if not subject_variant.validates_input:
         pytest.skip(f"{subject_variant.test_id} does not declare VALIDATES = True: its input checking is not judged")
     inv = data.draw(invalid_examples(subject_variant), label="invalid")
-    if inv.breakage == "k_not_multiple" and subject_variant.constraints.k_granularity <= 32:
-        return
     note(f"invalid problem: {inv}")
     problem = broken_problem(inv, subject_variant.constraints, subject_variant.device)
     with pytest.raises(InvalidProblemError) as info:
         subject_variant.run(problem)
     err = info.value
     assert err.rule == inv.rule, f"{inv.breakage}: expected rule {inv.rule}, got {err.rule}: {err}"
+    assert err.tensor == inv.tensor, f"{inv.breakage}: expected tensor {inv.tensor}, got {err.tensor}: {err}"
     if inv.group is not None:
         assert err.group is not None, f"{inv.breakage}: the error names no group: {err}"
-        if inv.rule not in ("aliasing",):
+        if inv.breakage != "aliasing:c":  # two outputs overlap: either group may be named
             assert err.group == inv.group, f"{inv.breakage}: expected group {inv.group}: {err}"

@@ -1,3 +1,5 @@
+from fractions import Fraction
+
 import pytest
 import torch
 from hypothesis import given, strategies as st
@@ -6,7 +8,15 @@ from oracle import (DISTRIBUTIONS, GroupCodes, as_uint8, check_outputs, clone_da
                     data_from_codes, exact_sum_mask, expected_outputs, fp32_model_outputs,
                     make_inputs, ulp16)
 
-from .model_kernels import blockwise_outputs, sequential_fp32, sequential_outputs
+from . import fraction_oracle
+from oracle.distributions import truncation_adversary
+
+from .model_kernels import (CHUNK_ORDERS, blockwise_outputs, chunked_fp32, sequential_fp32,
+                            sequential_outputs)
+
+# what the subjects declare (KernelConstraints.accumulation_chunk): none, Hopper wgmma,
+# tcgen05 block-scaled MMA, the CPU model's K tiles
+DECLARED_CHUNKS = [None, 16, 64, 128, 256]
 
 SHAPES = [[(16, 24, 256, 1), (8, 40, 512, 1)], [(12, 8, 1024, 1)]]
 
@@ -112,6 +122,105 @@ def test_nan_elements_are_not_exact_and_have_zero_bound():
     (e,) = expected_outputs(data)
     assert e.nan.any() and not e.exact_sum[e.nan].any() and (e.bound[e.nan] == 0).all()
     assert torch.isnan(e.reference[e.nan]).all() and not torch.isnan(e.reference[~e.nan]).any()
+
+
+# ---- the bound for a declared accumulation order: sound, and tight enough to catch a x2 looser one ----
+
+
+@given(seed=st.integers(0, 2 ** 31), distribution=st.sampled_from([*DISTRIBUTIONS, "truncation_adversary"]),
+       m=st.integers(1, 5), n=st.integers(1, 5), k_blocks=st.integers(1, 448),
+       chunk=st.sampled_from(DECLARED_CHUNKS), order=st.sampled_from(CHUNK_ORDERS),
+       toward_zero=st.booleans())
+@pytest.mark.properties
+def test_accumulation_in_the_declared_order_never_exceeds_the_bound(
+        seed, distribution, m, n, k_blocks, chunk, order, toward_zero):
+    """True fp32 additions (nearest or toward zero) in an order the declaration allows, K up to
+    7168: the fp32 result is within E of the exact sum and its fp16 rounding within the bound."""
+    k = 16 * k_blocks
+    if distribution == "truncation_adversary":
+        data = data_from_codes([truncation_adversary(m, n, k)])
+    else:
+        data = make_inputs([(m, n, k, 1)], seed, distribution)
+    (e,) = expected_outputs(data, chunk)
+    (acc,) = chunked_fp32(data, chunk, toward_zero=toward_zero, order=order)
+    finite = ~e.nan[..., 0] & torch.isfinite(e.exact[..., 0])
+    error = (acc.double() - e.exact[..., 0]).abs()
+    assert (error[finite] <= e.accumulation_error[..., 0][finite]).all(), float((error - e.accumulation_error[..., 0])[finite].max())
+    report = check_outputs(data, [acc.to(torch.float16).unsqueeze(-1)], chunk=chunk)
+    assert report.ok, str(report)
+
+
+@pytest.mark.parametrize("k", [1024, 7168])
+@pytest.mark.parametrize("chunk", DECLARED_CHUNKS)
+def test_a_bound_twice_as_loose_misses_a_planted_error(chunk, k):
+    """Tightness of E: on the truncation adversary an honest truncating accumulation in the
+    declared order comes within 2/3 of E, so a planted error of 1.5x that honest error is flagged
+    by E and let through by 2E (a x2 looser bound fails here)."""
+    data = data_from_codes([truncation_adversary(2, 3, k)])
+    (e,) = expected_outputs(data, chunk)
+    (acc,) = chunked_fp32(data, chunk, toward_zero=True, order="acc_first")
+    honest = (acc.double() - e.exact[..., 0]).abs()
+    bound = e.accumulation_error[..., 0]
+    assert (honest <= bound).all()
+    planted = 1.5 * honest
+    assert (planted > bound).all(), f"E is more than 1.5x the honest error: {float((honest / bound).min()):.3f}"
+    assert (planted <= 2 * bound).all()
+
+
+def _fp16_distance(x: Fraction, error: Fraction, r: float) -> Fraction:
+    """max |fp16(v) - r| over v in [x - error, x + error], infinities read as +-65520 (Fractions)."""
+    clip = lambda v: Fraction(max(-65520.0, min(65520.0, v)))  # noqa: E731
+    ends = (fraction_oracle.round_to_fp16(x + error), fraction_oracle.round_to_fp16(x - error))
+    return max(clip(ends[0]) - clip(r), clip(r) - clip(ends[1]))
+
+
+@pytest.mark.parametrize("chunk", [None, 16])
+@pytest.mark.parametrize("distribution", ["uniform", "extreme"])  # the others are exact sums at this size
+def test_the_fp16_step_is_the_rounding_interval_of_x_plus_minus_e(distribution, chunk):
+    """bound = max distance of fp16(x +- E) from the reference, checked against Fractions and an
+    independent fp16 rounding: never below it (sound), at most one 2^-20 widening above it (no
+    extra ulp, no factor)."""
+    data = make_inputs([(6, 7, 512, 1)], 4, distribution)
+    (e,) = expected_outputs(data, chunk)
+    (exact,) = fraction_oracle.exact_outputs(data)
+    nonzero = 0
+    for i in range(6):
+        for j in range(7):
+            bound = Fraction(float(e.bound[i, j, 0]))
+            if exact[i][j] is None or bool(e.exact_sum[i, j, 0]):
+                assert bound == 0
+                continue
+            x, error = exact[i][j], Fraction(float(e.accumulation_error[i, j, 0]))
+            r = fraction_oracle.round_to_fp16(x)
+            assert _fp16_distance(x, error, r) <= bound <= _fp16_distance(x, error + Fraction(1, 2 ** 20), r)
+            nonzero += bound > 0
+    assert nonzero > 0
+
+
+@pytest.mark.parametrize("chunk,max_median_ulps", [(16, 1), (64, 2), (256, 4)])
+def test_median_bound_at_k7168_is_a_few_ulps(chunk, max_median_ulps):
+    """At the standard shapes' K on uniform codes the bound is a few fp16 ulps (51 with no order
+    declared, before the a-posteriori bound), and the CPU model's actual output stays inside."""
+    data = make_inputs([(32, 32, 7168, 1)], 7, "uniform")
+    (e,) = expected_outputs(data, chunk)
+    finite = torch.isfinite(e.reference)
+    ulps = (e.bound / ulp16(e.reference.double()))[finite]
+    assert float(ulps.median()) <= max_median_ulps
+    (acc,) = chunked_fp32(data, chunk, toward_zero=True, order="acc_first")
+    assert check_outputs(data, [acc.to(torch.float16).unsqueeze(-1)], chunk=chunk).ok
+
+
+@pytest.mark.parametrize("chunk", [16, 256])
+def test_dropping_the_last_k_block_at_k7168_is_flagged_on_most_elements(chunk):
+    """The planted error of the issue: at K = 7168 the bound with no declared order flagged a
+    dropped last 16-K block on about 20% of the elements."""
+    m, n = 32, 48
+    data = make_inputs([(m, n, 7168, 1)], 5, "uniform")
+    wrong = clone_data(data)
+    as_uint8(wrong[1][0][0])[:, -1, 0] = 0
+    (e,) = expected_outputs(data, chunk)
+    report = compare(fp32_model_outputs(wrong), [e.reference], [e.bound])
+    assert report.violations >= 0.6 * m * n, report
 
 
 # ---- compare() rules on hand-made tensors ----

@@ -1,0 +1,75 @@
+"""Every validation rule is broken for every tensor, and each breakage raises exactly its rule.
+
+The CPU model reads the logical view of its inputs, so a validation rule about bytes (strides,
+base alignment, the blocked scale layout) can be dropped without the model noticing; these
+tests apply every breakage of properties.breakages to a fixed problem on the CPU and check the
+typed error, so a dropped rule fails here in every CI run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+
+import oracle
+from kernel import validation
+from kernel.errors import InvalidProblemError
+from kernel.validation import KernelConstraints, validate_problem
+from properties.breakages import broken_problem
+from properties.strategies import (BREAKAGES, PROBLEM_BREAKAGES, TENSOR_RULES, TENSORS, Example,
+                                   InvalidExample, applicable_breakages, breakage_tensor)
+
+CONSTRAINTS = KernelConstraints(k_granularity=64, max_groups=6, device_type="cpu")
+# K > 64 and M > 128 in some group: two 128-row scale blocks and two 4-column scale blocks
+SIZES = ((3, 5, 128, 1), (130, 9, 192, 1), (4, 140, 64, 1))
+# rules validation raises that no breakage can show on one machine, and why
+UNBREAKABLE = {
+    "same_device": "needs two devices of the constraints' device type (cuda:0 and cuda:1)",
+    "too_large": "needs a tensor with more than max_dim (2^20) rows or K",
+    "structure": "the leaderboard tuple's own shape: exercised by kernel/tests/test_validation.py",
+}
+
+
+def _rules_validation_raises() -> set[str]:
+    return set(re.findall(r'_fail\(\s*"(\w+)"', inspect.getsource(validation)))
+
+
+def test_every_rule_has_a_breakage_for_every_tensor():
+    """rules x tensors: each pair has a breakage; every rule validation can raise is broken."""
+    missing = [f"{rule}:{tensor}" for rule in TENSOR_RULES for tensor in TENSORS
+               if BREAKAGES.get(f"{rule}:{tensor}") != rule]
+    assert not missing, f"no breakage for {missing}"
+    raised = _rules_validation_raises()
+    covered = set(BREAKAGES.values()) | set(UNBREAKABLE)
+    assert raised - covered == set(), f"validation rules with no breakage: {sorted(raised - covered)}"
+    assert set(BREAKAGES.values()) - raised == set(), "a breakage names a rule validation never raises"
+
+
+def test_the_unbroken_problem_is_valid():
+    validate_problem(oracle.make_inputs(list(SIZES), 0), CONSTRAINTS)
+
+
+@pytest.mark.parametrize("breakage", sorted(BREAKAGES))
+def test_each_breakage_raises_its_rule_naming_group_and_tensor(breakage):
+    assert breakage in applicable_breakages(CONSTRAINTS)
+    groups = [None] if breakage in ("no_groups", "too_many_groups") else range(len(SIZES))
+    for group in groups:
+        inv = InvalidExample(Example(SIZES, 0, "uniform", "separate"), breakage, BREAKAGES[breakage], group,
+                             breakage_tensor(breakage))
+        problem = broken_problem(inv, CONSTRAINTS, "cpu")
+        with pytest.raises(InvalidProblemError) as info:
+            validate_problem(problem, CONSTRAINTS)
+        err = info.value
+        assert (err.rule, err.tensor) == (inv.rule, inv.tensor), f"{breakage} in group {group}: {err}"
+        if breakage == "aliasing:c":
+            assert err.group is not None
+        else:
+            assert err.group == group, f"{breakage} in group {group}: {err}"
+
+
+def test_a_k_granularity_of_16_has_no_off_grid_k():
+    assert "k_not_multiple" not in applicable_breakages(KernelConstraints(k_granularity=16))
+    assert set(applicable_breakages(KernelConstraints(k_granularity=32))) == set(BREAKAGES)
+    assert set(PROBLEM_BREAKAGES) <= set(BREAKAGES)
