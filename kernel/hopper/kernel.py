@@ -37,7 +37,7 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass.cute.nvgpu import warpgroup
+from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 
 from kernel.hopper import config as cfgmod
 from kernel.device_schedule import cta_tile_range, group_search
@@ -124,8 +124,8 @@ class HopperNvfp4GroupedGemm:
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             cutlass.Float16,
             cutlass.Float16,
-            warpgroup.OperandMajorMode.K,
-            warpgroup.OperandMajorMode.K,
+            OperandMajorMode.K,
+            OperandMajorMode.K,
             cutlass.Float32,
             (self.config.consumer_warpgroups, 1, 1),
             tiler_mn=(64, self.mma_n),
@@ -320,7 +320,7 @@ class HopperNvfp4GroupedGemm:
         tidx = cutlass.Int32(tidx)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
 
-        smem = cutlass.utils.SmemAllocator()
+        smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
         if cutlass.const_expr(cfg.loader != "cp_async"):
             # full: one elected arrive + transaction bytes; empty: lane 0 of each dequant warp
@@ -740,6 +740,9 @@ class HopperNvfp4GroupedGemm:
         """Predicated fp16 stores straight from the accumulators (ragged M and N)."""
         self.delay("consumer", "epilogue", "before")
         mult = cutlass.Float32(self.out_multiplier)
+        # fully unrolled on purpose: the accumulator fragment is indexed by compile-time constants
+        # (cutlass.range(..., unroll_full=True) indexes it at run time and grew the SASS by up to
+        # 2.5x); CuTe DSL's note about the long unroll is silenced where the kernel is compiled
         for i in cutlass.range_constexpr(cute.size(acc)):
             crd = tCcC[i]
             row = m0 + crd[0]
