@@ -1,6 +1,6 @@
 """How close a subject comes to the oracle's error bound at the standard shapes' K: one table.
 
-    python -m ci.bound_check [--subject=properties/hopper_declared_order.py] [--quick]
+    python -m ci.bound_check [--subject=hopper] [--quick]
 
 For each problem (the four standard shapes on uniform codes, and a truncation adversary at
 K = 7168: no cancellation, every product under one fp32 ulp of the running sum) and for two
@@ -84,7 +84,7 @@ def check(variant, quick: bool) -> bool:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--subject", default="properties/hopper_declared_order.py")
+    p.add_argument("--subject", default="hopper")
     p.add_argument("--quick", action="store_true")
     a = p.parse_args(argv)
     from properties.subjects import resolve_subject

@@ -114,7 +114,10 @@ class LaunchArgs:
             return make_ptr(dtype, t.data_ptr(), cute.AddressSpace.gmem, assumed_align=align)
 
         aux_arg = (
-            ptr(tables.pointers, cutlass.Uint8, 64)  # a family with no fourth table: never read
+            # a variant with no fourth table never reads it: any 64-byte aligned address will do
+            # (the pointer table's own address need not be aligned: strict tables are views
+            # behind guard rows)
+            make_ptr(cutlass.Uint8, tables.pointers.data_ptr() // 64 * 64, cute.AddressSpace.gmem, assumed_align=64)
             if aux is None
             else ptr(aux.tensor, cutlass.Uint8 if aux.element == "uint8" else cutlass.Int64, aux.align)
         )
