@@ -29,7 +29,9 @@ from kernel.plan import LaunchPlan
 from kernel.validation import GroupTensors
 
 POINTER_COLUMNS = ("a", "b", "c", "sfa_blocked", "sfb_blocked")
-GUARD_ROWS = 2  # strict mode: guard rows before and after every table
+# strict mode: guard rows before and after every table. 16 rows keep every table's real rows at
+# a 64-byte aligned offset (rows of 4, 16, 40 and 256 bytes), as the kernels' pointers assume
+GUARD_ROWS = 16
 GUARD_SIZE = 1 << 30
 GUARD_PREFIX = -1
 GUARD_POINTER = 0x7FFF_DEAD_0000_0000  # above the GPU's 49-bit virtual address space

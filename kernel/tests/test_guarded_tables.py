@@ -103,3 +103,19 @@ def test_model_computes_the_same_outputs_on_guarded_tables(monkeypatch):
     strict = model.custom_kernel(oracle.make_inputs(sizes, 5, device="cpu"))
     assert all(torch.equal(a, b) for a, b in zip(plain, strict))
     assert model._tables.stats.builds == 1
+
+
+def test_strict_tables_keep_the_kernels_alignment():
+    """The kernels take the tables' addresses as 16-byte aligned (tensor maps: 64): the guard rows
+    in front of each table must not move its first real row off that alignment (seen on the H200:
+    a 2-row guard put the tile prefix at +8 bytes and every strict launch refused its pointer)."""
+    from kernel.tables import GUARD_BYTE, guarded
+
+    for plan in _plans():
+        t = _tables(plan, GUARD_ROWS)
+        for name in ("sizes", "tile_prefix", "pointers"):
+            view = getattr(t, name)
+            offset = view.data_ptr() - view.untyped_storage().data_ptr()
+            assert offset % 64 == 0, (name, offset)
+    maps = guarded(torch.zeros(3, 2, 128, dtype=torch.uint8), GUARD_ROWS, GUARD_BYTE)
+    assert (maps.data_ptr() - maps.untyped_storage().data_ptr()) % 64 == 0
