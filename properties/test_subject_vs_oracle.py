@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
@@ -32,6 +34,10 @@ def test_subject_matches_oracle_on_corners(subject_variant, corner):
     """Fixed structured corners (properties.strategies.corner_examples), in every profile: empty
     groups around non-empty ones, tile multiples and one past, G = 1 and max, K = granularity and
     7168, one shared B, the standard shapes at full size (those skip the determinism rerun)."""
+    if corner in STANDARD_SHAPES and subject_variant.device == "cpu" and not os.environ.get("NVFP4_FULL_SIZE_CORNERS"):
+        # minutes each on the CPU model (the strided 64x128x128 variant: many more); K = 7168 is
+        # covered there by one_group_k7168 and ragged_k7168. NVFP4_FULL_SIZE_CORNERS=1 runs them.
+        pytest.skip(f"{corner} at full size runs on GPU subjects (NVFP4_FULL_SIZE_CORNERS=1 runs it on the CPU)")
     example = corner_examples(subject_variant.constraints).get(corner)
     if example is None:
         pytest.skip(f"{corner} does not fit {subject_variant.test_id}'s constraints {subject_variant.constraints}")
