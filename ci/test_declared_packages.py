@@ -11,8 +11,9 @@ def test_the_tests_extra_declares_what_the_profiling_tests_import():
 
 
 def test_an_importorskip_of_a_declared_package_is_flagged():
+    missing = "pandas_surely_not_installed_module"  # a name no machine installs
     with pytest.raises(pytest.skip.Exception) as info:
-        pytest.importorskip("pandas_surely_not_installed_module")
+        pytest.importorskip(missing)
     reason = str(info.value)
     declared = frozenset({"pandas-surely-not-installed-module"})
     assert missing_declared_package(reason, declared) == "pandas-surely-not-installed-module"

@@ -77,7 +77,6 @@ class Entry:
     versions: list[int]
     device_index: int
     stream_id: Any
-    num_groups: int
     config: Any  # held, so that id(config) in the key cannot be reused
     refs: list = field(repr=False)
     keep: Any = field(default=None, repr=False)  # device tables the marshalled arguments point to
@@ -143,7 +142,6 @@ class FastPath:
                 versions=[t._version for t in tensors],
                 device_index=device_index,
                 stream_id=self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
-                num_groups=len(data[3]),
                 config=config,
                 refs=[weakref.ref(t, evict) for t in tensors],
                 keep=keep,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Hashable, Protocol
+from typing import Any, Hashable, Protocol
 
 import torch
 
@@ -96,10 +96,6 @@ class Prepared:
     perturbation: Any = None  # a harness build (kernel.perturbation); None in production
     strict: bool = False  # guarded device tables
 
-    @property
-    def tensor_maps(self) -> torch.Tensor | None:
-        return None if self.aux is None or self.aux.element != "uint8" else self.aux.tensor
-
 
 class LaunchArgs:
     """The compiled kernel's arguments, marshalled once; :meth:`launch` replays them on ``stream``."""
@@ -138,14 +134,10 @@ class LaunchArgs:
         self._run(self.exe_args)
 
 
-def current_stream_handle(device: torch.device) -> int:
-    return torch.cuda.current_stream(device).cuda_stream
-
-
 def stream_handle(stream: Any, device: torch.device) -> int:
     """A raw CUstream handle from None (torch's current stream), a torch stream, a CUstream or an int."""
     if stream is None:
-        return current_stream_handle(device)
+        return torch.cuda.current_stream(device).cuda_stream
     if isinstance(stream, int):
         return stream
     handle = getattr(stream, "cuda_stream", None)
@@ -276,7 +268,3 @@ def _data_device_type(data: Any) -> str:
     except (IndexError, TypeError, AttributeError, KeyError):
         return "cuda"
 
-
-def launch_callable(pipeline: HostPipeline, prepared: Prepared, stream: Any = None) -> Callable[[], list]:
-    """A zero-argument launcher of a prepared problem (benchmarks, the ncu sweep)."""
-    return lambda: pipeline.launch(prepared, stream)
