@@ -30,6 +30,7 @@ Not detected: replacing a tensor's storage behind its back with ``tensor.data = 
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from collections import OrderedDict
@@ -55,18 +56,31 @@ def flatten(data: Any) -> list:
     return [*chain.from_iterable(abc), *chain.from_iterable(sfs), *chain.from_iterable(blocked)]
 
 
+_VERSION = operator.attrgetter("_version")
+_flat = chain.from_iterable
+
+
+def sizes_key(sizes: Any) -> tuple:
+    """The problem sizes as a key that tells ``1`` from ``1.0`` and ``True``.
+
+    Tuples (the usual ``problem_sizes`` entries) are immutable: they are keyed by identity, and
+    an :class:`Entry` holds them, so an identity in the cache always names the same tuple
+    (whose contents passed validation). Other entries (lists) are keyed by value *and* type.
+    """
+    if all(type(s) is tuple for s in sizes):
+        return ("id", *map(id, sizes))
+    return ("value", *(tuple((type(x), x) for x in s) for s in sizes))
+
+
 def identity_key(data: Any, config: Any, tensors: list | None = None) -> tuple | None:
-    """(config id, tensor ids, sizes), or None when ``data`` is not shaped like a problem."""
+    """The key :meth:`FastPath.probe` computes, or None when ``data`` is not shaped like a problem:
+    the config's id, every tensor's id, the structure (how many tensors each group entry holds,
+    so that regrouped tensors never hit) and :func:`sizes_key`."""
     try:
+        abc, sfs, blocked, sizes = data
         if tensors is None:
             tensors = flatten(data)
-        sizes = data[3]
-        try:
-            sizes_key = tuple(sizes)
-            hash(sizes_key)
-        except TypeError:
-            sizes_key = tuple(map(tuple, sizes))
-        return (id(config), tuple(map(id, tensors)), sizes_key)
+        return (id(config), *map(id, tensors), *map(len, chain(abc, sfs, blocked)), *sizes_key(sizes))
     except Exception:  # anything odd goes the full way, where validation names the problem
         return None
 
@@ -80,10 +94,13 @@ class Entry:
     config: Any  # held, so that id(config) in the key cannot be reused
     refs: list = field(repr=False)
     keep: Any = field(default=None, repr=False)  # device tables the marshalled arguments point to
+    sizes: Any = field(default=None, repr=False)  # held, so that the size tuples' ids cannot be reused
+    outputs_slice: Any = None  # where the c tensors sit in the flat list
 
-    def outputs(self, data: Any) -> list:
-        """The caller's c tensors, caller order (the objects passed in this call)."""
-        return [abc[2] for abc in data[0]]
+    def outputs(self, tensors: list) -> list:
+        """The caller's c tensors, caller order (the objects passed in this call), from the
+        flat list :meth:`FastPath.probe` returned."""
+        return tensors[self.outputs_slice]
 
 
 @dataclass
@@ -108,43 +125,52 @@ class FastPath:
         return len(self._entries)
 
     def lookup(self, data: Any, config: Any, stream: Any = None) -> Entry | None:
-        try:
-            tensors = flatten(data)
-        except Exception:
-            tensors = None
-        key = identity_key(data, config, tensors) if tensors is not None else None
-        entry = self._entries.get(key) if key is not None else None
-        if entry is None:
-            self.stats.misses += 1
-            return None
-        try:
-            versions = [t._version for t in tensors]
-            sid = self._stream_id(entry.device_index) if stream is None else _explicit_stream_id(stream)
-        except Exception:
-            self.stats.misses += 1
-            return None
-        if versions != entry.versions or sid != entry.stream_id:
-            self.stats.misses += 1
-            return None
-        self.stats.hits += 1
-        return entry
+        return self.probe(data, config, stream)[0]
 
-    def store(self, data: Any, config: Any, stream: Any, launch_args: Any, keep: Any = None) -> None:
-        key = identity_key(data, config)
+    def probe(self, data: Any, config: Any, stream: Any = None) -> tuple[Entry | None, list | None, tuple | None]:
+        """``(entry or None, the flat tensors, the key)``: the entry of this very problem, and
+        what was computed on the way (the miss path reuses it)."""
+        try:
+            abc, sfs, blocked, sizes = data
+            tensors = [*_flat(abc), *_flat(sfs), *_flat(blocked)]
+            key = (id(config), *map(id, tensors), *map(len, chain(abc, sfs, blocked)), *sizes_key(sizes))
+        except Exception:  # anything odd goes the full way, where validation names the problem
+            self.stats.misses += 1
+            return None, None, None
+        entry = self._entries.get(key)
+        if entry is not None:
+            try:
+                fresh = (list(map(_VERSION, tensors)) == entry.versions
+                         and (self._stream_id(entry.device_index) if stream is None
+                              else _explicit_stream_id(stream)) == entry.stream_id)
+            except Exception:
+                fresh = False
+            if fresh:
+                self.stats.hits += 1
+                return entry, tensors, key
+        self.stats.misses += 1
+        return None, tensors, key
+
+    def store(self, data: Any, config: Any, stream: Any, launch_args: Any, keep: Any = None,
+              tensors: list | None = None, key: tuple | None = None) -> None:
         if key is None:
-            return
-        tensors = flatten(data)
+            key = identity_key(data, config)
+            if key is None:
+                return
+            tensors = flatten(data)
         device_index = next((t.device.index for t in tensors if t.device.type == "cuda"), 0) or 0
         evict = self._evictor(key)
         try:
             entry = Entry(
                 launch_args=launch_args,
-                versions=[t._version for t in tensors],
+                versions=list(map(_VERSION, tensors)),
                 device_index=device_index,
                 stream_id=self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
                 config=config,
                 refs=[weakref.ref(t, evict) for t in tensors],
                 keep=keep,
+                sizes=list(data[3]),
+                outputs_slice=slice(2, 3 * len(data[3]), 3),
             )
         except RuntimeError:
             return  # inference-mode tensors have no version counter: such problems always take the full path

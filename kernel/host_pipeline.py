@@ -32,14 +32,19 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Hashable, Protocol
 
+import numpy as np
 import torch
 
 from kernel.compile_cache import CompileCache
 from kernel.errors import DeviceUnavailableError
 from kernel.fast_path import FastPath
+from kernel.fast_path import flatten
 from kernel.plan import LaunchPlan, make_plan
+from kernel.seen_shapes import ShapeTemplate, ShapeTemplates
 from kernel.tables import DeviceTables, TableCache
 from kernel.validation import GroupTensors, KernelConstraints, validate_problem
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 class FamilyHooks(Protocol):
@@ -70,6 +75,10 @@ class FamilyHooks(Protocol):
         """Compile ``config`` for ``num_groups`` groups (uncached); ``dump_dir`` keeps the cubin;
         ``perturbation`` (kernel.perturbation, harness builds only) where the family supports it."""
 
+    # optional: ``aux_template(config, plan, groups) -> kernel.seen_shapes.AuxTemplate | None``,
+    # the fourth table as bytes fixed per shape signature plus the addresses patched in per
+    # problem (kernel.tensor_maps.MapTemplate); a family without it gets ``aux_table`` per problem
+
 
 @dataclass(frozen=True)
 class AuxTable:
@@ -95,6 +104,9 @@ class Prepared:
     launch_args: "LaunchArgs | None" = field(default=None, compare=False)
     perturbation: Any = None  # a harness build (kernel.perturbation); None in production
     strict: bool = False  # guarded device tables
+    # the raw stream the tables were copied on without waiting (kernel.seen_shapes path); a
+    # launch on another stream first waits for that copy. None: the copy was synchronous
+    upload_stream: int | None = None
 
 
 class LaunchArgs:
@@ -129,14 +141,56 @@ class LaunchArgs:
         # the marshalled C arguments own their storage; ``args`` and ``adapted`` stay referenced
         self.exe_args, self.adapted = compiled.generate_execution_args(*self.args)
         self._run = compiled.run_compiled_program
+        self._packed, self._capi, self._result = _prepacked(compiled, self.exe_args)
 
     def launch(self) -> None:
-        self._run(self.exe_args)
+        if self._packed is None:
+            self._run(self.exe_args)
+            return
+        self._capi(self._packed)
+        if self._result is not None and self._result.value:
+            _raise_launch_error(self._result.value)
+
+
+def _prepacked(compiled: Any, exe_args: list) -> tuple:
+    """``(packed, capi, result)``: the C argument array of ``exe_args`` built once, the compiled
+    program's C entry point and its status cell, so a replay is one C call; ``(None, None, None)``
+    where this CuTe DSL does not expose them (``run_compiled_program`` is then used every time).
+
+    ``compiled.run_compiled_program`` takes a lock, finds its executor (``JitExecutor``, created
+    once per compiled function: it loads the CUDA library) and rebuilds the same argument array
+    on every call (CuTe DSL 4.x, ``_get_invoke_packed_args``: the argument addresses, then the
+    status cell and the kernel handles). Here the array is built by that very function once
+    and copied (it returns a per-thread buffer it reuses)."""
+    import ctypes
+
+    try:
+        with compiled._executor_lock:
+            if compiled._default_executor is None:
+                compiled._default_executor = compiled.to(None)
+        executor = compiled._default_executor
+        shared = executor._get_invoke_packed_args(exe_args)
+        n = executor._num_extra_args + len(exe_args)
+        capi = executor.capi_func
+        result = executor.cuda_result if executor._has_cuda_result else None
+    except AttributeError:
+        return None, None, None
+    packed = (ctypes.c_void_p * n)()
+    ctypes.memmove(packed, shared, n * ctypes.sizeof(ctypes.c_void_p))
+    return packed, capi, result
+
+
+def _raise_launch_error(code: int) -> None:
+    from cutlass.base_dsl.runtime import cuda as cuda_helpers
+
+    raise cuda_helpers.create_cuda_runtime_error(code, cuda_helpers.cudart.cudaError_t)
 
 
 def stream_handle(stream: Any, device: torch.device) -> int:
     """A raw CUstream handle from None (torch's current stream), a torch stream, a CUstream or an int."""
     if stream is None:
+        if _raw_stream is not None:
+            return _raw_stream(device.index if device.index is not None else torch.cuda.current_device())
         return torch.cuda.current_stream(device).cuda_stream
     if isinstance(stream, int):
         return stream
@@ -154,6 +208,7 @@ class HostPipeline:
         self.compile_cache: CompileCache = CompileCache(hooks.name)
         self.table_cache = TableCache(table_capacity)
         self.fast_path = fast_path if fast_path is not None else FastPath()
+        self.templates = ShapeTemplates()
 
     # ---- compile ----------------------------------------------------------------------------
     def compile_key(self, config: Any, num_groups: int, perturbation: Any = None) -> Hashable:
@@ -176,13 +231,22 @@ class HostPipeline:
 
     # ---- prepare / launch ---------------------------------------------------------------------
     def prepare(self, data: Any, config: Any, *, dry_run: bool = False, compile: bool | None = None,
-                perturbation: Any = None, strict: bool = False) -> Prepared:
+                perturbation: Any = None, strict: bool = False, tensors: list | None = None) -> Prepared:
         """Everything but the launch.
 
         ``dry_run=True`` takes tensors on the CPU (or anywhere): it validates against the
         family's constraints for the data's device, plans as the target GPU would, builds the
         tables on the data's device and compiles only when ``compile=True``.
+
+        A problem whose shape signature passed full validation before takes the seen-shape path
+        (:mod:`kernel.seen_shapes`): only the address rules are checked, the plan and the sizes
+        tables are reused, and the pointers and tensor maps go to the GPU in one copy.
+        ``tensors``: the problem's flat tensor list when the caller has it already.
         """
+        if not dry_run and not strict and compile is not False:
+            seen = self._prepare_seen(data, config, perturbation, tensors)
+            if seen is not None:
+                return seen
         resolved = self.hooks.resolve(config)
         constraints = self.hooks.constraints(resolved)
         if dry_run:
@@ -204,8 +268,88 @@ class HostPipeline:
                 aux = self.hooks.aux_table(resolved, plan, groups, device, strict=strict)
             if compile if compile is not None else not dry_run:
                 compiled = self.compile_for(resolved, plan.num_groups, perturbation)
+        if not dry_run and not strict and plan.total_tiles:
+            self._learn(data, config, resolved, constraints, groups, plan, tables, aux,
+                        compiled if perturbation is None else None)
         return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run,
                         perturbation=perturbation, strict=strict)
+
+    # ---- the seen-shape path (kernel.seen_shapes) ----------------------------------------------
+    def _learn(self, data, config, resolved, constraints, groups, plan, tables, aux, compiled) -> None:
+        """Keep what this validated problem's signature fixes, for later problems of the same shapes."""
+        sizes = tuple(g.size for g in groups)
+        template = ShapeTemplate.learn(config, resolved, sizes, flatten(data), constraints, plan)
+        template.sizes_table, template.prefix_table = tables.sizes, tables.tile_prefix
+        template.compiled = compiled  # production build, or None (compiled when first needed)
+        if aux is not None:
+            make = getattr(self.hooks, "aux_template", None)
+            template.aux = make(resolved, plan, groups) if make is not None else None
+            template.aux_per_problem = template.aux is None
+        self.templates.store(template)
+
+    def _prepare_seen(self, data, config, perturbation, tensors) -> Prepared | None:
+        template = self.templates.find(config, data[3]) if isinstance(data, (tuple, list)) and len(data) == 4 else None
+        if template is None:
+            return None
+        if tensors is None:
+            try:
+                tensors = flatten(data)
+            except Exception:
+                return None
+        accepted = template.accept(data, tensors)
+        if accepted is None:
+            return None
+        device = tensors[2].device  # group 0's c: every tensor is on the template's device
+        tables, aux, upload_stream = self.seen_tables(template, accepted.pointers, device)
+        groups = template.groups(data)
+        if template.aux_per_problem:
+            aux = self.hooks.aux_table(template.config, template.plan, groups, device)
+        if perturbation is None:
+            if template.compiled is None:
+                template.compiled = self.compile_for(template.config, template.num_groups)
+            compiled = template.compiled
+        else:
+            compiled = self.compile_for(template.config, template.num_groups, perturbation)
+        return Prepared(template.config, groups, template.plan, tables, aux, compiled,
+                        tensors[2:3 * template.num_groups:3], perturbation=perturbation,
+                        upload_stream=upload_stream)
+
+    def seen_tables(self, template: ShapeTemplate, pointers: list[int],
+                    device: torch.device) -> tuple[DeviceTables, "AuxTable | None", int | None]:
+        """The pointer table (and the patched fourth table) of a seen-shape problem, in one copy:
+        ``(tables, aux, stream of the copy or None when it was synchronous)``."""
+        flat = np.array(pointers, dtype=np.int64)
+        slot_pointers = flat[template.pointer_index]
+        pointer_bytes = slot_pointers.nbytes
+        aux_at = -(-pointer_bytes // 64) * 64
+        total = aux_at + (template.aux.nbytes if template.aux is not None else 0)
+        host = self.host_buffer(total, device)
+        view = host.numpy()
+        view[:pointer_bytes] = slot_pointers.reshape(-1).view(np.uint8)
+        if template.aux is not None:
+            template.aux.fill(view[aux_at:total], flat)
+        stored, upload_stream = self.upload(host, device)
+        if stored.data_ptr() % 64:
+            raise RuntimeError("seen-shape table block is not 64-byte aligned")
+        tables = DeviceTables(template.sizes_table, template.prefix_table,
+                              stored[:pointer_bytes].view(torch.int64).reshape(slot_pointers.shape))
+        aux = None
+        if template.aux is not None:
+            aux = AuxTable(stored[aux_at:total].view(template.aux.shape), template.aux.element, 64)
+        return tables, aux, upload_stream
+
+    # the CUDA touch points of the seen-shape path (the CPU double of the tests keeps them on the CPU)
+    def host_buffer(self, nbytes: int, device: torch.device) -> torch.Tensor:
+        """A host staging buffer: page-locked for a GPU, so the copy need not wait."""
+        return torch.empty(nbytes, dtype=torch.uint8, pin_memory=device.type == "cuda")
+
+    def upload(self, host: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, int | None]:
+        """Copy ``host`` to ``device`` on torch's current stream without waiting; torch keeps the
+        page-locked buffer from reuse until the copy is done. Returns the device tensor and the
+        raw stream of the copy."""
+        if device.type != "cuda":
+            return host.to(device, copy=True), None
+        return host.to(device, non_blocking=True), self.stream_handle(None, device)
 
     def launch(self, prepared: Prepared, stream: Any = None) -> list[torch.Tensor]:
         """Launch on ``stream`` (default: torch's current stream); no synchronization.
@@ -220,6 +364,8 @@ class HostPipeline:
         if reason is not None:
             raise DeviceUnavailableError(reason)
         handle = self.stream_handle(stream, prepared.tables.sizes.device)
+        if prepared.upload_stream is not None and prepared.upload_stream != handle:
+            _after_upload(prepared, handle)
         args = prepared.launch_args
         if args is None or args.stream != handle:
             args = self.marshal(prepared, handle)
@@ -242,24 +388,39 @@ class HostPipeline:
             if reason is not None:
                 raise DeviceUnavailableError(reason)
             return self.launch(self.prepare(data, config, perturbation=perturbation, strict=strict), stream)
-        hit = self.fast_path.lookup(data, config, stream)
+        hit, tensors, key = self.fast_path.probe(data, config, stream)
         if hit is not None:
             hit.launch_args.launch()
-            return hit.outputs(data)
+            return hit.outputs(tensors)
         reason = self.hooks.unavailable_reason()
         if reason is not None:
             raise DeviceUnavailableError(reason)
-        prepared = self.prepare(data, config)
+        prepared = self.prepare(data, config, tensors=tensors)
         outputs = self.launch(prepared, stream)
         if prepared.launch_args is not None:
-            self.fast_path.store(data, config, stream, prepared.launch_args, keep=(prepared.tables, prepared.aux))
+            self.fast_path.store(data, config, stream, prepared.launch_args, keep=(prepared.tables, prepared.aux),
+                                 tensors=tensors, key=key)
         return outputs
 
     def clear(self) -> None:
-        """Forget every compiled kernel, table and fast-path entry (tests; after swapping tensor storage)."""
+        """Forget every compiled kernel, table, shape template and fast-path entry (tests; after
+        swapping tensor storage)."""
         self.compile_cache.clear()
         self.table_cache.clear()
+        self.templates.clear()
         self.fast_path.clear()
+
+
+def _after_upload(prepared: Prepared, handle: int) -> None:
+    """A launch on stream ``handle`` of tables copied on another stream: wait for the copy, and
+    tell the allocator the launch stream uses them (they must outlive its kernel)."""
+    copy_stream = torch.cuda.ExternalStream(prepared.upload_stream)
+    copy_stream.synchronize()
+    launch_stream = torch.cuda.ExternalStream(handle)
+    for t in (prepared.tables.pointers, prepared.aux.tensor if prepared.aux is not None else None):
+        if t is not None:
+            t.record_stream(launch_stream)
+    object.__setattr__(prepared, "upload_stream", None)
 
 
 def _data_device_type(data: Any) -> str:

@@ -8,10 +8,12 @@ Per shape set, on the family's fastest production variant by default:
 * ``repeat_us``: host time per repeated call with the same tensors (eager loops without
   synchronization inside, ``time.perf_counter`` around them; the lower of a ``--calls`` loop and
   short loops that never fill the launch queue): the fast path;
-* ``full_us``: the same loop with the fast path cleared before every call (validate, plan,
-  table lookup, marshalling): what every call cost without it;
+* ``full_us``: the same loop with the fast path and the shape templates cleared before every
+  call (full validation, plan, table lookup, marshalling): what every call cost without them;
+  ``seen_us``: the fast path cleared, the templates kept (the seen-shape path, same tensors);
 * ``first_call_us``: the first call with new tensors of already seen shapes (compile excluded:
-  the variant is compiled and warm), the median over fresh copies;
+  the variant is compiled and warm), the median over fresh copies; ``first_*_us``: its stages on
+  the seen-shape path (kernel.seen_shapes), and what full validation would have cost;
 * ``call_compiled_us``: calling the compiled CuTe DSL function the ordinary way,
   ``compiled(*args)``, against ``replay_us``, replaying the marshalled arguments
   (``run_compiled_program``): the cost the fast path removes from the launch itself;
@@ -80,9 +82,16 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
 
     def full():
         pipeline.fast_path.clear()
+        pipeline.templates.clear()
+        run()
+
+    def seen():
+        pipeline.fast_path.clear()
         run()
 
     full_us = statistics.median(_per_call_us(full, max(20, calls // 10)) for _ in range(3))
+    torch.cuda.synchronize()
+    seen_us = statistics.median(_per_call_us(seen, max(20, calls // 10)) for _ in range(3))
     torch.cuda.synchronize()
 
     firsts = []
@@ -143,7 +152,7 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
     graph_us = start.elapsed_time(end) * 1e3 / (reps * 20)
     return {
         "family": family_name, "variant": config.label, "shape": shape_name, "groups": shape.num_groups,
-        "repeat_us": repeat_us, "full_us": full_us, "first_call_us": statistics.median(firsts),
+        "repeat_us": repeat_us, "full_us": full_us, "seen_us": seen_us, "first_call_us": statistics.median(firsts),
         "call_compiled_us": compiled_call_us, "replay_us": replay_us,
         "eager_us": eager_us, "graph_us": graph_us, "eager_over_graph": eager_us / graph_us,
         "fast_path": vars(pipeline.fast_path.stats).copy(),
@@ -152,19 +161,17 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
 
 
 def first_call_stages(family, config, fresh: list) -> dict:
-    """Where a first call's host time goes, stage by stage, on tensors no cache has seen."""
+    """Where a first call's host time goes, stage by stage, on tensors no cache has seen (the
+    shapes were seen: the seen-shape path, kernel.seen_shapes), plus full validation for scale."""
     import torch
 
+    from kernel.fast_path import flatten
     from kernel.host_pipeline import LaunchArgs
-    from kernel.plan import make_plan
-    from kernel.tables import build_tables, slot_pointers
     from kernel.validation import validate_problem
 
     pipeline, hooks = family.pipeline, family.pipeline.hooks
     resolved = hooks.resolve(config)
     constraints = hooks.constraints(resolved)
-    handle = torch.cuda.current_stream().cuda_stream
-    compiled = pipeline.compile_for(resolved, len(fresh[0][3]))
     totals: dict[str, list[float]] = {}
 
     def timed(name, fn):
@@ -176,21 +183,26 @@ def first_call_stages(family, config, fresh: list) -> dict:
     for data in fresh:
         clones = __import__("oracle").clone_data(data)  # new tensors again: no cache has them
         torch.cuda.synchronize()
-        groups = timed("validate", lambda: validate_problem(clones, constraints))
-        plan = timed("plan", lambda: make_plan([g.size for g in groups], tile_m=resolved.tile_m,
-                                               tile_n=resolved.tile_n, tile_k=resolved.tile_k,
-                                               max_ctas=hooks.max_ctas(resolved, dry_run=False),
-                                               schedule=resolved.schedule))
-        device = groups[0].c.device
-        tables = timed("tables", lambda: build_tables(plan, slot_pointers(plan, groups), device))
-        aux = timed("aux", lambda: hooks.aux_table(resolved, plan, groups, device))
-        timed("marshal", lambda: LaunchArgs(compiled, tables, aux, plan.num_ctas, handle))
+        template = timed("template", lambda: pipeline.templates.find(config, clones[3]))
+        if template is None:
+            raise AssertionError("no shape template after a call of these shapes")
+        tensors = timed("flatten", lambda: flatten(clones))
+        accepted = timed("address_checks", lambda: template.accept(clones, tensors))
+        if accepted is None:
+            raise AssertionError("the seen-shape path refused a valid problem of seen shapes")
+        device = tensors[2].device
+        tables, aux, _ = timed("tables", lambda: pipeline.seen_tables(template, accepted.pointers, device))
+        handle = pipeline.stream_handle(None, device)
+        args = timed("marshal", lambda: LaunchArgs(template.compiled, tables, aux, template.plan.num_ctas, handle))
+        timed("launch", args.launch)
+        timed("full_validation", lambda: validate_problem(clones, constraints))
+    torch.cuda.synchronize()
     return {k: statistics.median(v) for k, v in totals.items()}
 
 
-COLUMNS = ("shape", "groups", "repeat_us", "full_us", "first_call_us", "first_validate_us", "first_plan_us",
-           "first_tables_us", "first_aux_us", "first_marshal_us", "call_compiled_us", "replay_us",
-           "eager_us", "graph_us", "eager_over_graph")
+COLUMNS = ("shape", "groups", "repeat_us", "full_us", "seen_us", "first_call_us", "first_template_us", "first_flatten_us",
+           "first_address_checks_us", "first_tables_us", "first_marshal_us", "first_launch_us",
+           "first_full_validation_us", "call_compiled_us", "replay_us", "eager_us", "graph_us", "eager_over_graph")
 
 
 def table(rows: Sequence[dict]) -> str:

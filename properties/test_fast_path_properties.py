@@ -288,3 +288,36 @@ def test_cache_is_bypassed_by_inference_tensors():
     pipeline.run(data, CONFIG)
     pipeline.run(data, CONFIG)
     assert pipeline.fast_path.stats.hits == 0 and len(pipeline.launched) == 2
+
+
+@pytest.mark.parametrize("container", [tuple, list])
+@pytest.mark.parametrize("bad", [1.0, True])
+def test_a_size_of_another_type_after_a_hit_is_refused(container, bad):
+    """``1.0 == 1`` and ``True == 1``: a key by value alone would hit; validation refuses both."""
+    pipeline = RecordingPipeline()
+    data = _mutable(oracle.make_inputs([(16, 24, 64, 1), (8, 8, 128, 1)], 5, device="cpu"))
+    data[3] = [container(s) for s in data[3]]
+    pipeline.run(data, CONFIG)
+    pipeline.run(data, CONFIG)
+    assert pipeline.fast_path.stats.hits == 1
+    m, n, k, _ = data[3][1]
+    if container is list:
+        data[3][1][3] = bad  # the same list object, edited in place
+    else:
+        data[3][1] = (m, n, k, bad)
+    with pytest.raises(InvalidProblemError) as info:
+        pipeline.run(data, CONFIG)
+    assert (info.value.rule, info.value.group) == ("size_format", 1)
+
+
+def test_regrouped_tensors_never_hit():
+    """The same tensors in the same flat order, grouped differently: a structure error, hit or not."""
+    pipeline = RecordingPipeline()
+    data = _mutable(oracle.make_inputs([(16, 16, 64, 1), (16, 16, 64, 1)], 5, device="cpu"))
+    pipeline.run(data, CONFIG)
+    pipeline.run(data, CONFIG)
+    (a0, b0, c0), (a1, b1, c1) = data[0]
+    data[0] = [(a0, b0, c0, a1), (b1, c1)]
+    with pytest.raises(InvalidProblemError) as info:
+        pipeline.run(data, CONFIG)
+    assert info.value.rule == "structure"

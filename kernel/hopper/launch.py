@@ -19,7 +19,7 @@ from kernel.host_pipeline import AuxTable, HostPipeline, Prepared
 from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes
 from kernel.plan import LaunchPlan
 from kernel.tables import GUARD_BYTE, GUARD_ROWS, guarded
-from kernel.tensor_maps import TensorMapCache
+from kernel.tensor_maps import TensorMapCache, map_template
 from kernel.validation import GroupTensors, KernelConstraints
 
 ARCH = "sm_90a"
@@ -90,6 +90,13 @@ class HopperHooks:
         if strict:  # guard rows of invalid descriptors around the per-slot maps (kernel.tables)
             maps = guarded(maps, GUARD_ROWS, GUARD_BYTE)
         return AuxTable(maps, "uint8", 64)
+
+    def aux_template(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors]):
+        """The tensor maps of this shape signature with the addresses patched per problem
+        (kernel.tensor_maps.MapTemplate), for the seen-shape path; None without a TMA loader."""
+        if config.loader != "tma":
+            return None
+        return map_template(plan, groups, config.tile_m, config.tile_n)
 
     def build(self, config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | None = None,
               perturbation=None):
