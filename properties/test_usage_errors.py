@@ -91,3 +91,14 @@ def test_list_variants_names_every_declared_variant_once():
         words = line.split()
         if len(words) > 2 and (words[0], words[1]) in production:
             assert words[2] == "[production]", line
+
+
+def test_an_experimental_variant_label_is_a_valid_selection():
+    """--variant=LABEL runs experimental variants too (README, ci/h200_variants.sh, ci/h200_speed.sh):
+    the usage check must look the label up in the whole declared matrix, not the production set."""
+    from kernel.hopper import EXPERIMENTAL_VARIANTS
+    from properties.usage import UsageMistake, check_selection
+
+    check_selection("hopper", [EXPERIMENTAL_VARIANTS[-1].label])
+    with pytest.raises(UsageMistake):
+        check_selection("hopper", ["h90_no_such_variant"])

@@ -20,7 +20,7 @@ def check_selection(subject: str, variants: list[str]) -> None:
     from properties.subjects import UnknownSubjectError, resolve_subject
 
     try:
-        resolved = resolve_subject(subject)
+        resolved = resolve_subject(subject, "all")  # --variant=LABEL may name an experimental variant
     except UnknownSubjectError as exc:
         raise UsageMistake(str(exc)) from None
     labels = [v.label for v in resolved]

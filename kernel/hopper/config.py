@@ -69,6 +69,11 @@ MAX_REGS_PER_THREAD = 255
 # registers the wgmma warps need besides their accumulators (descriptors, tile geometry,
 # epilogue addressing); the compile of every declared variant checks 0 spills
 MMA_OVERHEAD_REGS = 24
+# setmaxnreg (issue 14): registers per thread the producer warpgroup keeps when the consumers
+# take more (``HopperConfig.consumer_regs``); PTX allows 24..256 in steps of 8
+SETMAXNREG_MIN = 24
+SETMAXNREG_MAX = 256
+PRODUCER_REGS_MAX = 40  # what CUTLASS's warp-specialized Hopper kernels give their producer
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,11 @@ class HopperConfig:
     ablate: Ablate = "none"
     x_operand: XOperand = "smem"
     ctas_per_sm: int = 1
+    # issue 14: 0 = off. Otherwise the producer is a whole warpgroup (its first
+    # ``producer_warps`` warps load, the others exit) that lowers its registers with
+    # ``setmaxnreg.dec`` to ``producer_regs``, and the consumer warpgroups raise theirs with
+    # ``setmaxnreg.inc`` to this count: what lets 3 consumer warpgroups (mma_m 192) fit.
+    consumer_regs: int = 0
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -120,17 +130,37 @@ class HopperConfig:
         return self.consumer_threads
 
     @property
+    def producer_threads(self) -> int:
+        """The producer warps, or (``consumer_regs``) the whole producer warpgroup."""
+        return 128 if self.consumer_regs else 32 * self.producer_warps
+
+    @property
     def threads(self) -> int:
         dq = self.dequant_threads if self.roles == "split" else 0
-        return self.consumer_threads + dq + 32 * self.producer_warps
+        return self.consumer_threads + dq + self.producer_threads
+
+    @property
+    def launch_register_cap(self) -> int:
+        """Registers per thread ptxas allows a CTA of ``threads`` at launch: it budgets whole
+        warpgroups (threads rounded up to 128) and whole units of 8 registers. Measured with
+        ptxas for sm_90a: 288 threads -> 168, 416 -> 128 ("Insufficient registers (128)")."""
+        budgeted = -(-self.threads // 128) * 128
+        return min(MAX_REGS_PER_THREAD, REGISTER_FILE // budgeted // 8 * 8)
+
+    @property
+    def producer_regs(self) -> int:
+        """``consumer_regs`` only: what the producer warpgroup keeps (setmaxnreg.dec): what the
+        consumers leave of the register file, at most PRODUCER_REGS_MAX, in steps of 8."""
+        if not self.consumer_regs:
+            return self.launch_register_cap
+        left = (REGISTER_FILE - self.consumer_threads * self.consumer_regs) // 128 // 8 * 8
+        return min(PRODUCER_REGS_MAX, left)
 
     @property
     def register_cap(self) -> int:
-        """Registers per thread ptxas allows a CTA of ``threads``: it budgets whole warpgroups
-        (threads rounded up to 128) and whole units of 8 registers. Measured with ptxas for
-        sm_90a: 288 threads -> 168, 416 -> 128 ("Insufficient registers (128)")."""
-        budgeted = -(-self.threads // 128) * 128
-        return min(MAX_REGS_PER_THREAD, REGISTER_FILE // budgeted // 8 * 8)
+        """Registers per thread the wgmma (consumer) warps may use: the launch cap, or
+        ``consumer_regs`` after setmaxnreg.inc."""
+        return self.consumer_regs or self.launch_register_cap
 
     @property
     def acc_regs_per_thread(self) -> int:
@@ -151,6 +181,7 @@ class HopperConfig:
         sched += "" if self.producer_warps == 1 else f"_p{self.producer_warps}"
         sched += "" if self.load_unroll == 1 else f"_u{self.load_unroll}"
         sched += "" if self.x_operand == "smem" else "_rs"
+        sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "" if self.ablate == "none" else f"_ablate-{self.ablate}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
@@ -166,8 +197,10 @@ def raw_row_pitch(config: HopperConfig) -> int:
 
 
 def sf_blocks(rows: int) -> int:
-    """128-row scale blocks one stage loads for an operand of ``rows`` tile rows."""
-    return max(1, rows // SF_BLOCK_ROWS)
+    """128-row scale blocks one stage loads for an operand of ``rows`` tile rows. A tile starts
+    at a multiple of ``rows``, so 64 rows sit in one block and 192 rows (starting at 0 or 64
+    mod 128) span two."""
+    return max(1, -(-rows // SF_BLOCK_ROWS))
 
 
 def sf_block_bytes(config: HopperConfig) -> int:
@@ -223,12 +256,16 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"arch must be 'sm_90a', got {config.arch!r}")
     if config.tile_m not in (64, 128, 256):
         p.append(f"tile_m must be 64, 128 or 256, got {config.tile_m}")
-    if config.tile_n not in (64, 128, 256):
-        p.append(f"tile_n must be 64, 128 or 256, got {config.tile_n}")
+    if config.tile_n not in (64, 128, 192, 256):
+        p.append(f"tile_n must be 64, 128, 192 or 256, got {config.tile_n}")
+    elif config.tile_n == 192 and not (config.swapped and config.consumer_warpgroups == 3):
+        p.append("tile_n 192 is for swapped tiles with 3 consumer warpgroups (wgmma M side 3 x 64)")
     if config.tile_k not in (128, 256):
         p.append(f"tile_k must be 128 or 256, got {config.tile_k}")
-    if config.consumer_warpgroups not in (1, 2):
-        p.append(f"consumer_warpgroups must be 1 or 2, got {config.consumer_warpgroups}")
+    if config.consumer_warpgroups not in (1, 2, 3):
+        p.append(f"consumer_warpgroups must be 1, 2 or 3, got {config.consumer_warpgroups}")
+    elif config.consumer_warpgroups == 3 and (config.x_operand != "regs" or not config.consumer_regs):
+        p.append("3 consumer warpgroups need x_operand='regs' and consumer_regs (setmaxnreg)")
     if config.producer_warps not in (1, 2, 4):
         p.append(f"producer_warps must be 1, 2 or 4, got {config.producer_warps}")
     elif config.producer_warps != 1 and config.loader != "cp_async":
@@ -272,10 +309,25 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("x_operand='regs' needs loader='tma', dequant='prmt' and roles='cooperative'")
         if config.mma_m != 64 * config.consumer_warpgroups:
             p.append(f"x_operand='regs' needs one 64-row wgmma A fragment per warpgroup (mma_m {config.mma_m})")
-        if (2 * config.mma_n) % config.consumer_threads:
+        if (2 * config.mma_n) % config.consumer_threads and not config.consumer_regs:
             p.append(
                 f"x_operand='regs' splits Y's {2 * config.mma_n} half-row units evenly over "
                 f"{config.consumer_threads} consumer threads (mma_n {config.mma_n})"
+            )
+    if config.consumer_regs:
+        if config.consumer_regs % 8 or not SETMAXNREG_MIN <= config.consumer_regs <= SETMAXNREG_MAX:
+            p.append(f"consumer_regs must be a multiple of 8 in {SETMAXNREG_MIN}..{SETMAXNREG_MAX}, got {config.consumer_regs}")
+        elif config.roles != "cooperative" or config.loader != "tma" or config.producer_warps != 1:
+            p.append("consumer_regs (setmaxnreg) needs roles='cooperative', loader='tma' and producer_warps=1")
+        elif config.consumer_regs < config.launch_register_cap:
+            p.append(
+                f"consumer_regs {config.consumer_regs} below the launch cap {config.launch_register_cap} "
+                "(setmaxnreg.inc cannot lower)"
+            )
+        elif config.producer_regs < SETMAXNREG_MIN:
+            p.append(
+                f"{config.consumer_threads} consumer threads x {config.consumer_regs} registers leave the "
+                f"producer warpgroup {config.producer_regs} per thread (< {SETMAXNREG_MIN})"
             )
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
@@ -284,12 +336,14 @@ def config_problems(config: HopperConfig) -> list[str]:
     if p:
         return p
     # wgmma: M is 64 per warpgroup instruction, N <= 256
-    if config.mma_m not in (64, 128):
-        p.append(f"wgmma M side (mma_m={config.mma_m}) must be 64 or 128")
+    if config.mma_m not in (64, 128, 192):
+        p.append(f"wgmma M side (mma_m={config.mma_m}) must be 64, 128 or 192")
     if config.mma_n > 256:
         p.append(f"wgmma N side (mma_n={config.mma_n}) must be <= 256")
     if config.consumer_warpgroups == 2 and config.mma_m != 128:
         p.append("2 cooperative consumer warpgroups need mma_m == 128 (64 rows each)")
+    if config.consumer_warpgroups == 3 and config.mma_m != 192:
+        p.append("3 cooperative consumer warpgroups need mma_m == 192 (64 rows each)")
     if config.acc_regs_per_thread > MAX_ACC_REGS_PER_THREAD:
         p.append(
             f"accumulator needs {config.acc_regs_per_thread} fp32 registers per thread "
@@ -377,6 +431,21 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     HopperConfig(
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", fp16_buffers=3,
+    ),
+    # issue 14: setmaxnreg (a register-light producer warpgroup) so that 3 consumer warpgroups
+    # (16 warps per SM instead of 9) fit: wgmma M side 192 (N), 128 or 64 (M) on the other
+    HopperConfig(
+        tile_m=128, tile_n=192, tile_k=256, num_ab_stages=4, consumer_warpgroups=3, swapped=True, dequant="prmt",
+        loader="tma", x_operand="regs", consumer_regs=160,
+    ),
+    HopperConfig(
+        tile_m=64, tile_n=192, tile_k=256, num_ab_stages=4, consumer_warpgroups=3, swapped=True, dequant="prmt",
+        loader="tma", x_operand="regs", consumer_regs=160,
+    ),
+    # issue 14: the fastest variant with setmaxnreg alone (consumers 232 registers, producer 40)
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", consumer_regs=232,
     ),
 )
 

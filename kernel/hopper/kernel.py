@@ -95,6 +95,9 @@ class HopperNvfp4GroupedGemm:
         self.y_buf_bytes = self.mma_n * SUB_K * 2
         stages, raw_bytes = self.stages, self.stages * self.raw_stage_bytes
         self.x_in_regs = config.x_operand == "regs"
+        # x_operand="regs" with Y's half-row units not a multiple of the consumer threads (3
+        # consumer warpgroups): one unit per thread, the threads past the last unit skip it
+        self.y_units_ragged = self.x_in_regs and (2 * self.mma_n) % self.consumer_threads != 0
         # x_operand="regs": X never goes through shared memory (a token allocation)
         x_elems = 8 if self.x_in_regs else config.fp16_buffers * self.mma_m * SUB_K
         y_elems = config.fp16_buffers * self.mma_n * SUB_K
@@ -367,8 +370,15 @@ class HopperNvfp4GroupedGemm:
             # ------------------------------------------------------------ producer warp
             lane = cute.arch.lane_idx()
             pw = warp_idx - self.producer_warp
+            p_end = t_end
+            if cutlass.const_expr(cfg.consumer_regs):
+                # the whole producer warpgroup gives registers back (one setmaxnreg for all
+                # four warps); only its first warp loads, the others run no tile and exit
+                cute.arch.setmaxregister_decrease(cfg.producer_regs)
+                if pw != 0:
+                    p_end = t_begin
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-            for tile in range(t_begin, t_end, t_step):
+            for tile in range(t_begin, p_end, t_step):
                 slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
                 a_ptr = m_ptrs[slot, 0]
                 b_ptr = m_ptrs[slot, 1]
@@ -427,9 +437,12 @@ class HopperNvfp4GroupedGemm:
                     self.delay("producer", "issue", "after")
                     state.advance()
             self.delay("producer", "tail", "before")
-            pipe.producer_tail(state)
+            if cutlass.const_expr(not cfg.consumer_regs) or pw == 0:
+                pipe.producer_tail(state)
         elif warp_idx < self.dequant_warp0:
             # ------------------------------------------------------- consumer warpgroups
+            if cutlass.const_expr(cfg.consumer_regs):
+                cute.arch.setmaxregister_increase(cfg.consumer_regs)  # every consumer warpgroup
             thr_mma = tiled_mma.get_slice(tidx)
             tCsY = thr_mma.partition_B(sY)
             tCrY = tiled_mma.make_fragment_B(tCsY)
@@ -496,7 +509,10 @@ class HopperNvfp4GroupedGemm:
                                 buf = fp16_buf.index
                             if cutlass.const_expr(self.x_in_regs):
                                 x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
-                                self.dequant_y_rs(tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
+                                if cutlass.const_expr(self.y_units_ragged):
+                                    self.dequant_y_rs_ragged(tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
+                                else:
+                                    self.dequant_y_rs(tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
                             else:
                                 self.dequant_sub_block(
                                     tidx, stage, sx_base + buf * self.x_buf_bytes, sy_base + buf * self.y_buf_bytes,
@@ -699,6 +715,38 @@ class HopperNvfp4GroupedGemm:
         for idx in range(16):  # u32 index rh + 2*jp + 4*s, as the asm's outputs
             frag32[idx] = cutlass.Uint32(words[idx])
         return frag
+
+    def y_rs_unit(self, unit, stage, y_dst, y_sf_row0, sb: int):
+        """The 7 shared addresses of Y unit ``unit`` (row r, K half a) for dequant_y_units_rs."""
+        r = (unit // 16) * 8 + unit % 8
+        a = (unit // 8) % 2
+        r8 = r % 8
+        row = stage + self.off_y + r * self.pitch
+        i_full = y_sf_row0 + r
+        i = i_full % cfgmod.SF_BLOCK_ROWS
+        sf = (
+            stage + self.off_sfy + (i_full // cfgmod.SF_BLOCK_ROWS) * self.sf_block_bytes + sb * 512
+            + (i % 32) * 16 + (i // 32) * 4
+        )
+        dst = y_dst + (r // 8) * 1024 + r8 * 128
+        return (
+            row + (((sb * 2) ^ r8) << 4) + 4 * a,
+            row + (((sb * 2 + 1) ^ r8) << 4) + 4 * a,
+            sf,
+            *(dst + (((4 * a + j) ^ r8) << 4) for j in range(4)),
+        )
+
+    @cute.jit
+    def dequant_y_rs_ragged(self, tidx: cutlass.Int32, stage: cutlass.Int32, y_dst: cutlass.Int32,
+                            y_sf_row0: cutlass.Int32, sb: cutlass.Constexpr):
+        """dequant_y_rs where Y's 2*mma_n units are not a multiple of the consumer threads: unit
+        ``tidx + u * threads`` if it exists, one unit per asm block (warp-uniform: units come in
+        runs of 32 threads)."""
+        units = self.mma_n * 2
+        for u in cutlass.range_constexpr((units + self.dequant_threads - 1) // self.dequant_threads):
+            unit = tidx + u * self.dequant_threads
+            if unit < units:
+                dequant_y_units_rs([self.y_rs_unit(unit, stage, y_dst, y_sf_row0, sb)], self.config.operand_exp_shift)
 
     def dequant_y_rs(self, tidx, stage, y_dst, y_sf_row0, sb: int):
         """x_operand="regs": this thread's (row, a) units of Y, in the fragment's K order."""

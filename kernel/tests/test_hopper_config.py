@@ -30,7 +30,7 @@ def test_variant_set():
     assert len(set(labels)) == len(labels) >= 6
     assert DEFAULT_CONFIG in DECLARED_VARIANTS
     assert set(STATIC_MATRIX) <= set(DECLARED_VARIANTS)
-    assert {c.consumer_warpgroups for c in DECLARED_VARIANTS} == {1, 2}
+    assert {c.consumer_warpgroups for c in DECLARED_VARIANTS} == {1, 2, 3}
     assert any(c.swapped for c in DECLARED_VARIANTS)
 
 
@@ -154,3 +154,53 @@ def test_split_smem_counts_the_fp16_ring_and_its_barriers():
 
 def test_no_declared_variant_is_ablated():
     assert all(c.ablate == "none" for c in DECLARED_VARIANTS)
+
+
+def test_setmaxnreg_register_arithmetic():
+    wg3 = HopperConfig(tile_n=192, swapped=True, consumer_warpgroups=3, num_ab_stages=4, dequant="prmt",
+                       loader="tma", x_operand="regs", consumer_regs=160)
+    # 3 consumer warpgroups + a whole producer warpgroup: 512 threads launch at 128 registers
+    assert wg3.threads == 512 and wg3.launch_register_cap == 128
+    # 384 x 160 + 128 x 32 = 65536: the producer keeps what the consumers leave
+    assert wg3.producer_regs == 32 and wg3.register_cap == 160
+    assert wg3.consumer_threads * wg3.consumer_regs + 128 * wg3.producer_regs <= 65536
+    assert wg3.mma_m == 192 and wg3.acc_regs_per_thread == 64 and wg3.label.endswith("_rs_r160")
+    assert "_wg3_" in wg3.label and config_problems(wg3) == []
+    wg2 = HopperConfig(swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+                       x_operand="regs", consumer_regs=232)
+    assert wg2.threads == 384 and wg2.launch_register_cap == 168 and wg2.producer_regs == 40
+    assert config_problems(wg2) == []
+    # without setmaxnreg nothing changes
+    assert HopperConfig().producer_threads == 32 and HopperConfig().register_cap == HopperConfig().launch_register_cap
+
+
+_WG3 = dict(swapped=True, consumer_warpgroups=3, num_ab_stages=4, dequant="prmt", loader="tma", x_operand="regs")
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(_WG3, tile_n=192), "need x_operand='regs' and consumer_regs"),
+        (dict(_WG3, tile_n=192, consumer_regs=164), "multiple of 8"),
+        (dict(_WG3, tile_n=192, consumer_regs=120), "below the launch cap"),
+        (dict(_WG3, tile_n=192, consumer_regs=168), "leave the producer warpgroup 8"),
+        (dict(_WG3, tile_n=128, consumer_regs=160), "64-row wgmma A fragment per warpgroup"),
+        (dict(tile_n=192, consumer_regs=160, loader="tma", dequant="prmt"), "tile_n 192 is for swapped"),
+        (dict(consumer_regs=232), "needs roles='cooperative', loader='tma'"),
+        (dict(_WG3, tile_n=192, consumer_regs=160, loader="cp_async"), "needs roles='cooperative', loader='tma'"),
+    ],
+)
+def test_setmaxnreg_rules(kwargs, words):
+    problems = config_problems(HopperConfig(**kwargs))
+    assert any(words in p for p in problems), problems
+
+
+def test_sf_blocks_cover_every_tile_start():
+    from kernel.hopper.config import sf_blocks
+
+    assert [sf_blocks(r) for r in (64, 128, 192, 256)] == [1, 1, 2, 2]
+    # a tile of `rows` starts at a multiple of `rows`: the 128-row scale blocks it touches
+    for rows in (64, 128, 192, 256):
+        for start in range(0, 8192, rows):
+            touched = (start + rows - 1) // 128 - start // 128 + 1
+            assert touched <= sf_blocks(rows), (rows, start)

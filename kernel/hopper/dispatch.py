@@ -1,0 +1,95 @@
+"""Per-shape variant choice of the Hopper kernel (issue 14): a small, fixed table, no autotuning.
+
+A problem's *shape key* is what the choice may depend on: the sorted per-group M, and the N and K
+shared by every group (``None`` when groups differ in N or K). The table maps the keys of the
+leaderboard's four benchmark shapes (oracle.speed.BENCHMARK_SHAPES) to a declared variant;
+every other problem gets ``fallback``. Nothing is measured or searched at call time: the
+choice is a dictionary look-up on the sizes.
+
+Why a shape wants which tile (tile counts on 132 SMs; kernel/hopper/NOTES.md, issue 14):
+
+* bench1 (8 groups, N 4096, K 7168) and bench2 (8 groups, N 7168, K 2048): 128x128 swapped
+  tiles make 352 and 728 tiles = 3 and 6 rounds; 192(N)x128(M) tiles with 3 consumer
+  warpgroups make 242 and 494 tiles = 2 and 4 rounds of 1.5x the work each;
+* bench3 (M 192 + 320, N 3072): 120 tiles of 128x128 (1 round, M padded 640/512); 192x64 tiles:
+  128 tiles (1 round) of 0.75x the work, no M padding;
+* bench4 (M 128 + 384, N 4096, K 1536): 128 tiles of 128x128, one round, no padding: the
+  fastest 2-warpgroup tile.
+
+``PROPOSED_TABLE`` is that reasoning, NOT yet measured; it is not wired into the launch path
+(``custom_kernel`` still takes one config). After the H200 run, the measured winner per shape
+replaces it (and this docstring says which run).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+from kernel.hopper.config import DECLARED_VARIANTS, FASTEST_CONFIG, HopperConfig
+
+ShapeKey = tuple[tuple[int, ...], int | None, int | None]
+
+# name: (M per group, N, K), as oracle.speed.BENCHMARK_SHAPES (kept here so kernel/ does not
+# import oracle/; kernel/tests/test_hopper_dispatch.py checks the two agree)
+STANDARD_SHAPES: dict[str, tuple[tuple[int, ...], int, int]] = {
+    "bench1": ((80, 176, 128, 72, 64, 248, 96, 160), 4096, 7168),
+    "bench2": ((40, 76, 168, 72, 164, 148, 196, 160), 7168, 2048),
+    "bench3": ((192, 320), 3072, 4096),
+    "bench4": ((128, 384), 4096, 1536),
+}
+
+
+def shape_key(problem_sizes: Iterable[Sequence[int]]) -> ShapeKey:
+    """(sorted M, N, K) of a list of (m, n, k[, l]) sizes; N or K is None when groups differ."""
+    sizes = [tuple(int(x) for x in s) for s in problem_sizes]
+    ns = {s[1] for s in sizes}
+    ks = {s[2] for s in sizes}
+    return (
+        tuple(sorted(s[0] for s in sizes)),
+        ns.pop() if len(ns) == 1 else None,
+        ks.pop() if len(ks) == 1 else None,
+    )
+
+
+def standard_key(name: str) -> ShapeKey:
+    ms, n, k = STANDARD_SHAPES[name]
+    return tuple(sorted(ms)), n, k
+
+
+def by_label(label: str) -> HopperConfig:
+    for c in DECLARED_VARIANTS:
+        if c.label == label:
+            return c
+    raise KeyError(f"no declared Hopper variant is labelled {label!r}")
+
+
+class DispatchTable:
+    """``entries``: standard-shape name -> variant label; ``fallback``: every other shape."""
+
+    def __init__(self, entries: Mapping[str, str], fallback: HopperConfig = FASTEST_CONFIG):
+        unknown = set(entries) - set(STANDARD_SHAPES)
+        if unknown:
+            raise KeyError(f"not standard shapes: {sorted(unknown)}")
+        self.entries = dict(entries)
+        self.fallback = fallback
+        self._by_key = {standard_key(name): by_label(label) for name, label in entries.items()}
+
+    def choose(self, problem_sizes: Iterable[Sequence[int]]) -> HopperConfig:
+        return self._by_key.get(shape_key(problem_sizes), self.fallback)
+
+    def configs(self) -> list[HopperConfig]:
+        """Every config the table can return (fallback first), without repeats."""
+        out = [self.fallback]
+        for c in self._by_key.values():
+            if c not in out:
+                out.append(c)
+        return out
+
+
+WG3_128 = "h90_m128n192k256_s4_wg3_swap_fp16_tma_prmt_rs_r160"
+WG3_64 = "h90_m64n192k256_s4_wg3_swap_fp16_tma_prmt_rs_r160"
+
+# Predicted, not measured (profiling/PERF_LOG.md, issue 14). Not used by the launch path.
+PROPOSED_TABLE = DispatchTable(
+    {"bench1": WG3_128, "bench2": WG3_128, "bench3": WG3_64, "bench4": FASTEST_CONFIG.label},
+)

@@ -1,0 +1,50 @@
+"""The Hopper per-shape dispatch table (kernel/hopper/dispatch.py): plain Python, no GPU."""
+
+import pytest
+
+from kernel.hopper import DECLARED_VARIANTS, FASTEST_CONFIG, config_problems
+from kernel.hopper.dispatch import PROPOSED_TABLE, STANDARD_SHAPES, DispatchTable, by_label, shape_key
+from oracle.speed import BENCHMARK_SHAPES
+
+
+def sizes(name):
+    ms, n, k = STANDARD_SHAPES[name]
+    return [(m, n, k, 1) for m in ms]
+
+
+def test_standard_shapes_are_the_benchmark_shapes():
+    assert STANDARD_SHAPES == {k: (tuple(v[0]), v[1], v[2]) for k, v in BENCHMARK_SHAPES.items()}
+
+
+def test_shape_key_ignores_group_order_and_l():
+    assert shape_key([(80, 4096, 7168, 1), (40, 4096, 7168, 1)]) == ((40, 80), 4096, 7168)
+    assert shape_key([(40, 4096, 7168), (80, 4096, 7168, 1)]) == ((40, 80), 4096, 7168)
+    assert shape_key([(8, 128, 256, 1), (8, 256, 256, 1)]) == ((8, 8), None, 256)
+    assert shape_key([(8, 128, 256, 1), (8, 128, 512, 1)]) == ((8, 8), 128, None)
+
+
+@pytest.mark.parametrize("name", sorted(STANDARD_SHAPES))
+def test_proposed_table_covers_every_standard_shape_with_a_declared_valid_variant(name):
+    chosen = PROPOSED_TABLE.choose(sizes(name))
+    assert chosen in DECLARED_VARIANTS and config_problems(chosen) == []
+    assert chosen.label == PROPOSED_TABLE.entries[name]
+    # the group order of the call does not change the choice
+    assert PROPOSED_TABLE.choose(list(reversed(sizes(name)))) == chosen
+    # K a multiple of every chosen variant's stage depth
+    assert STANDARD_SHAPES[name][2] % chosen.tile_k == 0
+
+
+def test_other_shapes_fall_back():
+    assert PROPOSED_TABLE.choose([(128, 4096, 7168, 1)]) == FASTEST_CONFIG
+    near = sizes("bench3")
+    near[0] = (193, 3072, 4096, 1)
+    assert PROPOSED_TABLE.choose(near) == FASTEST_CONFIG
+    assert PROPOSED_TABLE.configs()[0] == FASTEST_CONFIG
+
+
+def test_table_rejects_unknown_shapes_and_labels():
+    with pytest.raises(KeyError):
+        DispatchTable({"bench9": FASTEST_CONFIG.label})
+    with pytest.raises(KeyError):
+        DispatchTable({"bench1": "h90_no_such_variant"})
+    assert by_label(FASTEST_CONFIG.label) == FASTEST_CONFIG

@@ -1,0 +1,46 @@
+"""profiling.benchmarks.speed_table on a synthetic pytest-benchmark JSON (CPU only)."""
+
+from profiling.benchmarks import speed_table
+
+
+def _bench(name, us, floor):
+    return {"name": name, "extra_info": {"device_median_us": us, "time_over_floor": us / floor}}
+
+
+FLOORS = {"bench1": 76.1, "bench2": 38.1, "bench3": 16.3, "bench4": 8.2}
+PEER = {"bench1": 180.0, "bench2": 90.0, "bench3": 32.0, "bench4": 16.0}
+A = {"bench1": 170.0, "bench2": 110.0, "bench3": 30.0, "bench4": 15.0}
+B = {"bench1": 120.0, "bench2": 80.0, "bench3": 40.0, "bench4": 20.0}
+
+
+def _data():
+    out = [_bench(f"test_peer_cublas_bf16[{s}]", t, FLOORS[s]) for s, t in PEER.items()]
+    out += [_bench(f"test_kernel[hopper:h90_a-{s}]", t, FLOORS[s]) for s, t in A.items()]
+    out += [_bench(f"test_kernel[hopper:h90_b_r160-{s}]", t, FLOORS[s]) for s, t in B.items()]
+    out.append({"name": "test_cpu_thing", "extra_info": {}, "stats": {"median": 1.0}})
+    return {"benchmarks": out}
+
+
+def test_medians_and_floors():
+    rows, floors = speed_table.medians(_data())
+    assert rows["cuBLAS bf16"] == PEER and rows["h90_a"] == A and rows["h90_b_r160"] == B
+    assert all(abs(floors[s] - FLOORS[s]) < 1e-9 for s in FLOORS)
+
+
+def test_table_best_per_shape_and_verdicts():
+    lines = speed_table.table(_data())
+    text = "\n".join(lines)
+    row = {ln.split("|")[1].strip(): ln for ln in lines if ln.startswith("| ")}
+    assert row["h90_a"].rstrip().endswith("| no |")  # slower than cuBLAS on bench2
+    assert row["h90_b_r160"].rstrip().endswith("| no |")
+    # best per shape: B on bench1/2, A on bench3/4 -> faster than cuBLAS everywhere
+    assert "120.00 (0.67)" in row["best per shape"] and "15.00 (0.94)" in row["best per shape"]
+    assert row["best per shape"].rstrip().endswith("| yes |")
+    assert "best per shape: bench1 h90_b_r160, bench2 h90_b_r160, bench3 h90_a, bench4 h90_a" in text
+
+
+def test_missing_shapes_leave_dashes():
+    data = _data()
+    data["benchmarks"] = [b for b in data["benchmarks"] if not b["name"].endswith("h90_a-bench4]")]
+    row = {ln.split("|")[1].strip(): ln for ln in speed_table.table(data) if ln.startswith("| ")}
+    assert "| - |" in row["h90_a"]
