@@ -94,6 +94,10 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
     seen_us = statistics.median(_per_call_us(seen, max(20, calls // 10)) for _ in range(3))
     torch.cuda.synchronize()
 
+    for d in fresh:  # poison: the check below sees whether the seen-shape launch wrote every C
+        for _, _, c in d[0]:
+            c.fill_(float("nan"))
+    accepted_before = sum(t.stats["accepted"] for t in pipeline.templates._entries.values())
     firsts = []
     for d in fresh:
         torch.cuda.synchronize()
@@ -101,6 +105,15 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
         family.custom_kernel(d, config)
         firsts.append((time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
+
+    accepted = sum(t.stats["accepted"] for t in pipeline.templates._entries.values()) - accepted_before
+    if accepted != len(fresh):
+        raise AssertionError(f"{accepted} of {len(fresh)} first calls took the seen-shape path on {shape_name}")
+    expected = oracle.expected_outputs(fresh[-1])
+    report = oracle.compare([abc[2] for abc in fresh[-1][0]], [e.reference for e in expected],
+                            [e.bound for e in expected])
+    if not report.ok:
+        raise AssertionError(f"seen-shape launch is wrong on {shape_name}: {report}")
 
     stages = first_call_stages(family, config, fresh)
 
