@@ -72,8 +72,12 @@ _TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>p
 # buffers and ring slots are reused many times, the ring phase runs on across tiles and the
 # producer runs ahead into the next tile while the consumers store the last one
 PALETTE_CTAS = (0, 2, 1)
-# the palette's filler wgmmas per real wgmma group (Perturbation.wgmma_fill), cycled likewise
-PALETTE_FILL = (128, 64, 256)
+# the palette's filler wgmmas per real wgmma group (Perturbation.wgmma_fill), cycled likewise.
+# Off: on a CPU compile (CuTe DSL 4.8.1) ptxas puts a WARPGROUP.DEPBAR + ARRIVE after every filler
+# (the chained scratch accumulator serializes them), so the fillers delay the issuing warp, not the
+# real wgmma, and each DEPBAR also retires the earlier real group: that would hide the very bugs
+# the fillers are meant to show. Kept as an option until the fillers stay asynchronous.
+PALETTE_FILL = (0, 0, 0)
 
 
 @dataclass(frozen=True)

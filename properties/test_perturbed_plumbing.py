@@ -103,10 +103,10 @@ def test_palette_caps_the_grid_and_fills_the_tensor_pipe():
 
     pal = palette(3)
     assert [p.max_ctas for p in pal] == list(PALETTE_CTAS) and 0 in PALETTE_CTAS and 1 in PALETTE_CTAS
-    assert [p.wgmma_fill for p in pal] == list(PALETTE_FILL) and all(PALETTE_FILL)
-    for p in pal:
+    assert [p.wgmma_fill for p in pal] == list(PALETTE_FILL)
+    for p in (*pal, Perturbation(5, max_ctas=3, wgmma_fill=128)):
         assert Perturbation.from_tag(p.tag) == p
-    assert "-c2" in pal[1].tag and "-w" in pal[0].tag and "-c" not in pal[0].tag
+    assert "-c2" in pal[1].tag and "-c" not in pal[0].tag and "-w128" in Perturbation(5, wgmma_fill=128).tag
     with pytest.raises(ValueError):
         Perturbation(1, max_ctas=-1)
     with pytest.raises(ValueError):

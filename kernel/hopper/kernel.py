@@ -470,6 +470,7 @@ class HopperNvfp4GroupedGemm:
                     self.delay("consumer", "wgmma_wait", "before")
                     warpgroup.wait_group(0)
                     self.warp_release(fp16_pipe, retire_state)
+                    self.keep_filler(filler, m_sizes[slot, 3], m_ptrs[slot, 2])
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
                     self.poison_accumulator(acc)
             else:
@@ -539,6 +540,7 @@ class HopperNvfp4GroupedGemm:
                         state.advance()
                     warpgroup.wait_group(0)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+                    self.keep_filler(filler, m_sizes[slot, 3], m_ptrs[slot, 2])
                     self.poison_accumulator(acc)
         elif cutlass.const_expr(self.split):
             # ---------------------------------------- dequant warpgroups (roles="split")
@@ -671,8 +673,21 @@ class HopperNvfp4GroupedGemm:
         if not self.x_in_regs:
             f_x = mma.make_fragment_A(thr.partition_A(cute.local_tile(sX, (rows, SUB_K, self.fp16_buffers), (0, 0, 0))))
         f_acc = thr.make_fragment_C(thr.partition_shape_C((rows, 8)))
-        mma.set(warpgroup.Field.ACCUMULATE, False)
+        # accumulate, so that every filler reads the previous one's result: none is dead code
+        f_acc.fill(0.0)
+        mma.set(warpgroup.Field.ACCUMULATE, True)
         return mma, f_x, f_y, f_acc
+
+    def keep_filler(self, filler, l_size, c_ptr):
+        """The filler's scratch accumulator must look used, or the compiler drops the filler
+        wgmmas: stored only when the group's L (always 1, validated) is 7777777, never."""
+        if filler is not None:
+            self.filler_sink(filler[3], l_size, c_ptr)
+
+    @cute.jit
+    def filler_sink(self, f_acc: cute.Tensor, l_size: cutlass.Int32, c_ptr: cutlass.Int64):
+        if l_size == 7777777:
+            store_f16(c_ptr, f_acc[0], cutlass.Float32(1.0))
 
     def fill_wgmma(self, filler, a_frag, buf):
         """Queue ``wgmma_fill`` filler wgmmas ahead of a real wgmma group (same commit group): the
