@@ -10,10 +10,13 @@
 # mutant was not caught or a baseline failed), 124 on the hard timeout.
 #   SECTION=sync    only the concurrency mutants (default: all Hopper mutants)
 #   MODES=plain,perturbed,sanitizer   which verdicts the concurrency mutants get
-#   BUDGET=540 JOBS=16 OUT=out/mutants
+#   BUDGET=480 JOBS=16 OUT=out/mutants
+# Each concurrency mutant: one pytest process for its plain and perturbed verdicts, then (unless
+# it hung) one task per sanitizer tool; a hung example is reported 30 s after its compile
+# (properties.isolation's watchdog) as "caught (hang)". Estimate (properties/MUTANTS.md): ~8 min.
 set -u
 cd "$(dirname "$0")/.."
-BUDGET=${BUDGET:-540}
+BUDGET=${BUDGET:-480}
 JOBS=${JOBS:-16}
 SECTION=${SECTION:-all}
 MODES=${MODES:-plain,perturbed,sanitizer}

@@ -51,22 +51,30 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ci.mutants import CPU_SUBJECTS, MUTANTS, PERTURBED_PROPERTY, SUBJECTS, SYNC_MUTANTS, Mutant
+from ci.mutants import CPU_SUBJECTS, HOPPER_VARIANT, MUTANTS, PERTURBED_PROPERTY, SUBJECTS, SYNC_MUTANTS, Mutant
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTEST_BASE = ["-x", "-q", "-p", "no:cacheprovider", "-p", "ci.mutant_plugin", "--hypothesis-profile=ci"]
 # GPU runs: an example that hangs (a missing barrier can deadlock) is killed after this long
-HOPPER_OPTIONS = ["--example-timeout=40"]
-HOPPER_ENV = {"NVFP4_FIRST_EXAMPLE_EXTRA": "90", "CUTE_DSL_ARCH": "sm_90a"}
-PERTURBED_OPTIONS = ["--example-timeout=90"]
+# (properties.isolation: the limit runs from the worker's "compiled" message on, so a deadlock
+# costs this long, not the compile allowance NVFP4_FIRST_EXAMPLE_EXTRA on top)
+HOPPER_OPTIONS = ["--example-timeout=30"]
+HOPPER_ENV = {"NVFP4_FIRST_EXAMPLE_EXTRA": "120", "CUTE_DSL_ARCH": "sm_90a"}
+PERTURBED_OPTIONS = ["--example-timeout=30"]
 MODES = ("plain", "perturbed", "sanitizer")
+# one pytest process gives a concurrency mutant both property verdicts (plain, perturbed): the
+# two properties in one selection (--perturb=on), each judged by its own FAILED / PASSED line
+PROPS = "props"
+PLAIN_PROPERTY = "properties/test_subject_vs_oracle.py::test_subject_matches_oracle"
+# a property example that got no answer within the hang watchdog (properties.isolation)
+_HANG_RE = re.compile(r"SubjectTimedOut|TIMEOUT on \d+ groups")
 # CPU verdict of a concurrency mutant: its variant compiled on the CPU, the SASS ordering rules
 # (test_hopper_sync_sites) and the poison-site rules of its perturbed build
 # (test_hopper_perturbed_sass); runs without a GPU
 STATIC_MODE = "static"
 STATIC_SELECT = ["kernel/tests/test_hopper_sync_sites.py", "kernel/tests/test_hopper_perturbed_sass.py"]
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
-SANITIZER_PROCESS_TIMEOUT = 150  # seconds per sanitized process (four run side by side)
+SANITIZER_PROCESS_TIMEOUT = 150  # seconds per sanitized process (one tool per runner task)
 _FAILED_RE = re.compile(r"^(FAILED|ERROR) (\S+)", re.M)
 
 
@@ -139,10 +147,15 @@ def perturbed_select(variant: str) -> list[str]:
     return [PERTURBED_PROPERTY, "--subject=hopper", f"--variant={variant}", "--perturb=only"]
 
 
-def sanitizer_command(variant: str) -> list[str]:
+def sanitizer_command(variant: str, tools: tuple[str, ...] = SANITIZER_TOOLS) -> list[str]:
     cmd = [sys.executable, "-m", "ci.sanitize", "--subject=hopper", f"--variant={variant}", "--require",
-           f"--jobs={len(SANITIZER_TOOLS)}", f"--timeout={SANITIZER_PROCESS_TIMEOUT}"]
-    return cmd + [f"--tool={t}" for t in SANITIZER_TOOLS]
+           f"--jobs={len(tools)}", f"--timeout={SANITIZER_PROCESS_TIMEOUT}"]
+    return cmd + [f"--tool={t}" for t in tools]
+
+
+def props_select(variant: str) -> list[str]:
+    """Both property verdicts of a concurrency mutant in one process."""
+    return [PLAIN_PROPERTY, PERTURBED_PROPERTY, "--subject=hopper", f"--variant={variant}", "--perturb=on", "-rA"]
 
 
 def pytest_command(mutant_or_subject, mode: str = "plain") -> tuple[list[str], dict[str, str]]:
@@ -151,8 +164,14 @@ def pytest_command(mutant_or_subject, mode: str = "plain") -> tuple[list[str], d
     variant = mutant_or_subject.variant if isinstance(mutant_or_subject, Mutant) else ""
     if mode == "sanitizer":
         return sanitizer_command(variant), dict(HOPPER_ENV)
+    if mode.startswith("sanitizer:"):
+        return sanitizer_command(variant, (mode.split(":", 1)[1],)), dict(HOPPER_ENV)
     if mode == "perturbed":
         select = perturbed_select(variant)
+    if mode == PROPS:
+        cmd = [sys.executable, "-m", "pytest", *[a for a in PYTEST_BASE if a != "-x"], *props_select(variant),
+               *HOPPER_OPTIONS]
+        return cmd, dict(HOPPER_ENV)
     if mode == STATIC_MODE:
         cmd = [sys.executable, "-m", "pytest", *PYTEST_BASE, *STATIC_SELECT, "-k", variant]
         return cmd, {"CUTE_DSL_ARCH": "sm_90a"}
@@ -224,11 +243,15 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
             proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
             out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            return Result(name, subject, kind, "timeout", mode=mode, wall_s=round(time.perf_counter() - start, 1),
-                          command=f"python {shown}", detail=f"no verdict within {timeout:.0f} s",
-                          output_tail=out[-3000:])
+            wall = round(time.perf_counter() - start, 1)
+            modes = ("plain", "perturbed") if mode == PROPS else (mode,)
+            results = [Result(name, subject, kind, "timeout", mode=md, wall_s=wall, command=f"python {shown}",
+                              detail=f"no verdict within {timeout:.0f} s", output_tail=out[-3000:]) for md in modes]
+            return results if mode == PROPS else results[0]
         wall = round(time.perf_counter() - start, 1)
         output = proc.stdout + proc.stderr
+        if mode == PROPS:
+            return _props_results(name, subject, kind, mutant, output, proc.returncode, wall, f"python {shown}", obs)
         checked = None
         if log.exists():
             lines = log.read_text().splitlines()
@@ -253,6 +276,8 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
             res.examples = _count_examples(obs, res.caught_by)
             reason = re.search(r"^(?:FAILED|ERROR) \S+ - (.*)$", output, re.M)
             res.detail = reason.group(1)[:300] if reason else ""
+            if mutant and res.verdict == "caught" and _HANG_RE.search(res.detail):
+                res.verdict = "caught (hang)"
         else:
             res.verdict = "error"
             res.detail = f"pytest exit status {proc.returncode}"
@@ -264,17 +289,60 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _props_results(name, subject, kind, mutant, output, code, wall, command, obs) -> list[Result]:
+    """The plain and the perturbed verdict of one ``props`` run (both properties, one process):
+    each from its own test's FAILED / PASSED / SKIPPED line. A failing example that got no answer
+    within the hang watchdog is ``caught (hang)``."""
+    out = []
+    for mode, test in (("plain", PLAIN_PROPERTY), ("perturbed", PERTURBED_PROPERTY)):
+        func = test.split("::")[-1]
+        res = Result(name, subject, kind, "", mode=mode, wall_s=wall, command=command, output_tail=output[-4000:])
+        failed = re.search(rf"^(FAILED|ERROR) (\S+::{func}\[\S*)(?: - (.*))?$", output, re.M)
+        passed = re.search(rf"^PASSED \S+::{func}\[", output, re.M)
+        skipped = re.search(rf"^SKIPPED .*{func}", output, re.M)
+        if failed:
+            res.caught_by = failed.group(2)
+            res.detail = (failed.group(3) or "")[:300]
+            if mutant is None:
+                res.verdict = "FAILED"
+            elif failed.group(1) == "ERROR":
+                res.verdict = "caught (error)"
+            else:
+                res.verdict = "caught (hang)" if _HANG_RE.search(res.detail) else "caught"
+            res.examples = _count_examples(obs, res.caught_by)
+        elif passed:
+            res.verdict = "SURVIVED" if mutant is not None else "passed"
+            if mutant is not None and mutant.equivalent_because:
+                res.verdict, res.detail = "equivalent", mutant.equivalent_because
+        elif skipped:
+            res.verdict, res.detail = "skipped", "the property skipped"
+        else:
+            res.verdict, res.detail = "error", f"no result line for {func} (pytest exit status {code})"
+        out.append(res)
+    return out
+
+
 def _sanitizer_verdict(res: Result, code: int, output: str, mutated: bool) -> Result:
     """ci.sanitize's exit status: 0 clean, 1 something found, 2 skipped (no sanitizer / GPU)."""
     found = [l.strip() for l in output.splitlines()
              if re.match(r"^(memcheck|racecheck|synccheck|initcheck)\s", l) and (" FAIL" in l or " ERROR" in l
                                                                                    or not re.search(r"\s0\s+(ERROR SUMMARY|timed|no summary)", l))]
     clean = re.search(r"(\d+) of (\d+) sanitized processes clean", output)
+    rows = [l.split() for l in output.splitlines() if re.match(rf"^({'|'.join(SANITIZER_TOOLS)})\s", l)]
+    reported = sorted({r[0] for r in rows if len(r) > 4 and r[4].isdigit() and int(r[4]) > 0}
+                      | {r[0] for r in rows if re.search(r"ERROR SUMMARY [1-9]", " ".join(r))})
+    case_failed = sorted({r[0] for r in rows if len(r) > 3 and r[3] in ("FAIL", "ERROR")})
+    timed_out = sorted({r[0] for r in rows if "timed out" in " ".join(r)})
     if code == 0:
         res.verdict = "SURVIVED" if mutated else "passed"
+    elif code == 1 and not reported and not case_failed and timed_out:
+        # a sanitized process that ran out of time proves nothing (instrumentation is slow)
+        res.verdict = "timeout"
+        res.caught_by = ""
     elif code == 1:
         res.verdict = "caught" if mutated else "FAILED"
-        res.caught_by = "compute-sanitizer"
+        res.caught_by = ("compute-sanitizer " + ",".join(reported) if reported else
+                         "a case failed under " + ",".join(case_failed) if case_failed else "compute-sanitizer")
     else:
         res.verdict = "skipped" if "SKIP" in output else "error"
     res.detail = (clean.group(0) if clean else "") + ("; " + " | ".join(found[:4]) if found and code == 1 else "")
@@ -306,69 +374,186 @@ def _key(subject: str, mode: str, variant: str) -> tuple[str, str, str]:
     return (subject, mode, variant)
 
 
+def _exec_modes(m: Mutant, modes: tuple[str, ...]) -> list[str]:
+    """The processes a mutant's verdicts need: ``props`` (plain and perturbed in one pytest
+    process) or each alone, ``static``; the sanitizer's tasks (one per tool) come after."""
+    if not m.variant:
+        return ["plain"]
+    out = [PROPS] if "plain" in modes and "perturbed" in modes else [md for md in ("plain", "perturbed") if md in modes]
+    return out + ([STATIC_MODE] if STATIC_MODE in modes else [])
+
+
+def _merge_sanitizer(name: str, subject: str, kind: str, tool_results: list[Result]) -> Result:
+    """One sanitizer verdict from its tools' tasks: caught by any tool, else timeout / SURVIVED."""
+    verdicts = [r.verdict for r in tool_results]
+    tools = [r.mode.split(":", 1)[1] for r in tool_results]
+    merged = Result(name, subject, kind, "", mode="sanitizer", wall_s=max((r.wall_s for r in tool_results), default=0.0),
+                    command=" ; ".join(r.command for r in tool_results))
+    caught = [(t, r) for t, r in zip(tools, tool_results) if r.verdict.startswith("caught")]
+    if caught:
+        merged.verdict = "caught"
+        merged.caught_by = "; ".join(f"{t}: {r.caught_by}" for t, r in caught)
+    elif "FAILED" in verdicts:
+        merged.verdict = "FAILED"
+        merged.caught_by = "; ".join(f"{t}: {r.caught_by}" for t, r in zip(tools, tool_results) if r.verdict == "FAILED")
+    else:
+        for v in ("error", "timeout", "not-run", "skipped"):
+            if v in verdicts:
+                merged.verdict = v
+                break
+        else:
+            merged.verdict = verdicts[0] if verdicts else "not-run"
+    merged.detail = ", ".join(f"{t} {v}" for t, v in zip(tools, verdicts))
+    return merged
+
+
 def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str], timeout: float,
             keep: bool = False, log=print, deadline_s: float | None = None,
             modes: tuple[str, ...] = MODES) -> list[Result]:
     """Run the mutants (and with ``baseline`` each subject unmutated, first; for the concurrency
-    mutants each variant and mode) ``jobs`` at a time. ``deadline_s``: total wall budget; a run
-    gets at most what is left, and runs that would start with less than 20 s left are reported
-    as ``not-run``."""
+    mutants each variant and verdict) ``jobs`` processes at a time.
+
+    A concurrency mutant's two property verdicts come from one pytest process (``props``); its
+    sanitizer verdict from one task per tool, started when its property run is done, and not at
+    all when that run showed a hang (a sanitized kernel that never ends can only time out; the
+    cell says so). Mutants recorded as equivalent (``ci.mutants.EQUIVALENT``: the compiled code
+    does not change) are not run. Order: baselines, concurrency property runs, the other
+    mutants, then sanitizer tasks as property runs finish. ``deadline_s``: total wall budget; a
+    run gets at most what is left, and runs that would start with less than 20 s left are
+    reported as ``not-run``."""
+    import threading
+
     t0 = time.perf_counter()
     files = repo_files()
     reason = gpu_reason() if any(m.needs_gpu for m in mutants) else None
+    tools = tuple(SANITIZER_TOOLS) if "sanitizer" in modes else ()
+    lock = threading.Lock()
+    done: list[tuple[Result, tuple]] = []
+    futures: list = []
     results: dict[tuple[str, str], Result] = {}
-    runnable = []
-    for m in mutants:
-        gpu_modes = [mode for mode in modes_of(m, modes) if mode != STATIC_MODE]
-        if m.needs_gpu and reason and gpu_modes:
-            for mode in gpu_modes:
-                results[m.name, mode] = Result(m.name, m.subject, m.kind, "skipped", mode=mode, detail=reason)
-            if STATIC_MODE in modes_of(m, modes):
-                runnable.append(m)
-        else:
-            runnable.append(m)
-    tasks = []
-    if baseline:
-        seen = set()
-        for m in sorted(runnable, key=lambda m: SUBJECTS.index(m.subject)):
-            for mode in modes_of(m, modes):
-                if m.needs_gpu and reason and mode != STATIC_MODE:
-                    continue
-                key = _key(m.subject, mode, m.variant)
-                if key not in seen:
-                    seen.add(key)
-                    tasks.append((None, m.subject, mode, m if m.variant else None))
-    tasks += [(m, m.subject, mode, None) for m in runnable for mode in modes_of(m, modes)
-              if (m.name, mode) not in results]
+    sync_variants = {m.variant for m in mutants if m.variant}
+
+    def gpu_skip(m: Mutant, mode: str) -> bool:
+        return m.needs_gpu and reason is not None and mode != STATIC_MODE
 
     def task(item):
         m, s, mode, of = item
         limit = timeout if s != "hopper" else min(timeout, 240)
+        name = m.name if m else f"(baseline {of.variant if of else s})"
         if deadline_s is not None:
             left = deadline_s - (time.perf_counter() - t0)
             if left < 20:
-                name = m.name if m else f"(baseline {of.variant if of else s})"
-                r = Result(name, s, m.kind if m else "", "not-run", mode=mode, detail=f"--deadline {deadline_s:g} s reached")
-                log(f"[mutation] {r.name} [{mode}]: not run (deadline)")
-                return r, item
+                kind = m.kind if m else ""
+                rs = [Result(name, s, kind, "not-run", mode=md, detail=f"--deadline {deadline_s:g} s reached")
+                      for md in (("plain", "perturbed") if mode == PROPS else (mode,))]
+                log(f"[mutation] {name} [{mode}]: not run (deadline)")
+                return rs
             limit = min(limit, left)
         r = run_one(m, s, carry=carry, timeout=limit, keep=keep, files=files, mode=mode, baseline_of=of)
-        log(f"[mutation] {r.name} [{mode}]: {r.verdict} {r.caught_by} ({r.wall_s:.1f} s)")
-        return r, item
+        rs = r if isinstance(r, list) else [r]
+        for x in rs:
+            log(f"[mutation] {x.name} [{x.mode}]: {x.verdict} {x.caught_by} ({x.wall_s:.1f} s)")
+        return rs
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        done = list(pool.map(task, tasks))
-    base = {_key(s, mode, of.variant if of else ""): r for r, (m, s, mode, of) in done if m is None}
-    for r, (m, s, mode, _of) in done:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+
+    def submit(item):
+        def finished(fut):
+            rs = fut.result()
+            with lock:
+                done.extend((r, item) for r in rs)
+            m, s, mode, of = item
+            # the sanitizer's tasks follow a concurrency mutant's property run, unless it hung
+            if tools and mode in (PROPS, "plain", "perturbed") and (m is not None and m.variant or of is not None):
+                hung = [r for r in rs if r.verdict == "caught (hang)"]
+                for tool in tools:
+                    if hung:
+                        skip = Result(rs[0].name, s, rs[0].kind, "not-run", mode=f"sanitizer:{tool}",
+                                      detail=f"the mutant hangs ({hung[0].mode} property: caught (hang)); "
+                                             "a sanitized run of it could only time out")
+                        with lock:
+                            done.append((skip, (m, s, f"sanitizer:{tool}", of)))
+                    else:
+                        submit((m, s, f"sanitizer:{tool}", of))
+        fut = pool.submit(task, item)
+        with lock:
+            futures.append(fut)
+        fut.add_done_callback(finished)
+
+    first: list = []
+    if baseline:
+        seen = set()
+        for m in sorted(mutants, key=lambda m: SUBJECTS.index(m.subject)):
+            for mode in _exec_modes(m, modes):
+                if gpu_skip(m, mode):
+                    continue
+                if m.subject == "hopper" and not m.variant and HOPPER_VARIANT in sync_variants and PROPS in _exec_modes(
+                        next(x for x in mutants if x.variant == HOPPER_VARIANT), modes):
+                    continue  # the default variant's props baseline is the value mutants' baseline too
+                key = (m.subject, mode, m.variant)
+                if key not in seen:
+                    seen.add(key)
+                    first.append((None, m.subject, mode, m if m.variant else None))
+    sync_tasks, other_tasks = [], []
+    for m in mutants:
+        if m.variant and m.equivalent_because:
+            for md in [x for x in modes if x in MODES or x == STATIC_MODE]:
+                results[m.name, md] = Result(m.name, m.subject, m.kind, "equivalent", mode=md,
+                                             detail=f"not run: {m.equivalent_because}")
+            continue
+        for mode in _exec_modes(m, modes):
+            if gpu_skip(m, mode):
+                for md in (("plain", "perturbed") if mode == PROPS else (mode,)):
+                    results[m.name, md] = Result(m.name, m.subject, m.kind, "skipped", mode=md, detail=reason)
+                continue
+            (sync_tasks if m.variant else other_tasks).append((m, m.subject, mode, None))
+        if m.variant and tools and not [md for md in ("plain", "perturbed") if md in modes]:
+            if gpu_skip(m, "sanitizer"):
+                results[m.name, "sanitizer"] = Result(m.name, m.subject, m.kind, "skipped", mode="sanitizer", detail=reason)
+            else:
+                sync_tasks += [(m, m.subject, f"sanitizer:{t}", None) for t in tools]
+        elif m.variant and tools and gpu_skip(m, "sanitizer"):
+            results[m.name, "sanitizer"] = Result(m.name, m.subject, m.kind, "skipped", mode="sanitizer", detail=reason)
+    for item in first + sync_tasks + other_tasks:
+        submit(item)
+    while True:
+        with lock:
+            pending = [f for f in futures if not f.done()]
+        if not pending:
+            break
+        for f in pending:
+            f.result()
+    pool.shutdown()
+
+    # sanitizer tools -> one verdict per mutant (and per baseline variant)
+    by_tool: dict[tuple[str, tuple], list[Result]] = {}
+    merged_done: list[tuple[Result, tuple]] = []
+    for r, item in done:
+        if r.mode.startswith("sanitizer:"):
+            m, s, _mode, of = item
+            by_tool.setdefault((r.name, (m, s, of)), []).append(r)
+        else:
+            merged_done.append((r, item))
+    for (name, (m, s, of)), rs in by_tool.items():
+        rs.sort(key=lambda r: SANITIZER_TOOLS.index(r.mode.split(":", 1)[1]))
+        merged_done.append((_merge_sanitizer(name, s, rs[0].kind, rs), (m, s, "sanitizer", of)))
+
+    base = {}
+    for r, (m, s, mode, of) in merged_done:
+        if m is None:
+            base[_key(s, r.mode, of.variant if of else "")] = r
+    for r, (m, s, mode, _of) in merged_done:
         if m is None:
             continue
-        b = base.get(_key(s, mode, m.variant))
+        variant = m.variant or (HOPPER_VARIANT if m.subject == "hopper" and _key("hopper", "plain", HOPPER_VARIANT) in base
+                                and _key("hopper", "plain", "") not in base else "")
+        b = base.get(_key(s, r.mode, variant))
         if b is not None and b.verdict == "FAILED" and r.verdict.startswith("caught"):
             r.verdict, r.detail = "baseline-failed", f"the unmutated selection fails too: {b.caught_by} {b.detail}"
         elif b is not None and b.verdict != "passed":
             r.detail = f"(baseline inconclusive: {b.verdict}) {r.detail}"
-        results[m.name, mode] = r
-    ordered = [results[m.name, mode] for m in mutants for mode in modes_of(m, modes)]
+        results[m.name, r.mode] = r
+    ordered = [results[m.name, mode] for m in mutants for mode in modes_of(m, modes) if (m.name, mode) in results]
     return [*base.values(), *ordered]
 
 

@@ -73,3 +73,41 @@ def test_recorded_equivalences_are_unchanged_cubins():
     assert equivalent
     eq = mr.sass_equivalence(equivalent, jobs=2, log=lambda msg: None)
     assert all(eq[m.name] == "unchanged" for m in equivalent), eq
+
+
+def test_one_process_gives_both_property_verdicts_and_a_hang_is_a_catch():
+    m = SYNC_MUTANTS[0]
+    cmd, env = mr.pytest_command(m, mr.PROPS)
+    assert "--perturb=on" in cmd and "-x" not in cmd and mr.PLAIN_PROPERTY in cmd and PERTURBED_PROPERTY in cmd
+    assert env["NVFP4_FIRST_EXAMPLE_EXTRA"] and "--example-timeout=30" in cmd
+    out = (f"PASSED {mr.PLAIN_PROPERTY}[hopper:{m.variant}]\n"
+           f"FAILED {PERTURBED_PROPERTY}[hopper:{m.variant}] - properties.failures.SubjectTimedOut: "
+           f"hopper:x TIMEOUT on 3 groups [[1, 2, 256, 1]]: no answer within 30 s after the kernel compiled\n")
+    plain, pert = mr._props_results(m.name, "hopper", m.kind, m, out, 1, 9.0, "cmd", mr.Path("/nonexistent"))
+    assert (plain.mode, plain.verdict) == ("plain", "SURVIVED")
+    assert (pert.mode, pert.verdict) == ("perturbed", "caught (hang)")
+    out2 = out.replace("SubjectTimedOut", "SubjectCheckFailed").replace("TIMEOUT on", "wrong values on")
+    assert mr._props_results(m.name, "hopper", m.kind, m, out2, 1, 9.0, "c", mr.Path("/x"))[1].verdict == "caught"
+    base = mr._props_results("(baseline)", "hopper", "", None, out2, 1, 9.0, "c", mr.Path("/x"))
+    assert [r.verdict for r in base] == ["passed", "FAILED"]
+    missing = mr._props_results(m.name, "hopper", m.kind, m, "", 2, 1.0, "c", mr.Path("/x"))
+    assert [r.verdict for r in missing] == ["error", "error"]
+    s = mr.sync_summary([plain, pert])
+    assert s["perturbed"] == 1 and s["plain"] == 0 and s["only_perturbed"] == [m.name]
+
+
+def test_a_sanitized_process_that_only_ran_out_of_time_is_not_a_catch():
+    timed = "racecheck  h90  edges  NOT RUN  0  timed out, 150 s\n0 of 1 sanitized processes clean\n"
+    assert mr._sanitizer_verdict(_r("x", "sanitizer:racecheck", ""), 1, timed, True).verdict == "timeout"
+    found = "memcheck  h90  ragged  PASS  3  ERROR SUMMARY 3, 9 s\n0 of 1 sanitized processes clean\n"
+    r = mr._sanitizer_verdict(_r("x", "sanitizer:memcheck", ""), 1, found, True)
+    assert r.verdict == "caught" and "memcheck" in r.caught_by
+    failed = "synccheck  h90  ragged  FAIL wrong  0  ERROR SUMMARY 0, 9 s\n0 of 1 sanitized processes clean\n"
+    r = mr._sanitizer_verdict(_r("x", "sanitizer:synccheck", ""), 1, failed, True)
+    assert r.verdict == "caught" and "failed under synccheck" in r.caught_by
+    parts = [mr.Result("x", "hopper", "k", v, mode=f"sanitizer:{t}", caught_by=c)
+             for t, v, c in (("memcheck", "SURVIVED", ""), ("racecheck", "timeout", ""), ("synccheck", "caught", "y"))]
+    merged = mr._merge_sanitizer("x", "hopper", "k", parts)
+    assert merged.mode == "sanitizer" and merged.verdict == "caught" and merged.caught_by == "synccheck: y"
+    assert mr._merge_sanitizer("x", "hopper", "k", parts[:2]).verdict == "timeout"
+    assert mr._merge_sanitizer("x", "hopper", "k", parts[:1]).verdict == "SURVIVED"

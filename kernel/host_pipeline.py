@@ -252,12 +252,15 @@ class HostPipeline:
         if dry_run:
             constraints = replace(constraints, device_type=_data_device_type(data))
         groups = validate_problem(data, constraints)
+        max_ctas = self.hooks.max_ctas(resolved, dry_run=dry_run)
+        if getattr(perturbation, "max_ctas", 0) and max_ctas:  # harness builds: a few persistent CTAs
+            max_ctas = min(max_ctas, perturbation.max_ctas)
         plan = make_plan(
             [g.size for g in groups],
             tile_m=resolved.tile_m,
             tile_n=resolved.tile_n,
             tile_k=resolved.tile_k,
-            max_ctas=self.hooks.max_ctas(resolved, dry_run=dry_run),
+            max_ctas=max_ctas,
             schedule=resolved.schedule,
         )
         device = groups[0].c.device

@@ -65,7 +65,19 @@ ROLE_SCALES = (0.0, 0.1, 1.0)
 POISON_WORD = 0xFFFFFFFF  # E4M3 0xFF: NaN; fp16 0xFFFF: NaN; FP4 0xF: -6
 Jitter = Literal["none", "cta", "warp"]
 JITTERS = ("none", "cta", "warp")
-_TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)(?P<nodelay>-nodelay)?$")
+_TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)"
+                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?$")
+# the palette's persistent-grid caps, cycled with the seeds: the full grid (one or few tiles per
+# CTA on small problems), then 2 CTAs and 1 CTA, so each CTA walks many tiles: accumulators, fp16
+# buffers and ring slots are reused many times, the ring phase runs on across tiles and the
+# producer runs ahead into the next tile while the consumers store the last one
+PALETTE_CTAS = (0, 2, 1)
+# the palette's filler wgmmas per real wgmma group (Perturbation.wgmma_fill), cycled likewise.
+# Off: on a CPU compile (CuTe DSL 4.8.1) ptxas puts a WARPGROUP.DEPBAR + ARRIVE after every filler
+# (the chained scratch accumulator serializes them), so the fillers delay the issuing warp, not the
+# real wgmma, and each DEPBAR also retires the earlier real group: that would hide the very bugs
+# the fillers are meant to show. Kept as an option until the fillers stay asynchronous.
+PALETTE_FILL = (0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,13 @@ class Perturbation:
     poison: bool = True
     jitter: Jitter = "none"
     delays: bool = True
+    # cap on the persistent grid of the launch (0: the launch's own CTA count); not a compile
+    # option (kernel.host_pipeline applies it to the plan), but part of the build's name and key
+    max_ctas: int = 0
+    # filler wgmmas (m64n8k16 into a scratch accumulator, same operand buffers) issued ahead of
+    # every real wgmma group of the consumers: the tensor pipe runs them first, so the real group
+    # retires late and a reuse of its operands before the protocol's wait reads poison (0: none)
+    wgmma_fill: int = 0
 
     def __post_init__(self):
         problems = []
@@ -85,6 +104,10 @@ class Perturbation:
             problems.append(f"max_delay_ns must be in [0, 1e6], got {self.max_delay_ns}")
         if not 0 <= self.density_pct <= 100:
             problems.append(f"density_pct must be in [0, 100], got {self.density_pct}")
+        if not 0 <= self.wgmma_fill <= 4096:
+            problems.append(f"wgmma_fill must be in [0, 4096], got {self.wgmma_fill}")
+        if not 0 <= self.max_ctas <= 100_000:
+            problems.append(f"max_ctas must be in [0, 1e5], got {self.max_ctas}")
         if self.jitter not in JITTERS:
             problems.append(f"jitter must be one of {JITTERS}, got {self.jitter!r}")
         if problems:
@@ -125,7 +148,8 @@ class Perturbation:
     @property
     def tag(self) -> str:
         return (f"s{self.seed}-d{self.max_delay_ns}-p{self.density_pct}-{'poison' if self.poison else 'clean'}"
-                f"-{self.jitter}{'' if self.delays else '-nodelay'}")
+                f"-{self.jitter}{'' if self.delays else '-nodelay'}{f'-c{self.max_ctas}' if self.max_ctas else ''}"
+                f"{f'-w{self.wgmma_fill}' if self.wgmma_fill else ''}")
 
     @classmethod
     def from_tag(cls, tag: str) -> "Perturbation":
@@ -133,10 +157,15 @@ class Perturbation:
         if not m:
             raise ValueError(f"not a perturbation tag: {tag!r} (expected e.g. s3-d4000-p50-poison-none)")
         return cls(int(m["seed"]), int(m["max"]), int(m["density"]), m["poison"] == "poison", m["jitter"],
-                   m["nodelay"] is None)
+                   m["nodelay"] is None, int(m["ctas"] or 0),
+                   int(m["fill"] or 0))
 
 
 def palette(size: int, *, max_delay_ns: int = 4000) -> tuple[Perturbation, ...]:
     """The perturbations a property run draws from (each costs one compile per group count):
-    seeds 1..size, poison on, jitter cycling none / cta / warp."""
-    return tuple(Perturbation(seed, max_delay_ns, poison=True, jitter=JITTERS[(seed - 1) % 3]) for seed in range(1, size + 1))
+    seeds 1..size, poison on, jitter cycling none / cta / warp, the grid cap cycling
+    :data:`PALETTE_CTAS` (full grid, 2 CTAs, 1 CTA) and the filler wgmmas :data:`PALETTE_FILL`."""
+    return tuple(Perturbation(seed, max_delay_ns, poison=True, jitter=JITTERS[(seed - 1) % 3],
+                              max_ctas=PALETTE_CTAS[(seed - 1) % len(PALETTE_CTAS)],
+                              wgmma_fill=PALETTE_FILL[(seed - 1) % len(PALETTE_FILL)])
+                 for seed in range(1, size + 1))

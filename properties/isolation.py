@@ -41,6 +41,7 @@ import argparse
 import collections
 import dataclasses
 import faulthandler
+import functools
 import multiprocessing
 import os
 import signal
@@ -164,6 +165,29 @@ def _looks_like_device_fault(exc: BaseException) -> bool:
                                    "illegal memory access", "device-side assert"))
 
 
+def _precompile(variant: SubjectVariant, num_groups: int) -> bool:
+    """Compile ``variant`` for ``num_groups`` groups before the example runs, where its entry
+    point is a kernel family's ``custom_kernel`` (``functools.partial`` with ``config=``, and
+    ``perturbation=`` for a harness build): the module's ``compile_for`` fills the same compile
+    cache the launch reads. True when it did (the worker then tells the parent, whose time limit
+    from there on covers the launches alone: a kernel that deadlocks is reported after
+    ``timeout_s``, not after the first-example allowance meant for compiles)."""
+    run = variant.run
+    if not isinstance(run, functools.partial) or "config" not in run.keywords:
+        return False
+    compile_for = getattr(sys.modules.get(getattr(run.func, "__module__", ""), None), "compile_for", None)
+    if compile_for is None:
+        return False
+    extra = {}
+    if run.keywords.get("perturbation") is not None:
+        extra["perturbation"] = run.keywords["perturbation"]
+    try:
+        compile_for(run.keywords["config"], num_groups, **extra)
+    except Exception:  # noqa: BLE001 - the example itself reports whatever this was
+        return False
+    return True
+
+
 def _worker_main(conn, source: str, label: str) -> None:
     faulthandler.enable()  # a segfault prints the Python stack on the worker's stderr
     try:
@@ -189,6 +213,9 @@ def _worker_main(conn, source: str, label: str) -> None:
         warm = len(example.sizes) in seen_group_counts
         seen_group_counts.add(len(example.sizes))
         stages: dict[str, float] = {}
+        if not warm and _precompile(variant, len(example.sizes)):
+            # the hang watchdog: from here the parent allows only the example's own time limit
+            conn.send(("compiled", ""))
         try:
             check_example_in_process(variant, example, rerun=rerun, stages=stages)
         except SubjectCheckFailed as exc:
@@ -253,6 +280,7 @@ class IsolatedRunner:
         self._process = None
         self._conn = None
         self._fresh = False
+        self._group_counts: set[int] = set()
         self.workers_started = 0
 
     @property
@@ -304,22 +332,41 @@ class IsolatedRunner:
         if self._process is None or not self._process.is_alive():
             self._reap(0)
             self._start()
-        extra = self.settings.first_example_extra_s if self._fresh and self.device == "cuda" else 0.0
+            self._group_counts = set()
+        # the compile allowance: the worker's first example (CUDA context) and, on a GPU, every
+        # example of a group count this worker has not compiled yet; once the worker reports the
+        # compile done ("compiled"), only timeout_s remains: the hang watchdog
+        new_count = len(example.sizes) not in self._group_counts
+        self._group_counts.add(len(example.sizes))
+        extra = self.settings.first_example_extra_s if self.device == "cuda" and (self._fresh or new_count) else 0.0
         limit = self.settings.timeout_s + extra
         self._fresh = False
         pid = self._process.pid
         start = time.monotonic()
+        message = None
+        compiled_at = None
         try:
             self._conn.send((example, rerun))
             answered = self._conn.poll(limit)
+            if answered:
+                message = self._conn.recv()
+                if message[0] == "compiled":
+                    compiled_at = time.monotonic()
+                    limit = self.settings.timeout_s
+                    message = None
+                    answered = self._conn.poll(limit)
         except (BrokenPipeError, EOFError, OSError):
             answered = True  # the worker is gone: recv below says so
         if not answered:
             self._kill()
+            if compiled_at is not None:
+                return self._outcome("timeout", f"no answer within {limit:.0f} s after the kernel compiled "
+                                     f"(compile {compiled_at - start:.1f} s): a hang (the worker was killed)",
+                                     example, start, pid, limit)
             return self._outcome("timeout", f"no answer within {limit:.0f} s (the worker was killed)", example,
                                  start, pid, limit)
         try:
-            kind, detail, stages, warm = self._conn.recv()
+            kind, detail, stages, warm = message if message is not None else self._conn.recv()
         except (EOFError, OSError):
             code = self._reap()
             return self._outcome("fault", _describe_exit(code), example, start, pid)

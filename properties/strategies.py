@@ -198,7 +198,15 @@ def perturbed_examples(draw, variant: SubjectVariant, palette_size: int = 3, max
     else:
         limits = SizeLimits(max_groups=max_groups, max_m=variant.limits.max_m, max_n=variant.limits.max_n,
                             max_k_blocks=variant.limits.max_k_blocks)
-        example = draw(examples(dataclasses.replace(variant, limits=limits)))
+        # separate tensors: layouts that share A or B across groups could not take the padding
+        example = draw(examples(dataclasses.replace(variant, limits=limits), layouts=["separate"]))
+    # always max_groups groups (empty ones inserted where drawn): one compile per palette entry
+    sizes = list(example.sizes)
+    while len(sizes) < max_groups:
+        k = sizes[0][2]
+        sizes.insert(draw(st.integers(0, len(sizes))), (0, draw(st.sampled_from([0, 64, 200])), k, 1))
+    if len(sizes) != len(example.sizes):
+        example = dataclasses.replace(example, sizes=tuple(sizes))
     return perturbation, example
 
 

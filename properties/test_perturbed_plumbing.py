@@ -72,7 +72,8 @@ def test_perturbed_examples_use_the_palette_and_few_groups(data):
     (variant, *_) = resolve_subject("hopper")
     p, ex = data.draw(perturbed_examples(variant, palette_size=3, max_groups=3))
     assert p in palette(3)
-    assert 1 <= len(ex.sizes) <= 3
+    assert len(ex.sizes) == 3  # padded with empty groups: one compile per palette entry
+    assert any(m and n for m, n, _, _ in ex.sizes)
     assert all(k % variant.constraints.k_granularity == 0 and k > 0 for _, _, k, _ in ex.sizes)
 
 
@@ -95,3 +96,62 @@ def test_perturb_option_selects_the_properties(mode, plain, perturbed):
     ).stdout
     assert ("test_subject_matches_oracle[" in out) == plain, out
     assert ("test_perturbed_subject_matches_oracle[" in out) == perturbed, out
+
+
+def test_palette_caps_the_grid_and_fills_the_tensor_pipe():
+    from kernel.perturbation import PALETTE_CTAS, PALETTE_FILL
+
+    pal = palette(3)
+    assert [p.max_ctas for p in pal] == list(PALETTE_CTAS) and 0 in PALETTE_CTAS and 1 in PALETTE_CTAS
+    assert [p.wgmma_fill for p in pal] == list(PALETTE_FILL)
+    for p in (*pal, Perturbation(5, max_ctas=3, wgmma_fill=128)):
+        assert Perturbation.from_tag(p.tag) == p
+    assert "-c2" in pal[1].tag and "-c" not in pal[0].tag and "-w128" in Perturbation(5, wgmma_fill=128).tag
+    with pytest.raises(ValueError):
+        Perturbation(1, max_ctas=-1)
+    with pytest.raises(ValueError):
+        Perturbation(1, wgmma_fill=5000)
+
+
+def test_a_grid_cap_gives_each_cta_many_tiles_and_production_keeps_its_grid():
+    """The cap reaches the plan (kernel.host_pipeline) of a perturbed launch only."""
+    import importlib
+
+    import oracle
+
+    launch = importlib.import_module("kernel.hopper.launch")
+    data = oracle.make_inputs(((300, 260, 256, 1), (129, 500, 512, 1)), 1, device="cpu")
+    full = launch.prepare(data, dry_run=True)
+    capped = launch.prepare(data, dry_run=True, perturbation=Perturbation(2, max_ctas=2))
+    one = launch.prepare(data, dry_run=True, perturbation=Perturbation(3, max_ctas=1))
+    assert full.plan.num_ctas == full.plan.total_tiles > 2
+    assert capped.plan.num_ctas == 2 and one.plan.num_ctas == 1
+    assert launch.prepare(data, dry_run=True, perturbation=Perturbation(1)).plan.num_ctas == full.plan.num_ctas
+
+
+def test_the_worker_compiles_before_the_example_so_the_watchdog_times_only_the_launch(monkeypatch):
+    """properties.isolation._precompile: a family entry point (functools.partial with config=)
+    is compiled through its module's compile_for (with the perturbation of a harness build);
+    anything else (the CPU model, subject files) is not, and the example keeps its allowance."""
+    import functools
+    import types
+
+    calls = []
+    module = types.ModuleType("fake_family")
+    module.compile_for = lambda config, num_groups, **kw: calls.append((config, num_groups, kw))
+
+    def custom_kernel(data, config=None, perturbation=None):
+        return []
+
+    custom_kernel.__module__ = "fake_family"
+    monkeypatch.setitem(sys.modules, "fake_family", module)
+    (base, *_) = resolve_subject("model")
+    import dataclasses
+
+    fam = dataclasses.replace(base, run=functools.partial(custom_kernel, config="cfg", perturbation=Perturbation(4)))
+    assert isolation._precompile(fam, 3) and calls == [("cfg", 3, {"perturbation": Perturbation(4)})]
+    plain = dataclasses.replace(base, run=functools.partial(custom_kernel, config="cfg"))
+    assert isolation._precompile(plain, 2) and calls[-1] == ("cfg", 2, {})
+    assert not isolation._precompile(base, 2)  # the CPU model's module has no compile_for
+    module.compile_for = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no"))
+    assert not isolation._precompile(fam, 3)  # a failing compile is left to the example to report
