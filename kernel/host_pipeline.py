@@ -243,8 +243,9 @@ class HostPipeline:
         tables are reused, and the pointers and tensor maps go to the GPU in one copy.
         ``tensors``: the problem's flat tensor list when the caller has it already.
         """
-        if not dry_run and not strict and compile is not False:
-            seen = self._prepare_seen(data, config, perturbation, tensors)
+        production = not dry_run and not strict and perturbation is None  # harness builds: the full path
+        if production and compile is not False:
+            seen = self._prepare_seen(data, config, tensors)
             if seen is not None:
                 return seen
         resolved = self.hooks.resolve(config)
@@ -271,9 +272,8 @@ class HostPipeline:
                 aux = self.hooks.aux_table(resolved, plan, groups, device, strict=strict)
             if compile if compile is not None else not dry_run:
                 compiled = self.compile_for(resolved, plan.num_groups, perturbation)
-        if not dry_run and not strict and plan.total_tiles:
-            self._learn(data, config, resolved, constraints, groups, plan, tables, aux,
-                        compiled if perturbation is None else None)
+        if production and plan.total_tiles:
+            self._learn(data, config, resolved, constraints, groups, plan, tables, aux, compiled)
         return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run,
                         perturbation=perturbation, strict=strict)
 
@@ -283,14 +283,14 @@ class HostPipeline:
         sizes = tuple(g.size for g in groups)
         template = ShapeTemplate.learn(config, resolved, sizes, flatten(data), constraints, plan)
         template.sizes_table, template.prefix_table = tables.sizes, tables.tile_prefix
-        template.compiled = compiled  # production build, or None (compiled when first needed)
+        template.compiled = compiled  # the production build (None: compiled when first needed)
         if aux is not None:
             make = getattr(self.hooks, "aux_template", None)
             template.aux = make(resolved, plan, groups) if make is not None else None
             template.aux_per_problem = template.aux is None
         self.templates.store(template)
 
-    def _prepare_seen(self, data, config, perturbation, tensors) -> Prepared | None:
+    def _prepare_seen(self, data, config, tensors) -> Prepared | None:
         template = self.templates.find(config, data[3]) if isinstance(data, (tuple, list)) and len(data) == 4 else None
         if template is None:
             return None
@@ -307,15 +307,10 @@ class HostPipeline:
         groups = template.groups(data)
         if template.aux_per_problem:
             aux = self.hooks.aux_table(template.config, template.plan, groups, device)
-        if perturbation is None:
-            if template.compiled is None:
-                template.compiled = self.compile_for(template.config, template.num_groups)
-            compiled = template.compiled
-        else:
-            compiled = self.compile_for(template.config, template.num_groups, perturbation)
-        return Prepared(template.config, groups, template.plan, tables, aux, compiled,
-                        tensors[2:3 * template.num_groups:3], perturbation=perturbation,
-                        upload_stream=upload_stream)
+        if template.compiled is None:
+            template.compiled = self.compile_for(template.config, template.num_groups)
+        return Prepared(template.config, groups, template.plan, tables, aux, template.compiled,
+                        tensors[2:3 * template.num_groups:3], upload_stream=upload_stream)
 
     def seen_tables(self, template: ShapeTemplate, pointers: list[int],
                     device: torch.device) -> tuple[DeviceTables, "AuxTable | None", int | None]:

@@ -203,3 +203,22 @@ def test_real_tensor_maps_patch_like_fresh_encodings():
             addr = int(rng.integers(1, 2**42)) * 16
             base[word] = addr
             assert base.tobytes() == encode(RowsMap(addr, rows, row_bytes, box))
+
+
+def test_harness_builds_neither_use_nor_teach_the_seen_path():
+    """A perturbed (few-CTA) or strict preparation takes the full path and leaves no template, so
+    a production call never inherits a harness plan; and a production template never serves them."""
+    from kernel.perturbation import Perturbation
+
+    pipeline = RecordingPipeline()
+    data = oracle.make_inputs([(64, 64, 64, 1), (128, 64, 64, 1)], 3, device="cpu")
+    capped = pipeline.prepare(oracle.clone_data(data), CONFIG, perturbation=Perturbation(seed=1, max_ctas=1))
+    pipeline.prepare(oracle.clone_data(data), CONFIG, strict=True)
+    assert capped.plan.num_ctas == 1 and len(pipeline.templates) == 0
+    pipeline.run(data, CONFIG)  # production: learns the template
+    assert len(pipeline.templates) == 1
+    again = pipeline.prepare(oracle.clone_data(data), CONFIG, perturbation=Perturbation(seed=1, max_ctas=1))
+    assert again.plan.num_ctas == 1 and again.perturbation is not None
+    assert _accepted(pipeline) == 0
+    production = pipeline.prepare(oracle.clone_data(data), CONFIG)
+    assert _accepted(pipeline) == 1 and production.plan.num_ctas == expected_launch(data)[3]
