@@ -14,9 +14,12 @@ may launch, the fourth table its kernel reads, and how to compile). Everything e
   and the launch.
 
 Harness-only builds never change a production launch: a ``perturbation``
-(:mod:`kernel.perturbation`: seeded delays and poison at the synchronization sites) is part of
-the compile key (production keeps ``(config, num_groups)``), and ``strict`` prepares guarded
-device tables (:mod:`kernel.tables`); neither goes through the fast path.
+(:mod:`kernel.perturbation`: seeded delays and poison at the synchronization sites) and an
+``ablation`` (:mod:`kernel.hopper.ablation`: one part of the kernel left out, profiling only)
+are build options next to the config, part of the compile key (production keeps
+``(config, num_groups)``), and ``strict`` prepares guarded device tables (:mod:`kernel.tables`);
+none goes through the fast path (``run`` takes no ablation: ablated builds are prepared and
+launched by :mod:`profiling.ablation`).
 
 Every compiled kernel of the harness has one signature: ``(sizes, tile_prefix, pointers, aux,
 num_ctas, stream)``, where ``aux`` is the family's fourth table (the Hopper TMA loader's tensor
@@ -71,9 +74,10 @@ class FamilyHooks(Protocol):
         ``strict``: with guard rows around it, where it is a per-slot table (kernel.tables)."""
 
     def build(self, config: Any, num_groups: int, dump_dir: str | os.PathLike | None = None,
-              perturbation: Any = None) -> Any:
+              perturbation: Any = None, ablation: Any = None) -> Any:
         """Compile ``config`` for ``num_groups`` groups (uncached); ``dump_dir`` keeps the cubin;
-        ``perturbation`` (kernel.perturbation, harness builds only) where the family supports it."""
+        ``perturbation`` (kernel.perturbation) and ``ablation`` (profiling only), harness builds
+        only, where the family supports them (UnsupportedConfigError where it does not)."""
 
     # optional: ``aux_template(config, plan, groups) -> kernel.seen_shapes.AuxTemplate | None``,
     # the fourth table as bytes fixed per shape signature plus the addresses patched in per
@@ -103,6 +107,7 @@ class Prepared:
     dry_run: bool = False
     launch_args: "LaunchArgs | None" = field(default=None, compare=False)
     perturbation: Any = None  # a harness build (kernel.perturbation); None in production
+    ablation: Any = None  # a profiling build (kernel.hopper.ablation); None in production
     strict: bool = False  # guarded device tables
     # the raw stream the tables were copied on without waiting (kernel.seen_shapes path); a
     # launch on another stream first waits for that copy. None: the copy was synchronous
@@ -211,12 +216,14 @@ class HostPipeline:
         self.templates = ShapeTemplates()
 
     # ---- compile ----------------------------------------------------------------------------
-    def compile_key(self, config: Any, num_groups: int, perturbation: Any = None) -> Hashable:
-        """``(config, num_groups)`` in production; a perturbed build is its own entry."""
+    def compile_key(self, config: Any, num_groups: int, perturbation: Any = None, ablation: Any = None) -> Hashable:
+        """``(config, num_groups)`` in production; a perturbed or ablated build is its own entry."""
         key = (self.hooks.resolve(config), num_groups)
-        return key if perturbation is None else key + (perturbation,)
+        if perturbation is None and ablation is None:
+            return key
+        return key + (perturbation, ablation)
 
-    def compile_for(self, config: Any, num_groups: int, perturbation: Any = None) -> Any:
+    def compile_for(self, config: Any, num_groups: int, perturbation: Any = None, ablation: Any = None) -> Any:
         """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now (no GPU needed)."""
         resolved = self.hooks.resolve(config)
         max_groups = self.hooks.constraints(resolved).max_groups
@@ -225,13 +232,14 @@ class HostPipeline:
 
             raise UnsupportedConfigError(resolved.label, [f"num_groups={num_groups} outside 1..{max_groups}"])
         return self.compile_cache.get_or_compile(
-            self.compile_key(resolved, num_groups, perturbation),
-            lambda: self.hooks.build(resolved, num_groups, perturbation=perturbation),
+            self.compile_key(resolved, num_groups, perturbation, ablation),
+            lambda: self.hooks.build(resolved, num_groups, perturbation=perturbation, ablation=ablation),
         )
 
     # ---- prepare / launch ---------------------------------------------------------------------
     def prepare(self, data: Any, config: Any, *, dry_run: bool = False, compile: bool | None = None,
-                perturbation: Any = None, strict: bool = False, tensors: list | None = None) -> Prepared:
+                perturbation: Any = None, strict: bool = False, ablation: Any = None,
+                tensors: list | None = None) -> Prepared:
         """Everything but the launch.
 
         ``dry_run=True`` takes tensors on the CPU (or anywhere): it validates against the
@@ -243,7 +251,8 @@ class HostPipeline:
         tables are reused, and the pointers and tensor maps go to the GPU in one copy.
         ``tensors``: the problem's flat tensor list when the caller has it already.
         """
-        production = not dry_run and not strict and perturbation is None  # harness builds: the full path
+        # harness builds (perturbed, ablated, strict) take the full path and teach it nothing
+        production = not dry_run and not strict and perturbation is None and ablation is None
         if production and compile is not False:
             seen = self._prepare_seen(data, config, tensors)
             if seen is not None:
@@ -271,11 +280,11 @@ class HostPipeline:
             if not dry_run:
                 aux = self.hooks.aux_table(resolved, plan, groups, device, strict=strict)
             if compile if compile is not None else not dry_run:
-                compiled = self.compile_for(resolved, plan.num_groups, perturbation)
+                compiled = self.compile_for(resolved, plan.num_groups, perturbation, ablation)
         if production and plan.total_tiles:
             self._learn(data, config, resolved, constraints, groups, plan, tables, aux, compiled)
         return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run,
-                        perturbation=perturbation, strict=strict)
+                        perturbation=perturbation, strict=strict, ablation=ablation)
 
     # ---- the seen-shape path (kernel.seen_shapes) ----------------------------------------------
     def _learn(self, data, config, resolved, constraints, groups, plan, tables, aux, compiled) -> None:

@@ -5,14 +5,18 @@
 
 ``--config '{"tile_n": 256, "roles": "split", ...}'`` builds a ``HopperConfig`` from the given
 fields (the rest default), so a candidate can be timed before it is declared. ``--ablate`` adds,
-for every ``roles="split"`` config, the same config with ``ablate`` = ``no_mma`` (dequantize,
-no wgmma), ``no_dequant`` (wgmma on unwritten buffers) and ``load_only``: the time of each part
-alone, to say which one bounds the kernel. Ablated results are wrong by design and are not
-checked; every other config is checked against the exact oracle (NaN-poisoned outputs) before it
-is timed, and a wrong one is reported, not timed.
+for every ``roles="split"`` config, its ablated builds (:class:`kernel.hopper.ablation.Ablation`,
+a build option passed next to the config, never a config field): ``no_mma`` (dequantize, no
+wgmma), ``no_dequant`` (wgmma on unwritten buffers) and ``load_only``: the time of each part
+alone, to say which one bounds the kernel. They are named ``LABEL~ablate-PART``. Ablated results
+are wrong by design and are not checked; every other config is checked against the exact oracle
+(NaN-poisoned outputs) through ``custom_kernel`` before it is timed, and a wrong one is
+reported, not timed.
 
 Timing: the shared CUDA-graph replay of ``profiling.timing`` (median over samples, inputs
-rotated over copies that together exceed L2), on the standard shapes' benchmark inputs.
+rotated over copies that together exceed L2), on the standard shapes' benchmark inputs; every
+build, ablated or not, is prepared once per input copy (``hopper.prepare(..., ablation=...)``)
+and only its launch is replayed.
 Progress goes to stderr, a markdown table to stdout.
 """
 
@@ -25,10 +29,24 @@ import sys
 import time
 from typing import Sequence
 
+from kernel.hopper.ablation import Ablation, check_ablation
+
 ABLATIONS = ("no_mma", "no_dequant", "load_only")
 
 
-def parse_configs(variants: Sequence[str], configs: Sequence[str], ablate: bool) -> list:
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """One timed build: a Hopper config and, for profiling only, the part it leaves out."""
+
+    config: object  # HopperConfig
+    ablation: Ablation | None = None
+
+    @property
+    def label(self) -> str:
+        return self.config.label if self.ablation is None else f"{self.config.label}~{self.ablation.tag}"
+
+
+def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool) -> list[Build]:
     from kernel.hopper.config import DECLARED_VARIANTS, HopperConfig, check_config
 
     by_label = {c.label: c for c in DECLARED_VARIANTS}
@@ -39,11 +57,22 @@ def parse_configs(variants: Sequence[str], configs: Sequence[str], ablate: bool)
         out.append(by_label[label])
     for text in configs:
         out.append(HopperConfig(**json.loads(text)))
-    if ablate:
-        out += [dataclasses.replace(c, ablate=a) for c in list(out) if c.roles == "split" for a in ABLATIONS]
     for c in out:
         check_config(c)
-    return list(dict.fromkeys(out))
+    builds = [Build(c) for c in dict.fromkeys(out)]
+    if ablate:
+        builds += [Build(b.config, Ablation(a)) for b in list(builds) if b.config.roles == "split" for a in ABLATIONS]
+    for b in builds:
+        check_ablation(b.config, b.ablation)
+    return builds
+
+
+def prepare_build(build: Build, data, *, dry_run: bool = False, compile: bool | None = None):
+    """``build`` prepared on ``data`` through the Hopper pipeline: the ablation is a build option
+    of the compile (its own compile-cache entry), never a config field."""
+    from kernel import hopper
+
+    return hopper.prepare(data, build.config, dry_run=dry_run, compile=compile, ablation=build.ablation)
 
 
 def check_exact(config, data) -> str | None:
@@ -75,37 +104,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     from profiling import floors, timing
     from profiling.benchmarks import _support as S
 
-    configs = parse_configs(args.variant, args.config, args.ablate)
+    builds = parse_builds(args.variant, args.config, args.ablate)
     rows = []
     for shape_name in args.shapes.split(","):
         shape = floors.get_shape(shape_name)
         copies = timing.copies_for(floors.shape_bytes(shape, padded_scales=True), l2_bytes=S.l2_bytes())
         datas = S.device_copies(shape, copies)
         launches_per_replay = timing.launches_for(floors.floor_us(shape), copies)
-        for config in configs:
+        for build in builds:
             t0 = time.time()
             try:
-                problem = None if config.ablate != "none" else check_exact(config, datas[0])
+                problem = None if build.ablation is not None else check_exact(build.config, datas[0])
+                prepared = [] if problem else [prepare_build(build, d) for d in datas]
             except Exception as e:  # a config that cannot launch: report it, time the others
                 problem = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
             if problem:
-                rows.append({"shape": shape_name, "label": config.label, "us": None, "problem": problem})
-                print(f"[ablation] {shape_name} {config.label}: FAILED {problem}", file=sys.stderr, flush=True)
+                rows.append({"shape": shape_name, "label": build.label, "us": None, "problem": problem})
+                print(f"[ablation] {shape_name} {build.label}: FAILED {problem}", file=sys.stderr, flush=True)
                 continue
-            launches = [lambda d=d, c=config: hopper.custom_kernel(d, config=c) for d in datas]
+            launches = [lambda p=p: hopper.launch(p) for p in prepared]
             t = timing.time_device(launches, samples=args.samples, launches_per_replay=launches_per_replay)
-            rows.append({"shape": shape_name, "label": config.label, "us": t.median_us, "method": t.method})
-            print(f"[ablation] {shape_name} {config.label}: {t.median_us:.1f} us ({time.time() - t0:.0f} s)",
+            rows.append({"shape": shape_name, "label": build.label, "us": t.median_us, "method": t.method})
+            print(f"[ablation] {shape_name} {build.label}: {t.median_us:.1f} us ({time.time() - t0:.0f} s)",
                   file=sys.stderr, flush=True)
     shapes = args.shapes.split(",")
     print("| config | " + " | ".join(f"{s} us" for s in shapes) + " |")
     print("|---|" + "---|" * len(shapes))
-    for config in configs:
+    for build in builds:
         cells = []
         for s in shapes:
-            r = next(r for r in rows if r["shape"] == s and r["label"] == config.label)
+            r = next(r for r in rows if r["shape"] == s and r["label"] == build.label)
             cells.append("FAILED" if r["us"] is None else f"{r['us']:.1f}")
-        print(f"| `{config.label}` | " + " | ".join(cells) + " |")
+        print(f"| `{build.label}` | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

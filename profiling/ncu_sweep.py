@@ -21,9 +21,16 @@ How (see profiling/PROFILING.md):
   runs in its own process group under a deadline, so a hang cannot eat the device session.
 * ``--compile-only``: compile every case's kernel (no GPU needed; the Blackwell path here).
 
-The module is split by concern: ``profiling.sweep_plan`` (which cases), ``profiling.preflight``
-(missing tools as one line), ``profiling.ncu_report`` (tables, plots, output files) and this
-file (the GPU-side stages, the backends, the orchestrator and the command line).
+The tool is split by concern, one job per module:
+
+* ``profiling.sweep_plan``: which (variant, shape) cases, in which order;
+* ``profiling.sweep_stages``: the GPU side, one case at a time (compile, prepare, warm up outside
+  the profiled range, launch inside it), the two profiled stages and ``--compile-only``;
+* ``profiling.sweep_backends``: the parent side (tool probes, stage processes under a deadline,
+  the nsight and ncu backends, reading ncu reports back, the static report alongside);
+* ``profiling.ncu_report``: tables, plots and the output files;
+* ``profiling.preflight``: missing tools as one line;
+* this file: the command line and the orchestrator that strings them together.
 
 Every process rebuilds the case list from the same arguments, so the nsight-python child (which
 re-executes this file under ncu) sees the identical configs.
@@ -44,15 +51,8 @@ if __package__ in (None, ""):
 import argparse
 import dataclasses
 import datetime
-import importlib
-import importlib.util
-import json
-import os
-import re
 import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 import traceback
@@ -60,427 +60,20 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kernel.family import family_for_capability
-from profiling import floors
 from profiling import metrics as M
 from profiling import ncu_report as R
-from profiling.preflight import NSIGHT_FIX, missing_gpu, missing_ncu
+from profiling.preflight import missing_gpu, missing_ncu
+from profiling.sweep_backends import (  # noqa: F401  (nvtx_filter: the documented filter)
+    finish_static_report, ncu_version, nsight_usable, nvtx_filter, query_available, run_ncu_backend,
+    run_nsight_backend, stage_argv, start_static_report,
+)
 from profiling.sweep_plan import (  # noqa: F401  (re-exported: the plan is part of this tool's API)
     DEFAULT_SHAPES, FAMILIES, Case, SweepPlan, build_plan, case_records, config_axes, expand_grid, floor_for,
     parse_grid,
 )
+from profiling.sweep_stages import METRICS_NAME, STATUS_NAME, compile_only, log, read_status, stage_ncu_child, stage_nsight
 
-NVTX_DOMAIN = "ncu_sweep"
 LOG_NAME = "ncu-log.txt"
-STATUS_NAME = "status.jsonl"
-ROWS_NAME = "stage_rows.json"
-METRICS_NAME = "metrics.txt"
-
-
-def log(msg: str) -> None:
-    print(f"[ncu_sweep {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-# ---- the GPU side: one case at a time ------------------------------------------------------
-class CaseRunner:
-    """Compiles, prepares and warms up a case outside the profiled range; launches it inside."""
-
-    def __init__(self, plan: SweepPlan, seed: int, warmup: int, work: Path):
-        self.plan, self.seed, self.warmup = plan, seed, warmup
-        self.status_path = work / STATUS_NAME
-        self.inputs: dict[str, Any] = {}
-        self.launchers: dict[int, Any] = {}
-        self.current = None
-        self.module = None
-        self.done = 0
-
-    def _module(self):
-        if self.module is None:
-            self.module = importlib.import_module(self.plan.module_name)
-        return self.module
-
-    def _record(self, case: Case, **fields) -> None:
-        with open(self.status_path, "a") as f:
-            f.write(json.dumps({"index": case.index, "variant": case.variant, "shape": case.shape, **fields}) + "\n")
-
-    def prepare(self, case: Case) -> None:
-        import torch
-
-        t0 = time.perf_counter()
-        self.current = None
-        if case.index in self.launchers:
-            self.current = self.launchers[case.index]
-            return
-        try:
-            module = self._module()
-            if case.shape not in self.inputs:
-                from oracle import make_inputs
-
-                shape = floors.get_shape(case.shape)
-                self.inputs[case.shape] = make_inputs(shape.problem_sizes(), self.seed, distribution="uniform",
-                                                      device="cuda")
-            data = self.inputs[case.shape]
-            cfg = self.plan.configs[case.variant]
-            prepared = module.prepare(data, cfg)  # every family: the shared host pipeline's contract
-            fn = lambda: module.launch(prepared)  # noqa: E731  (returns the c tensors)
-            for _ in range(max(1, self.warmup)):
-                outputs = fn()
-            torch.cuda.synchronize()
-            nan = sum(int(torch.isnan(c).sum()) for c in outputs)
-            total = sum(c.numel() for c in outputs)
-            self.current = fn
-            self.launchers[case.index] = fn
-            status = "ok" if nan == 0 else f"ok ({nan}/{total} outputs NaN after warm-up)"
-            self._record(case, status="ok", prepare_s=round(time.perf_counter() - t0, 2), note=status)
-            self.done += 1
-            log(f"case {case.index + 1}/{len(self.plan.cases)} {case.variant} {case.shape}: "
-                f"ready in {time.perf_counter() - t0:.1f} s" + ("" if nan == 0 else f", {nan} NaN outputs"))
-        except Exception as exc:  # keep the sweep going: the range gets a placeholder kernel
-            msg = f"failed: {type(exc).__name__}: {exc}".replace("\n", " ")[:400]
-            self._record(case, status=msg, prepare_s=round(time.perf_counter() - t0, 2))
-            log(f"case {case.index + 1}/{len(self.plan.cases)} {case.variant} {case.shape}: {msg}")
-            traceback.print_exc(limit=3)
-
-    def launch(self) -> None:
-        """The profiled launch; a failed case launches one tiny placeholder kernel instead, so that
-        every range holds one kernel (nsight-python needs the same count everywhere)."""
-        import torch
-
-        if self.current is not None:
-            try:
-                self.current()
-            except Exception as exc:
-                log(f"profiled launch failed: {exc!r}")
-                self._placeholder()
-        else:
-            self._placeholder()
-        try:
-            torch.cuda.synchronize()
-        except Exception as exc:  # a sticky CUDA error: later cases will report it too
-            log(f"synchronize failed: {exc!r}")
-
-    @staticmethod
-    def _placeholder() -> None:
-        import torch
-
-        try:
-            torch.zeros(1, device="cuda")
-        except Exception as exc:
-            log(f"placeholder launch failed: {exc!r}")
-
-
-def read_status(work: Path) -> dict[int, dict]:
-    out: dict[int, dict] = {}
-    path = work / STATUS_NAME
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            out[int(rec["index"])] = rec  # the last record of a case wins
-    return out
-
-
-def _keep_longest(lhs, rhs):
-    """nsight-python combiner for a range with several kernels: keep the longest one's metrics
-    (the duration is the first metric)."""
-    return lhs if float(lhs[0]) >= float(rhs[0]) else rhs
-
-
-# ---- stages --------------------------------------------------------------------------------
-def stage_nsight(plan: SweepPlan, args, work: Path) -> None:
-    """nsight-python. Runs twice: as the parent (launches ncu, extracts) and, under ncu, as the
-    child (NSPY_NCU_PROFILE set: runs the cases, then nsight exits the process)."""
-    import inspect
-
-    import nsight
-
-    metric_list = (work / METRICS_NAME).read_text().split()
-    in_child = "NSPY_NCU_PROFILE" in os.environ
-    runner = CaseRunner(plan, args.seed, args.warmup, work) if in_child else None
-    cases = {(c.variant, c.shape): c for c in plan.cases}
-
-    def ncu_sweep_case(variant, shape):
-        case = cases[(variant, shape)]
-        runner.prepare(case)
-        with nsight.annotate("ncu_sweep_case"):
-            runner.launch()
-
-    options = dict(configs=plan.config_tuples(), runs=args.runs, metrics=metric_list, thermal_mode="off",
-                   clock_control="none", cache_control="all", replay_mode="kernel",
-                   combine_kernel_metrics=_keep_longest, output_prefix=str(work) + "/nsight-", output_csv=True)
-    params = inspect.signature(nsight.analyze.kernel).parameters
-    if "output" in params:  # 0.9.x; 1.x has `verbosity` instead
-        options["output"] = "verbose"
-    options = {k: v for k, v in options.items() if k in params}
-    result = nsight.analyze.kernel(**options)(ncu_sweep_case)()
-    if in_child:  # nsight exits the child itself; be sure nothing else runs here
-        os._exit(0)
-    df = result.to_dataframe()
-    rows = R.rows_from_nsight(df, plan.arch)
-    (work / ROWS_NAME).write_text(json.dumps(rows))
-    log(f"nsight-python: {len(rows)} cases extracted")
-
-
-def stage_ncu_child(plan: SweepPlan, args, work: Path) -> None:
-    """Under ncu (direct backend): every case and run in its own NVTX range cfg<i>r<run>."""
-    runner = CaseRunner(plan, args.seed, args.warmup, work)
-    try:
-        import nvtx
-
-        def rng(name):
-            return nvtx.annotate(name, domain=NVTX_DOMAIN)
-    except ImportError:
-        import contextlib
-
-        import torch
-
-        @contextlib.contextmanager
-        def rng(name):
-            torch.cuda.nvtx.range_push(name)
-            try:
-                yield
-            finally:
-                torch.cuda.nvtx.range_pop()
-
-    for case in plan.cases:
-        for run in range(args.runs):
-            runner.prepare(case)
-            with rng(f"cfg{case.index}r{run}"):
-                runner.launch()
-    log(f"child done: {runner.done} of {len(plan.cases)} cases ready")
-
-
-def nvtx_filter() -> str:
-    if importlib.util.find_spec("nvtx") is not None:
-        return f"regex:{NVTX_DOMAIN}@cfg[0-9]+r[0-9]+/"
-    return "regex:cfg[0-9]+r[0-9]+/"
-
-
-def actions_from_report(path: Path, metric_list: Sequence[str]) -> list[dict]:
-    """Per-kernel records from an ncu-rep: Nsight Compute's ncu_report module, else CSV export."""
-    try:
-        import ncu_report  # Nsight Compute's module (extras/python), on PYTHONPATH via env.sh
-
-        ctx = ncu_report.load_report(str(path))
-        actions = []
-        for ri in range(ctx.num_ranges()):
-            rng = ctx.range_by_idx(ri)
-            for ai in range(rng.num_actions()):
-                act = rng.action_by_idx(ai)
-                name = None
-                try:
-                    state = act.nvtx_state()
-                    for did in state.domains():
-                        for r in state.domain_by_id(did).push_pop_ranges():
-                            if R.RANGE_NAME.fullmatch(r):
-                                name = r
-                except Exception:
-                    pass
-                have = set(act.metric_names())
-                vals = {m: R._num(act[m].value()) for m in metric_list if m in have}
-                gpu = str(act["device__attribute_display_name"].value()) if "device__attribute_display_name" in have else ""
-                actions.append({"id": len(actions), "kernel": act.name(), "gpu": gpu, "range": name, "metrics": vals})
-        if not any(a["metrics"] for a in actions):
-            raise RuntimeError(f"it read {len(actions)} kernels and no metric values from {path.name}")
-        return actions
-    except Exception as exc:
-        log(f"ncu_report module unusable ({exc!r}); exporting CSV with ncu --import")
-    base = ["ncu", "--import", str(path), "--csv", "--page", "raw", "--metrics", ",".join(metric_list)]
-    for extra in (["--print-units", "base", "--print-nvtx-rename", "kernel"], ["--print-nvtx-rename", "kernel"], []):
-        proc = subprocess.run(base + extra, capture_output=True, text=True, timeout=120)
-        if proc.returncode == 0 and proc.stdout.strip():
-            return R.parse_raw_csv(proc.stdout)
-    raise RuntimeError(f"ncu --import failed: {proc.stderr[-500:]}")
-
-
-# ---- the orchestrator ----------------------------------------------------------------------
-def ncu_version() -> str | None:
-    exe = shutil.which("ncu")
-    if not exe:
-        return None
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"Version\s+([\d.]+)", out)
-    return m.group(1) if m else out.strip().splitlines()[-1] if out.strip() else None
-
-
-def version_tuple(v: str | None) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v or ""))[:4]
-
-
-def nsight_usable(ncu_ver: str | None) -> str | None:
-    """None if nsight-python can drive this ncu, else why not."""
-    try:
-        from importlib.metadata import version
-
-        nv = version("nsight-python")
-    except Exception:
-        if importlib.util.find_spec("nsight") is None:
-            return f"nsight-python is not installed ({NSIGHT_FIX})"
-        nv = "0"
-    if version_tuple(nv)[:1] >= (1,) and version_tuple(ncu_ver) < (2026, 2, 1):
-        return f"nsight-python {nv} needs ncu >= 2026.2.1, this ncu is {ncu_ver}"
-    return None
-
-
-def query_available(arch: str) -> tuple[set[str], str]:
-    exe = shutil.which("ncu")
-    if not exe:
-        return set(), "no ncu"
-    for extra in ([], ["--chips", M.NCU_CHIPS[arch]]):
-        try:
-            proc = subprocess.run([exe, "--query-metrics", "--csv", *extra], capture_output=True, text=True, timeout=90)
-        except (OSError, subprocess.SubprocessError):
-            continue
-        names = M.parse_query_metrics(proc.stdout)
-        if len(names) >= 50:
-            return names, "ncu --query-metrics " + " ".join(["--csv", *extra])
-    return set(), "ncu --query-metrics gave nothing usable; no metric filtered"
-
-
-def run_group(cmd: Sequence[str], timeout: float, log_path: Path, env: dict | None = None) -> tuple[int, str]:
-    """Run ``cmd`` in its own process group, stdout+stderr teed to our stdout and ``log_path``.
-    Kills the whole group at the deadline. Returns (returncode, how it ended)."""
-    log(f"$ {' '.join(shlex.quote(c) for c in cmd)}")
-    with open(log_path, "ab") as logf:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
-        deadline = time.monotonic() + max(1.0, timeout)
-        import selectors
-
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        ended = "exit"
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                ended = f"killed after {timeout:.0f} s"
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                break
-            if sel.select(timeout=min(left, 1.0)):
-                chunk = proc.stdout.read1(65536) if hasattr(proc.stdout, "read1") else proc.stdout.readline()
-                if not chunk:
-                    break
-                sys.stdout.buffer.write(chunk)
-                sys.stdout.flush()
-                logf.write(chunk)
-            elif proc.poll() is not None:
-                rest = proc.stdout.read()
-                if rest:
-                    sys.stdout.buffer.write(rest)
-                    logf.write(rest)
-                break
-        sel.close()
-        try:
-            rc = proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
-        # nothing of the stage may outlive it (an orphaned profiled process would hold the GPU)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    log(f"stage ended: {ended}, rc={rc}")
-    return rc, ended
-
-
-def _stage_argv(args, stage: str, work: Path) -> list[str]:
-    argv = [sys.executable, "-m", "profiling.ncu_sweep", "--arch", args.arch_resolved, "--variants", args.variants,
-            "--shapes", ",".join(args.shape_list), "--runs", str(args.runs), "--warmup", str(args.warmup),
-            "--seed", str(args.seed), "--_stage", stage, "--_work", str(work)]
-    for l in args.variant:
-        argv += ["--variant", l]
-    for g in args.grid:
-        argv += ["--grid", g]
-    return argv
-
-
-def run_nsight_backend(plan, args, work: Path, timeout: float, log_path: Path) -> list[dict]:
-    (work / ROWS_NAME).unlink(missing_ok=True)
-    rc, ended = run_group(_stage_argv(args, "nsight", work), timeout, log_path)
-    for p in sorted(work.glob("nsight-ncu-output-*.log")):
-        with open(log_path, "ab") as f:
-            f.write(b"\n--- nsight-python ncu log " + p.name.encode() + b" ---\n" + p.read_bytes()[-100_000:])
-    if not (work / ROWS_NAME).exists():
-        raise RuntimeError(f"nsight-python stage produced no rows ({ended}, rc={rc})")
-    return json.loads((work / ROWS_NAME).read_text())
-
-
-def run_ncu_backend(plan, args, work: Path, metric_list: Sequence[str], timeout: float, log_path: Path) -> list[dict]:
-    report = work / "direct.ncu-rep"
-    report.unlink(missing_ok=True)
-    cmd = ["ncu", "--target-processes", "all", "--nvtx", "--nvtx-include", nvtx_filter(),
-           "--metrics", ",".join(metric_list), "--cache-control", "all", "--clock-control", "none",
-           "--replay-mode", "kernel", "-f", "-o", str(report.with_suffix(""))]
-    rc, ended = run_group(cmd + _stage_argv(args, "ncu-child", work), timeout, log_path)
-    if not report.exists():
-        raise RuntimeError(f"direct ncu produced no report ({ended}, rc={rc})")
-    actions = actions_from_report(report, metric_list)
-    expected = [f"cfg{c.index}r{r}" for c in plan.cases for r in range(args.runs)]
-    actions = R.assign_ranges_by_order(actions, expected)
-    return R.rows_from_actions(actions, plan.config_tuples(), plan.arch)
-
-
-def start_static_report(arch: str, args, work: Path):
-    if args.static_json not in ("auto",):
-        return None
-    if importlib.util.find_spec("profiling.static_report") is None:
-        return None
-    out = work / "static_report.json"
-    cmd = [sys.executable, "-m", "profiling.static_report", "--arch", arch, "--json", str(out)]
-    log(f"static report in the background: {' '.join(cmd)}")
-    logf = open(work / "static_report.log", "wb")
-    return subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True), out
-
-
-def finish_static_report(handle, args, deadline: float) -> tuple[dict, str]:
-    if args.static_json == "none":
-        return {}, "not requested"
-    if handle is None:
-        if args.static_json not in ("auto",):
-            st = R.load_static(args.static_json)
-            return st, f"{args.static_json} ({len(st)} variants)" if st else f"{args.static_json}: unreadable or empty"
-        return {}, "profiling.static_report not available"
-    proc, out = handle
-    try:
-        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        return {}, "python -m profiling.static_report ran out of time"
-    st = R.load_static(out)
-    if not st:
-        return {}, f"python -m profiling.static_report failed (rc={proc.returncode})"
-    return st, f"python -m profiling.static_report --arch {args.arch_resolved} ({len(st)} variants)"
-
-
-def compile_only(plan: SweepPlan, args) -> list[dict]:
-    """Compile each (variant, group count) the cases need; rows carry the compile status."""
-    os.environ.setdefault("CUTE_DSL_ARCH", plan.arch)
-    module = importlib.import_module(plan.module_name)
-    compile_fn = getattr(module, "compile_for", None)
-    results: dict[tuple[str, int], str] = {}
-    groups = {s.name: s.num_groups for s in plan.shapes}
-    for label, cfg in plan.configs.items():
-        for g in sorted({groups[c.shape] for c in plan.cases if c.variant == label}):
-            t0 = time.perf_counter()
-            if compile_fn is None:
-                results[(label, g)] = f"not compiled: {plan.module_name} has no compile_for(config, num_groups)"
-                continue
-            try:
-                compile_fn(cfg, g)
-                results[(label, g)] = f"compiled ({time.perf_counter() - t0:.1f} s, {g} groups)"
-            except Exception as exc:
-                results[(label, g)] = f"compile failed: {type(exc).__name__}: {exc}".replace("\n", " ")[:300]
-            log(f"{label} G={g}: {results[(label, g)]}")
-    return [{"index": c.index, "status": results[(c.variant, groups[c.shape])]} for c in plan.cases]
 
 
 def resolve_arch(arch: str) -> str:
@@ -612,7 +205,7 @@ def _orchestrate(args, work: Path) -> int:
             print(f"  case {c.index}: {c.variant} {c.shape}")
         print("metrics:", ",".join(metric_list))
         print("direct ncu:", " ".join(["ncu", "--nvtx", "--nvtx-include", nvtx_filter(), "--metrics", "<above>"]
-                                       + _stage_argv(args, "ncu-child", work)))
+                                       + stage_argv(args, "ncu-child", work)))
         return 0
 
     status: dict[int, dict] = {}

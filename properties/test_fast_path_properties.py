@@ -62,7 +62,7 @@ class CpuHooks:
     def aux_table(self, config, plan, groups, device, strict=False):
         return None
 
-    def build(self, config, num_groups, dump_dir=None, perturbation=None):
+    def build(self, config, num_groups, dump_dir=None, perturbation=None, ablation=None):
         return ("compiled", config, num_groups)
 
 

@@ -91,9 +91,11 @@ class BlackwellHooks:
         return AuxTable(workspace, "int64", _TENSORMAP_BYTES)
 
     def build(self, config: cfg.BlackwellConfig, num_groups: int, dump_dir: str | os.PathLike | None = None,
-              perturbation=None):
+              perturbation=None, ablation=None):
         if perturbation is not None:
             raise UnsupportedConfigError(config.label, ["the Blackwell kernels take no perturbation (Hopper only)"])
+        if ablation is not None:
+            raise UnsupportedConfigError(config.label, ["the Blackwell kernels take no ablation (Hopper only)"])
         import cutlass
         import cutlass.cute as cute
         from cutlass.cute.runtime import make_fake_stream, make_ptr

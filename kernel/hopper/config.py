@@ -50,12 +50,6 @@ Roles = Literal["cooperative", "split"]
 # into registers (no fp16 store or wgmma read of X in shared memory); the K order inside each
 # 64-K sub-block follows the fragment (kernel/hopper/ptx.py, rs_physical_k), for both operands.
 XOperand = Literal["smem", "regs"]
-# Profiling only (never declared, results are wrong on purpose): what a "split" variant skips,
-# to time the rest. "no_mma": the consumers wait for each fp16 buffer and release it without
-# wgmma; "no_dequant": the dequant warps publish each buffer without writing it; "load_only":
-# both. The producer always loads every stage.
-# "no_fence": the dequant warps skip the generic->async proxy fence (a race: timing only).
-Ablate = Literal["none", "no_mma", "no_dequant", "load_only", "no_fence"]
 
 SMEM_CAPACITY_BYTES = 232448  # sm_90: 227 KiB of dynamic shared memory per block
 SMEM_ALIGN = 1024  # swizzle-128 operand buffers need 1024-byte alignment
@@ -98,7 +92,6 @@ class HopperConfig:
     # fp16 sub-block buffers. "cooperative": 2 (ping-pong, two barriers per sub-block) or 3 (a
     # running index, one barrier per sub-block); "split": a ring of 2..6
     fp16_buffers: int = NUM_DEQUANT_BUFFERS
-    ablate: Ablate = "none"
     x_operand: XOperand = "smem"
     ctas_per_sm: int = 1
     # issue 14: 0 = off. Otherwise the producer is a whole warpgroup (its first
@@ -182,7 +175,6 @@ class HopperConfig:
         sched += "" if self.load_unroll == 1 else f"_u{self.load_unroll}"
         sched += "" if self.x_operand == "smem" else "_rs"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
-        sched += "" if self.ablate == "none" else f"_ablate-{self.ablate}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -298,10 +290,6 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append(f"roles='split' needs 2..6 fp16_buffers, got {config.fp16_buffers}")
         if config.loader == "bulk_rows":
             p.append("roles='split' does not take loader='bulk_rows'")
-    if config.ablate not in ("none", "no_mma", "no_dequant", "load_only", "no_fence"):
-        p.append(f"ablate must be none, no_mma, no_dequant, load_only or no_fence, got {config.ablate!r}")
-    elif config.ablate != "none" and config.roles != "split":
-        p.append("ablate needs roles='split' (profiling only)")
     if config.x_operand not in ("smem", "regs"):
         p.append(f"x_operand must be 'smem' or 'regs', got {config.x_operand!r}")
     elif config.x_operand == "regs":

@@ -43,6 +43,7 @@ from kernel.hopper import config as cfgmod
 from kernel.device_schedule import cta_tile_range, group_search
 from kernel.hopper.config import HopperConfig
 from kernel.perturbation import Perturbation
+from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     bulk_copy_g2s,
     cp_async_16,
@@ -64,10 +65,13 @@ SUB_K = cfgmod.DEQUANT_SUB_K
 class HopperNvfp4GroupedGemm:
     """One compiled variant: ``(config, num_groups)`` fixed, everything else run-time."""
 
-    def __init__(self, config: HopperConfig, num_groups: int, perturbation: Perturbation | None = None):
+    def __init__(self, config: HopperConfig, num_groups: int, perturbation: Perturbation | None = None,
+                 ablation: Ablation | None = None):
         cfgmod.check_config(config)
+        check_ablation(config, ablation)
         self.config = config
         self.perturbation = perturbation  # None: the production build
+        self.ablation = ablation  # profiling only (kernel/hopper/ablation.py); None: the production build
         self.num_groups = num_groups
         self.mma_m = config.mma_m
         self.mma_n = config.mma_n
@@ -582,7 +586,7 @@ class HopperNvfp4GroupedGemm:
                         )
                         # generic-proxy stores -> visible to wgmma's async proxy, then publish
                         self.delay("dequant", "fence", "before")
-                        if cutlass.const_expr(cfg.ablate != "no_fence"):
+                        if cutlass.const_expr(self.ablation is None or not self.ablation.skips_fence):
                             cute.arch.fence_proxy("async.shared", space="cta")
                         self.delay("dequant", "fence", "after")
                         cute.arch.sync_warp()
@@ -742,7 +746,7 @@ class HopperNvfp4GroupedGemm:
 
     def dequant_sub_block(self, tidx, stage, x_dst, y_dst, x_sf_row0, y_sf_row0, sb: int):
         """This thread's share of one 64-K sub-block of both operands: raw stage -> fp16 buffers."""
-        if self.config.ablate in ("no_dequant", "load_only"):
+        if self.ablation is not None and self.ablation.skips_dequant:
             return
         if self.batched_dequant():
             units = self.operand_units(
@@ -842,7 +846,7 @@ class HopperNvfp4GroupedGemm:
     def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf, filler=None):
         """Issue the wgmmas of one 64-K sub-block from fp16 buffer ``buf`` and commit them."""
         self.fill_wgmma(filler, tCrX, buf)
-        if self.config.ablate not in ("no_mma", "load_only"):
+        if self.ablation is None or not self.ablation.skips_mma:
             for kb in range(SUB_K // 16):  # traced inline: a Python loop
                 cute.gemm(tiled_mma, acc, tCrX[(None, None, kb, buf)], tCrY[(None, None, kb, buf)], acc)
         warpgroup.commit_group()

@@ -16,6 +16,7 @@ import torch
 
 from kernel import device as devmod
 from kernel.host_pipeline import AuxTable, HostPipeline, Prepared
+from kernel.hopper.ablation import check_ablation
 from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes
 from kernel.plan import LaunchPlan
 from kernel.tables import GUARD_BYTE, GUARD_ROWS, guarded
@@ -99,7 +100,8 @@ class HopperHooks:
         return map_template(plan, groups, config.tile_m, config.tile_n)
 
     def build(self, config: HopperConfig, num_groups: int, dump_dir: str | os.PathLike | None = None,
-              perturbation=None):
+              perturbation=None, ablation=None):
+        check_ablation(config, ablation)  # before any import or trace: a wrong one is refused, not ignored
         _import_cutlass()
         import cuda.bindings.driver as cuda
         import cutlass
@@ -108,7 +110,7 @@ class HopperHooks:
 
         from kernel.hopper.kernel import HopperNvfp4GroupedGemm
 
-        gemm = HopperNvfp4GroupedGemm(config, num_groups, perturbation)
+        gemm = HopperNvfp4GroupedGemm(config, num_groups, perturbation, ablation)
 
         def fake(dtype, align):
             return make_ptr(dtype, align, cute.AddressSpace.gmem, assumed_align=align)
@@ -129,17 +131,19 @@ PIPELINE = HostPipeline(HopperHooks())
 compile_cache = PIPELINE.compile_cache
 
 
-def compile_for(config: HopperConfig, num_groups: int, perturbation=None):
+def compile_for(config: HopperConfig, num_groups: int, perturbation=None, ablation=None):
     """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now (no GPU needed).
-    ``perturbation`` (kernel.perturbation, harness builds only) is its own cache entry."""
-    return PIPELINE.compile_for(config, num_groups, perturbation)
+    ``perturbation`` (kernel.perturbation) and ``ablation`` (kernel.hopper.ablation), harness
+    builds only, are their own cache entries."""
+    return PIPELINE.compile_for(config, num_groups, perturbation, ablation)
 
 
 def prepare(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, dry_run: bool = False,
-            compile: bool | None = None, perturbation=None, strict: bool = False) -> Prepared:
-    """Everything but the launch (see :meth:`kernel.host_pipeline.HostPipeline.prepare`)."""
+            compile: bool | None = None, perturbation=None, strict: bool = False, ablation=None) -> Prepared:
+    """Everything but the launch (see :meth:`kernel.host_pipeline.HostPipeline.prepare`);
+    ``ablation`` (kernel.hopper.ablation): profiling.ablation's builds, never production."""
     return PIPELINE.prepare(data, config, dry_run=dry_run, compile=compile, perturbation=perturbation,
-                            strict=strict)
+                            strict=strict, ablation=ablation)
 
 
 def launch(prep: Prepared, stream: Any | None = None) -> list[torch.Tensor]:
@@ -154,15 +158,17 @@ def custom_kernel(data: Any, config: HopperConfig = DEFAULT_CONFIG, *, perturbat
     return PIPELINE.run(data, config, perturbation=perturbation, strict=strict)
 
 
-def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: int = 8, perturbation=None) -> dict:
+def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: int = 8, perturbation=None,
+                 ablation=None) -> dict:
     """profiling.static_report's hook: compile one variant, keep its cubin, state the budgets.
-    ``perturbation`` (kernel.perturbation, tests only): the perturbed build of the variant."""
+    ``perturbation`` (kernel.perturbation) and ``ablation`` (kernel.hopper.ablation), tests and
+    profiling only: the perturbed or ablated build of the variant."""
     from kernel.cubin import compile_keeping_cubin
 
     check_config(config)
-    folder = config.label if perturbation is None else f"{config.label}~{perturbation.tag}"
+    folder = "~".join([config.label] + [o.tag for o in (perturbation, ablation) if o is not None])
     cubin, seconds = compile_keeping_cubin(
-        folder, dump_dir, lambda dump: PIPELINE.hooks.build(config, num_groups, dump, perturbation)
+        folder, dump_dir, lambda dump: PIPELINE.hooks.build(config, num_groups, dump, perturbation, ablation)
     )
     return {
         "label": config.label,

@@ -130,7 +130,6 @@ def test_register_cap_budgets_whole_warpgroups():
         (dict(loader="tma", tile_k=128, num_ab_stages=5), "needs tile_k 256"),
         (dict(producer_warps=3), "producer_warps must be 1, 2 or 4"),
         (dict(producer_warps=2, loader="bulk_rows"), "needs loader='cp_async'"),
-        (dict(ablate="no_mma"), "ablate needs roles='split'"),
         (dict(roles="weird"), "roles must be"),
         (dict(loader="tma", dequant="prmt", x_operand="regs"), "64-row wgmma A fragment"),  # wg1, mma_m 128
         # 64 rows of Y = 128 units over 256 threads: units would be left unwritten
@@ -152,8 +151,14 @@ def test_split_smem_counts_the_fp16_ring_and_its_barriers():
     assert "_dq1b3" in split.label and "_p4" in HopperConfig(producer_warps=4).label
 
 
-def test_no_declared_variant_is_ablated():
-    assert all(c.ablate == "none" for c in DECLARED_VARIANTS)
+def test_ablation_is_not_a_config_field():
+    """Ablations are profiling build options (kernel.hopper.ablation), not part of a variant."""
+    import dataclasses
+
+    assert not {f.name for f in dataclasses.fields(HopperConfig)} & {"ablate", "ablation", "perturbation"}
+    with pytest.raises(TypeError):
+        HopperConfig(ablate="no_mma")
+    assert not any("ablate" in c.label for c in DECLARED_VARIANTS)
 
 
 def test_setmaxnreg_register_arithmetic():

@@ -12,7 +12,8 @@ launch = importlib.import_module("kernel.hopper.launch")
 def test_perturbation_is_part_of_the_compile_key(monkeypatch):
     builds = []
     monkeypatch.setattr(launch.PIPELINE.hooks, "build",
-                        lambda config, g, dump_dir=None, perturbation=None: builds.append(perturbation) or object())
+                        lambda config, g, dump_dir=None, perturbation=None, ablation=None:
+                        builds.append(perturbation) or object())
     monkeypatch.setattr(launch.PIPELINE, "compile_cache", CompileCache("hopper-test"))
     p, q = Perturbation(1), Perturbation(2)
     a = launch.compile_for(DEFAULT_CONFIG, 2)

@@ -1,29 +1,58 @@
-"""profiling.ablation's config handling (the timing itself needs the H200)."""
+"""profiling.ablation's build handling (the timing itself needs the H200)."""
 
+import importlib
 import json
 
 import pytest
 
+import oracle
+from kernel.compile_cache import CompileCache
 from kernel.errors import UnsupportedConfigError
+from kernel.hopper.ablation import Ablation
 from profiling import ablation
 
+hopper_launch = importlib.import_module("kernel.hopper.launch")  # the module (kernel.hopper.launch is also a function)
+
 SPLIT = "h90_m128n128k256_s3_wg1_dq1b3_fp16_prmt"
+COOP = "h90_m128n128k256_s3_wg1_fp16"
 
 
-def test_ablate_adds_three_twins_of_split_configs_only():
-    configs = ablation.parse_configs([SPLIT, "h90_m128n128k256_s3_wg1_fp16"], [], ablate=True)
-    labels = [c.label for c in configs]
-    assert labels[:2] == [SPLIT, "h90_m128n128k256_s3_wg1_fp16"]
-    assert sorted(labels[2:]) == sorted(f"{SPLIT}_ablate-{a}" for a in ablation.ABLATIONS)
+def test_ablate_adds_three_ablated_builds_of_split_configs_only():
+    builds = ablation.parse_builds([SPLIT, COOP], [], ablate=True)
+    assert [b.label for b in builds[:2]] == [SPLIT, COOP] and all(b.ablation is None for b in builds[:2])
+    assert sorted(b.label for b in builds[2:]) == sorted(f"{SPLIT}~ablate-{a}" for a in ablation.ABLATIONS)
+    assert {b.ablation for b in builds[2:]} == {Ablation(a) for a in ablation.ABLATIONS}
+    assert all(b.config is builds[0].config for b in builds[2:]), "an ablated build keeps its variant's config"
+    assert [b.label for b in ablation.parse_builds([SPLIT, COOP], [], ablate=False)] == [SPLIT, COOP]
 
 
 def test_configs_from_json_are_checked():
-    (c,) = ablation.parse_configs([], [json.dumps({"tile_n": 256, "consumer_warpgroups": 2, "num_ab_stages": 2})], False)
-    assert c.label == "h90_m128n256k256_s2_wg2_fp16"
+    (b,) = ablation.parse_builds([], [json.dumps({"tile_n": 256, "consumer_warpgroups": 2, "num_ab_stages": 2})], False)
+    assert b.label == "h90_m128n256k256_s2_wg2_fp16" and b.ablation is None
     with pytest.raises(UnsupportedConfigError):
-        ablation.parse_configs([], [json.dumps({"tile_n": 256})], False)  # 256 accumulators per thread
+        ablation.parse_builds([], [json.dumps({"tile_n": 256})], False)  # 256 accumulators per thread
+    with pytest.raises(TypeError):  # the axis left the config: a JSON config cannot smuggle it in
+        ablation.parse_builds([], [json.dumps({"ablate": "no_mma"})], False)
 
 
 def test_unknown_label_is_refused():
     with pytest.raises(SystemExit, match="unknown variant"):
-        ablation.parse_configs(["h90_nope"], [], False)
+        ablation.parse_builds(["h90_nope"], [], False)
+
+
+def test_the_tool_builds_the_ablated_kernel_through_the_build_option(monkeypatch):
+    """prepare_build hands the ablation to the family's build (its own compile-cache entry);
+    the unablated build of the same config is the production entry."""
+    built = []
+    monkeypatch.setattr(hopper_launch.PIPELINE.hooks, "build",
+                        lambda config, g, dump_dir=None, perturbation=None, ablation=None:
+                        built.append((config.label, g, perturbation, ablation)) or object())
+    monkeypatch.setattr(hopper_launch.PIPELINE, "compile_cache", CompileCache("ablation-tool-test"))
+    data = oracle.make_inputs([(64, 128, 256, 1), (128, 256, 256, 1)], seed=1, device="cpu")
+    prod, no_mma = ablation.parse_builds([SPLIT], [], ablate=True)[:2]
+    p = ablation.prepare_build(prod, data, dry_run=True, compile=True)
+    q = ablation.prepare_build(no_mma, data, dry_run=True, compile=True)
+    assert built == [(SPLIT, 2, None, None), (SPLIT, 2, None, Ablation("no_mma"))]
+    assert p.ablation is None and q.ablation == Ablation("no_mma") and p.compiled is not q.compiled
+    keys = set(hopper_launch.PIPELINE.compile_cache.keys())
+    assert (prod.config, 2) in keys and len(keys) == 2

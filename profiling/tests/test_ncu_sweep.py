@@ -71,8 +71,10 @@ def test_nsight_python_1x_is_refused_with_old_ncu(monkeypatch):
 
 
 def test_keep_longest_combiner_picks_the_longer_duration():
-    assert S._keep_longest([10.0, 1.0], [30.0, 2.0]) == [30.0, 2.0]
-    assert S._keep_longest([30.0, 1.0], [10.0, 2.0]) == [30.0, 1.0]
+    from profiling.sweep_stages import _keep_longest
+
+    assert _keep_longest([10.0, 1.0], [30.0, 2.0]) == [30.0, 2.0]
+    assert _keep_longest([30.0, 1.0], [10.0, 2.0]) == [30.0, 1.0]
 
 
 FAKE_NCU = """\
@@ -213,3 +215,39 @@ def test_no_gpu_is_one_line(fake_ncu, capsys):
     rc = S.main(["--arch", "sm_90a", "--out", str(fake_ncu / "out")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.startswith("error: no CUDA GPU") and "\n" not in err
+
+
+# ---- the split by concern ------------------------------------------------------------------------
+SWEEP_MODULES = ("profiling.ncu_sweep", "profiling.sweep_plan", "profiling.sweep_stages",
+                 "profiling.sweep_backends", "profiling.ncu_report")
+# torch / CuTe DSL / nsight-python / nvtx: the GPU side's (a case that runs); matplotlib / pandas:
+# the report's (the plot, nsight's DataFrame); ncu_report: Nsight Compute's module (reading a report)
+HEAVY = ("torch", "cutlass", "nsight", "nvtx", "matplotlib", "pandas", "ncu_report")
+
+
+@pytest.mark.parametrize("module", SWEEP_MODULES)
+def test_each_sweep_module_imports_without_the_heavy_dependencies(module):
+    """Each part imports alone, in a fresh interpreter, and pulls none of the heavy modules that
+    only a running case, a plot or a report reader needs (the parent orchestrator never holds
+    torch or a CUDA context while ncu profiles its child)."""
+    import subprocess
+
+    code = (f"import importlib, sys; importlib.import_module({module!r}); "
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "", f"{module} imported {proc.stdout.strip()}"
+
+
+def test_the_file_runs_as_a_script_as_nsight_python_reruns_it(tmp_path):
+    """nsight-python re-executes sys.argv[0] (profiling/ncu_sweep.py) as a script under ncu: the
+    split modules must still resolve from the repository root, not from profiling/."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(root / "profiling" / "ncu_sweep.py"), "--arch", "sm_90a",
+                           "--variant", A, "--shapes", "bench4", "--dry-run", "--out", str(tmp_path / "out"),
+                           "--work", str(tmp_path / "w")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"case 0: {A} bench4" in proc.stdout and "--_stage ncu-child" in proc.stdout

@@ -1,0 +1,69 @@
+"""Ablated builds of the Hopper kernel: one part of a ``roles="split"`` variant left out, to time
+the rest alone (profiling only; :mod:`profiling.ablation` owns them). Pure Python.
+
+An :class:`Ablation` is a harness build option like :class:`kernel.perturbation.Perturbation`:
+passed to the build next to the variant's config (never a field of it), part of the compile-cache
+key, never present in a production build (``ablation=None`` traces exactly the production code)
+and never served by the fast path (``custom_kernel`` takes none). Its results are wrong by
+design: only timings are read from it.
+
+Parts (``part``):
+
+* ``no_mma``: the consumers wait for each fp16 buffer and release it without wgmma;
+* ``no_dequant``: the dequant warps publish each buffer without writing it;
+* ``load_only``: both; the producer always loads every stage;
+* ``no_fence``: the dequant warps skip the generic -> async proxy fence (a race: timing only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Part = Literal["no_mma", "no_dequant", "load_only", "no_fence"]
+PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
+
+
+@dataclass(frozen=True)
+class Ablation:
+    part: Part
+
+    def __post_init__(self):
+        if self.part not in PARTS:
+            raise ValueError(f"ablation part must be one of {PARTS}, got {self.part!r}")
+
+    @property
+    def tag(self) -> str:
+        """A printable name: ``LABEL~TAG`` names an ablated build (tables, cubin folders)."""
+        return f"ablate-{self.part}"
+
+    @property
+    def skips_mma(self) -> bool:
+        return self.part in ("no_mma", "load_only")
+
+    @property
+    def skips_dequant(self) -> bool:
+        return self.part in ("no_dequant", "load_only")
+
+    @property
+    def skips_fence(self) -> bool:
+        return self.part == "no_fence"
+
+    def problems(self, config) -> list[str]:
+        """Why ``config`` cannot be built with this ablation (empty: it can)."""
+        if config.roles != "split":
+            return [f"ablation {self.part!r} needs roles='split' (the parts are separate warp roles only there)"]
+        return []
+
+
+def check_ablation(config, ablation: Ablation | None) -> None:
+    """Raise UnsupportedConfigError when ``ablation`` is not an Ablation that ``config`` can take."""
+    from kernel.errors import UnsupportedConfigError
+
+    if ablation is None:
+        return
+    if not isinstance(ablation, Ablation):
+        raise UnsupportedConfigError(config.label, [f"ablation must be a kernel.hopper.ablation.Ablation, got {ablation!r}"])
+    problems = ablation.problems(config)
+    if problems:
+        raise UnsupportedConfigError(f"{config.label}~{ablation.tag}", problems)

@@ -1,0 +1,122 @@
+"""Ablated Hopper builds (kernel/hopper/ablation.py): a profiling build option next to the config,
+part of the compile key, refused where it cannot apply, absent from every production entry point,
+and visible in the SASS of the ablated build only."""
+
+import importlib
+import inspect
+
+import pytest
+
+from kernel.compile_cache import CompileCache
+from kernel.errors import UnsupportedConfigError
+from kernel.hopper.ablation import PARTS, Ablation
+from kernel.hopper.config import DECLARED_VARIANTS, DEFAULT_CONFIG
+from kernel.perturbation import Perturbation
+
+launch = importlib.import_module("kernel.hopper.launch")
+SPLIT_LABEL = "h90_m128n128k256_s3_wg1_dq1b3_fp16_prmt"
+SPLIT = next(c for c in DECLARED_VARIANTS if c.label == SPLIT_LABEL)
+
+
+def test_parts_and_tags():
+    assert {Ablation(p).tag for p in PARTS} == {f"ablate-{p}" for p in PARTS}
+    with pytest.raises(ValueError, match="ablation part"):
+        Ablation("none")  # production is ``ablation=None``, not a part
+    with pytest.raises(ValueError):
+        Ablation("no_epilogue")
+
+
+def test_ablation_is_part_of_the_compile_key(monkeypatch):
+    builds = []
+    monkeypatch.setattr(launch.PIPELINE.hooks, "build",
+                        lambda config, g, dump_dir=None, perturbation=None, ablation=None:
+                        builds.append((config, perturbation, ablation)) or object())
+    monkeypatch.setattr(launch.PIPELINE, "compile_cache", CompileCache("hopper-ablation-test"))
+    a, b = Ablation("no_mma"), Ablation("load_only")
+    prod = launch.compile_for(SPLIT, 2)
+    ablated = launch.compile_for(SPLIT, 2, ablation=a)
+    again = launch.compile_for(SPLIT, 2, ablation=Ablation("no_mma"))
+    other = launch.compile_for(SPLIT, 2, ablation=b)
+    both = launch.compile_for(SPLIT, 2, Perturbation(1), a)
+    assert prod is not ablated and ablated is again and ablated is not other and both not in (ablated, prod)
+    assert builds == [(SPLIT, None, None), (SPLIT, None, a), (SPLIT, None, b), (SPLIT, Perturbation(1), a)]
+    key = launch.PIPELINE.compile_key
+    assert key(SPLIT, 2) == (SPLIT, 2)  # the production key is unchanged
+    assert key(SPLIT, 2, ablation=a) != key(SPLIT, 2) != key(SPLIT, 2, ablation=b)
+    assert key(SPLIT, 2, ablation=a) != key(SPLIT, 2, perturbation=Perturbation(1))
+    assert set(launch.PIPELINE.compile_cache.keys()) == {
+        (SPLIT, 2), key(SPLIT, 2, ablation=a), key(SPLIT, 2, ablation=b), key(SPLIT, 2, Perturbation(1), a)}
+
+
+@pytest.mark.parametrize("ablation, words", [
+    (Ablation("no_mma"), "needs roles='split'"),  # the default variant is cooperative
+    ("no_mma", "must be a kernel.hopper.ablation.Ablation"),  # a bare string is refused, not ignored
+])
+def test_the_build_refuses_what_it_cannot_apply(ablation, words):
+    # the real hook: it refuses before importing CuTe DSL or tracing anything
+    with pytest.raises(UnsupportedConfigError, match=words):
+        launch.PIPELINE.hooks.build(DEFAULT_CONFIG, 2, ablation=ablation)
+
+
+def test_blackwell_refuses_an_ablation():
+    from kernel.blackwell import DEFAULT_CONFIG as BW, PIPELINE as BW_PIPELINE
+
+    with pytest.raises(UnsupportedConfigError, match="no ablation"):
+        BW_PIPELINE.hooks.build(BW, 2, ablation=Ablation("no_mma"))
+
+
+def test_production_entry_points_take_no_ablation():
+    """``custom_kernel`` (the fast path) has no way to get an ablated kernel: passing one is a
+    TypeError, not a silently ignored keyword."""
+    from kernel import family, hopper
+
+    assert "ablation" not in inspect.signature(hopper.custom_kernel).parameters
+    assert "ablation" not in inspect.signature(launch.PIPELINE.run).parameters
+    for f in family.families():
+        assert "ablation" not in inspect.signature(f.custom_kernel).parameters
+    with pytest.raises(TypeError):
+        hopper.custom_kernel([], DEFAULT_CONFIG, ablation=Ablation("no_mma"))
+
+
+# ---- the ablated cubins, from their SASS (one compile each, about 2 s on a CPU) ---------------
+@pytest.fixture(scope="module")
+def sass_of(tmp_path_factory):
+    from profiling import sass
+
+    folder = tmp_path_factory.mktemp("ablate")
+    cache = {}
+
+    def get(part):
+        if part not in cache:
+            build = launch.static_build(SPLIT, folder / str(part), num_groups=2,
+                                        ablation=None if part is None else Ablation(part))
+            ins = sass.parse_sass(sass.disassemble(build["cubin"]))
+            fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
+            cache[part] = [i for i in ins if i.function == fn]
+        return cache[part]
+
+    return get
+
+
+def _count(code, mnemonic):
+    return sum(i.mnemonic == mnemonic for i in code)
+
+
+def _real_wgmma(code):
+    """HGMMAs that write accumulators: ptxas pads a commit/wait group with no wgmma in it with
+    ``HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, ...`` (no destination)."""
+    return sum(i.mnemonic == "HGMMA" and not i.operands.startswith("RZ") for i in code)
+
+
+@pytest.mark.compile
+def test_each_part_is_left_out_of_its_ablated_build_only(sass_of):
+    prod = sass_of(None)
+    assert _real_wgmma(prod) > 0 and _count(prod, "PRMT") > 0 and _count(prod, "FENCE") > 0
+    for part in ("no_mma", "load_only"):
+        assert _real_wgmma(sass_of(part)) == 0, part
+    assert _real_wgmma(sass_of("no_dequant")) == _real_wgmma(prod)
+    # the prmt dequant is the split variant's only PRMT user: gone without it
+    for part in ("no_dequant", "load_only"):
+        assert _count(sass_of(part), "PRMT") < _count(prod, "PRMT") / 4, part
+    assert _count(sass_of("no_mma"), "PRMT") == _count(prod, "PRMT")
+    assert _count(sass_of("no_fence"), "FENCE") < _count(prod, "FENCE")
