@@ -453,12 +453,14 @@ _SYNC_EDITS = (
      "                # three fp16 buffers", ("default", "rs")),
     ("producer_ring_short", "ring wrap off by one: the producer's stage ring wraps one stage early", _K,
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)\n"
-     "            for tile in range(t_begin, t_end, t_step):",
+     "            for tile in range(t_begin, p_end, t_step):",
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages - 1)\n"
-     "            for tile in range(t_begin, t_end, t_step):", ("default", "rs")),
+     "            for tile in range(t_begin, p_end, t_step):", ("default", "rs")),
     ("producer_tail_missing", "producer tail missing: the producer warp exits without waiting for "
      "the consumers to release its last stages", _K,
-     '            self.delay("producer", "tail", "before")\n            pipe.producer_tail(state)',
+     '            self.delay("producer", "tail", "before")\n'
+     '            if cutlass.const_expr(not cfg.consumer_regs) or pw == 0:\n'
+     '                pipe.producer_tail(state)',
      '            self.delay("producer", "tail", "before")', ("default", "rs")),
     ("no_acc_reset_fence", "accumulator reused for the next tile without the wgmma fence after its "
      "reset (the first wgmma may read stale accumulators)", _K,
