@@ -12,11 +12,13 @@ device tables, tensor maps and marshalled arguments).
   callback evicts the entry when the tensor is freed, so an ``id`` found in the cache always
   names the very object that was validated (a freed tensor whose address, or whose ``id``, is
   reused by a new one can never hit);
-* the problem sizes, by value; the config object (held, so its ``id`` cannot be reused); the
-  current CUDA stream;
+* the structure of the tuple (how many tensors each group entry holds); the problem sizes
+  (:func:`sizes_key`: the size tuples by identity, held by the entry, or by value and type); the
+  config object (held, so its ``id`` cannot be reused); the current CUDA stream;
 * each tensor's version counter (``Tensor._version``), which PyTorch bumps on every in-place
   operation, including those that change metadata in place (``resize_``, ``as_strided_``,
   ``set_``, ``transpose_``...): a changed version is a miss, and the miss path validates again.
+  The entry keeps their sum: counters only grow, so an unchanged sum means unchanged counters;
 
 A hit therefore only happens for the same tensor objects, unchanged since a call that passed full
 validation, with the same sizes, config and stream; every bad problem takes the miss path and
@@ -88,7 +90,9 @@ def identity_key(data: Any, config: Any, tensors: list | None = None) -> tuple |
 @dataclass
 class Entry:
     launch_args: Any  # kernel.host_pipeline.LaunchArgs
-    versions: list[int]
+    # the sum of the tensors' version counters: each counter only ever grows (every in-place op
+    # bumps it), so an unchanged sum means no tensor changed (the ids pin the tensors themselves)
+    versions: int
     device_index: int
     stream_id: Any
     config: Any  # held, so that id(config) in the key cannot be reused
@@ -140,7 +144,7 @@ class FastPath:
         entry = self._entries.get(key)
         if entry is not None:
             try:
-                fresh = (list(map(_VERSION, tensors)) == entry.versions
+                fresh = (sum(map(_VERSION, tensors)) == entry.versions
                          and (self._stream_id(entry.device_index) if stream is None
                               else _explicit_stream_id(stream)) == entry.stream_id)
             except Exception:
@@ -163,7 +167,7 @@ class FastPath:
         try:
             entry = Entry(
                 launch_args=launch_args,
-                versions=list(map(_VERSION, tensors)),
+                versions=sum(map(_VERSION, tensors)),
                 device_index=device_index,
                 stream_id=self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
                 config=config,

@@ -112,6 +112,9 @@ class Prepared:
     # the raw stream the tables were copied on without waiting (kernel.seen_shapes path); a
     # launch on another stream first waits for that copy. None: the copy was synchronous
     upload_stream: int | None = None
+    # the shape template (kernel.seen_shapes) of a production preparation: its launch arguments
+    # are marshalled once per stream and rebased to each problem's tables
+    template: Any = field(default=None, compare=False, repr=False)
 
 
 class LaunchArgs:
@@ -147,6 +150,33 @@ class LaunchArgs:
         self.exe_args, self.adapted = compiled.generate_execution_args(*self.args)
         self._run = compiled.run_compiled_program
         self._packed, self._capi, self._result = _prepacked(compiled, self.exe_args)
+        self._keep = None
+        # whether each table argument is a 64-bit cell holding the table's address (checked, not
+        # assumed: then :meth:`rebased` may point two of them at other cells)
+        self.rebasable = self._packed is not None and _cells_hold(self._packed, [
+            tables.sizes.data_ptr(), tables.tile_prefix.data_ptr(), tables.pointers.data_ptr(),
+            tables.pointers.data_ptr() // 64 * 64 if aux is None else aux.tensor.data_ptr()])
+
+    def rebased(self, pointers: int, aux: int) -> "LaunchArgs":
+        """These arguments with the pointer table at ``pointers`` and the fourth table at ``aux``
+        (same kernel, sizes and tile-prefix tables, CTA count and stream): a copy of the packed
+        argument array whose two table entries point at two new 64-bit cells. Only on a
+        :attr:`rebasable` instance."""
+        import ctypes
+
+        if not self.rebasable:
+            raise ValueError("these launch arguments cannot be rebased")
+        new = object.__new__(LaunchArgs)
+        cells = (ctypes.c_uint64 * 2)(pointers, aux)
+        packed = (ctypes.c_void_p * len(self._packed))()
+        ctypes.memmove(packed, self._packed, ctypes.sizeof(packed))
+        packed[2] = ctypes.addressof(cells)
+        packed[3] = ctypes.addressof(cells) + 8
+        new.stream, new.args, new.exe_args, new.adapted, new._run = self.stream, None, None, None, None
+        new._packed, new._capi, new._result = packed, self._capi, self._result
+        new._keep = (self, cells)  # the other cells live in the prototype
+        new.rebasable = False
+        return new
 
     def launch(self) -> None:
         if self._packed is None:
@@ -155,6 +185,17 @@ class LaunchArgs:
         self._capi(self._packed)
         if self._result is not None and self._result.value:
             _raise_launch_error(self._result.value)
+
+
+def _cells_hold(packed: Any, addresses: list[int]) -> bool:
+    """Whether the first entries of ``packed`` point at 64-bit cells holding ``addresses``."""
+    import ctypes
+
+    try:
+        return all(packed[i] and ctypes.c_uint64.from_address(packed[i]).value == a
+                   for i, a in enumerate(addresses))
+    except (TypeError, ValueError):
+        return False
 
 
 def _prepacked(compiled: Any, exe_args: list) -> tuple:
@@ -281,13 +322,15 @@ class HostPipeline:
                 aux = self.hooks.aux_table(resolved, plan, groups, device, strict=strict)
             if compile if compile is not None else not dry_run:
                 compiled = self.compile_for(resolved, plan.num_groups, perturbation, ablation)
+        template = None
         if production and plan.total_tiles:
-            self._learn(data, config, resolved, constraints, groups, plan, tables, aux, compiled)
+            template = self._learn(data, config, resolved, constraints, groups, plan, tables, aux, compiled)
         return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run,
-                        perturbation=perturbation, strict=strict, ablation=ablation)
+                        perturbation=perturbation, strict=strict, ablation=ablation,
+                        template=template if compiled is not None else None)
 
     # ---- the seen-shape path (kernel.seen_shapes) ----------------------------------------------
-    def _learn(self, data, config, resolved, constraints, groups, plan, tables, aux, compiled) -> None:
+    def _learn(self, data, config, resolved, constraints, groups, plan, tables, aux, compiled) -> ShapeTemplate:
         """Keep what this validated problem's signature fixes, for later problems of the same shapes."""
         sizes = tuple(g.size for g in groups)
         template = ShapeTemplate.learn(config, resolved, sizes, flatten(data), constraints, plan)
@@ -298,6 +341,7 @@ class HostPipeline:
             template.aux = make(resolved, plan, groups) if make is not None else None
             template.aux_per_problem = template.aux is None
         self.templates.store(template)
+        return template
 
     def _prepare_seen(self, data, config, tensors) -> Prepared | None:
         template = self.templates.find(config, data[3]) if isinstance(data, (tuple, list)) and len(data) == 4 else None
@@ -319,7 +363,7 @@ class HostPipeline:
         if template.compiled is None:
             template.compiled = self.compile_for(template.config, template.num_groups)
         return Prepared(template.config, groups, template.plan, tables, aux, template.compiled,
-                        tensors[2:3 * template.num_groups:3], upload_stream=upload_stream)
+                        tensors[2:3 * template.num_groups:3], upload_stream=upload_stream, template=template)
 
     def seen_tables(self, template: ShapeTemplate, pointers: list[int],
                     device: torch.device) -> tuple[DeviceTables, "AuxTable | None", int | None]:
@@ -385,7 +429,17 @@ class HostPipeline:
         return stream_handle(stream, device)
 
     def marshal(self, prepared: Prepared, handle: int) -> LaunchArgs:
-        return LaunchArgs(prepared.compiled, prepared.tables, prepared.aux, prepared.plan.num_ctas, handle)
+        template = prepared.template
+        if template is not None:
+            proto = template.launch_protos.get(handle)
+            pointers = prepared.tables.pointers.data_ptr()
+            if proto is not None:
+                return proto.rebased(pointers, pointers // 64 * 64 if prepared.aux is None
+                                     else prepared.aux.tensor.data_ptr())
+        args = LaunchArgs(prepared.compiled, prepared.tables, prepared.aux, prepared.plan.num_ctas, handle)
+        if template is not None and args.rebasable and len(template.launch_protos) < 8:
+            template.launch_protos[handle] = args
+        return args
 
     def run(self, data: Any, config: Any, stream: Any = None, *, perturbation: Any = None,
             strict: bool = False) -> list[torch.Tensor]:

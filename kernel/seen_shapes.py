@@ -112,6 +112,7 @@ class ShapeTemplate:
     compiled: Any = None
     aux: AuxTemplate | None = None
     aux_per_problem: bool = False  # the family has a fourth table but no template of it
+    launch_protos: dict = field(default_factory=dict)  # stream -> LaunchArgs to rebase (host_pipeline)
     stats: dict = field(default_factory=lambda: {"accepted": 0, "rejected": 0})
 
     @classmethod

@@ -194,7 +194,7 @@ def test_real_tensor_maps_patch_like_fresh_encodings():
     from kernel.tensor_maps import encode
 
     rng = np.random.default_rng(0)
-    for rows, row_bytes, box in [(1, 64, 64), (130, 128, 128), (4096, 3584, 128), (7168, 1024, 64)]:
+    for rows, row_bytes, box in [(1, 128, 64), (130, 128, 128), (4096, 3584, 128), (7168, 1024, 64)]:
         rm = RowsMap(0x7F00_0000_0000, rows, row_bytes, box)
         word = address_word(rm)
         assert word is not None, "the driver's descriptor holds no plain address word"
@@ -222,3 +222,29 @@ def test_harness_builds_neither_use_nor_teach_the_seen_path():
     assert _accepted(pipeline) == 0
     production = pipeline.prepare(oracle.clone_data(data), CONFIG)
     assert _accepted(pipeline) == 1 and production.plan.num_ctas == expected_launch(data)[3]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
+                    reason="needs an sm_90 GPU (the Hopper kernel runs the seen-shape launches)")
+@pytest.mark.parametrize("label", [None, "h90_m128n128k256_s3_wg1_fp16"])
+def test_seen_shape_launches_on_the_gpu_match_the_oracle(label):
+    """New tensors of seen shapes: the seen path (patched tensor maps, rebased launch arguments)
+    writes exactly what the oracle says, problem after problem, including after a hit."""
+    from kernel.family import get_family
+
+    family = get_family("hopper")
+    config = family.find(label) if label else family.production_variants[1]
+    sizes = [(80, 512, 512, 1), (0, 512, 512, 1), (200, 384, 512, 1)]
+    family.custom_kernel(oracle.make_inputs(sizes, 0, device="cuda"), config)  # learns the shapes
+    for seed in range(1, 4):
+        data = oracle.make_inputs(sizes, seed, device="cuda")
+        for _, _, c in data[0]:
+            c.fill_(float("nan"))
+        before = _accepted(family.pipeline)
+        outs = family.custom_kernel(data, config)
+        family.custom_kernel(data, config)  # a fast-path hit on the rebased arguments
+        torch.cuda.synchronize()
+        assert _accepted(family.pipeline) == before + 1
+        expected = oracle.expected_outputs(data)
+        report = oracle.compare(outs, [e.reference for e in expected], [e.bound for e in expected])
+        assert report.ok, report
