@@ -193,6 +193,7 @@ def test_real_tensor_maps_patch_like_fresh_encodings():
     """On a GPU machine: the driver's own descriptors, patched at random addresses == encoded there."""
     from kernel.tensor_maps import encode
 
+    torch.zeros(1, device="cuda")  # the encoder needs a current CUDA context, as in a real launch
     rng = np.random.default_rng(0)
     for rows, row_bytes, box in [(1, 128, 64), (130, 128, 128), (4096, 3584, 128), (7168, 1024, 64)]:
         rm = RowsMap(0x7F00_0000_0000, rows, row_bytes, box)
