@@ -16,9 +16,13 @@ Why a shape wants which tile (tile counts on 132 SMs; kernel/hopper/NOTES.md, is
 * bench4 (M 128 + 384, N 4096, K 1536): 128 tiles of 128x128, one round, no padding: the
   fastest 2-warpgroup tile.
 
-``PROPOSED_TABLE`` is that reasoning, NOT yet measured; it is not wired into the launch path
-(``custom_kernel`` still takes one config). After the H200 run, the measured winner per shape
-replaces it (and this docstring says which run).
+``PROPOSED_TABLE`` is that reasoning. It is not wired into the launch path (``custom_kernel``
+still takes one config), and measurement says it must not be: in one H200 run on 2026-12-01
+(``bash ci/h200_speed.sh``, CUDA-graph replay, profiling/PERF_LOG.md) the 192-row variants were
+slower on every shape (bench1-4: 186 / 119 / 57 / 27 us for 192x128 and 240 / 135 / 39 / 33 us
+for 192x64, against 171 / 110 / 37 / 19 us for ``FASTEST_CONFIG``), so the measured winner on all
+four shapes is the fallback. The table stays as the mechanism for the next variant that wins a
+shape.
 """
 
 from __future__ import annotations
