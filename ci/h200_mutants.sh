@@ -4,31 +4,35 @@
 # Runs every Hopper mutant (ci/mutants.py: the value mutants, plain property; the concurrency /
 # memory-safety mutants, three verdicts each: plain property, perturbed property, compute-
 # sanitizer), unmutated baselines first, JOBS at a time, and stops starting runs when BUDGET
-# seconds are spent (rows then say not-run); a hard `timeout` kills anything left 60 s later.
+# seconds are spent (rows then say not-run); a hard `timeout` kills anything left 50 s later.
 # Writes $OUT/{log.txt,mutants.json,mutants.md,sync.md} and splices sync.md into
 # properties/MUTANTS.md between its "sync-mutants" markers. Exit status: the runner's (1 when a
 # mutant was not caught or a baseline failed), 124 on the hard timeout.
 #   SECTION=sync    only the concurrency mutants (default: all Hopper mutants)
 #   MODES=plain,perturbed,sanitizer   which verdicts the concurrency mutants get
-#   BUDGET=480 JOBS=16 OUT=out/mutants
-# Each concurrency mutant: one pytest process for its plain and perturbed verdicts, then (unless
-# it hung) one task per sanitizer tool; a hung example is reported 30 s after its compile
-# (properties.isolation's watchdog) as "caught (hang)". Estimate (properties/MUTANTS.md): ~8 min.
+#   BUDGET=510 JOBS=8 TIMEOUT=200 OUT=out/mutants
+# Each concurrency mutant: one pytest process for its plain and perturbed verdicts (the perturbed
+# property runs one run-time perturbed build per group count: every seed's delay table is data),
+# then, only if neither property caught it, one task per sanitizer tool (memcheck, racecheck,
+# synccheck over 2 fixed 3-group cases); a hung example is reported 30 s after its compile
+# (properties.isolation's watchdog) as "caught (hang)". 8 jobs, 2 CPU threads each (16 cores).
+# Whole call: BUDGET 510 s of runs, hard stop at 570 s (9.5 min). Estimate: properties/MUTANTS.md.
 set -u
 cd "$(dirname "$0")/.."
-BUDGET=${BUDGET:-480}
-JOBS=${JOBS:-16}
+BUDGET=${BUDGET:-510}
+JOBS=${JOBS:-8}
+TIMEOUT=${TIMEOUT:-200}
 SECTION=${SECTION:-all}
 MODES=${MODES:-plain,perturbed,sanitizer}
 OUT=${OUT:-out/mutants}
 mkdir -p "$OUT"
 export CUTE_DSL_ARCH=sm_90a
-args=(--jobs "$JOBS" --baseline --deadline "$BUDGET" --timeout 240 --modes "$MODES"
+args=(--jobs "$JOBS" --baseline --deadline "$BUDGET" --timeout "$TIMEOUT" --modes "$MODES"
       --json "$OUT/mutants.json" --markdown "$OUT/mutants.md" --sync-markdown "$OUT/sync.md")
 if [ "$SECTION" = sync ]; then args+=(--section=sync); else args+=(--subject=hopper); fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 start=$(date +%s)
-timeout --kill-after=15 $((BUDGET + 60)) python3 -m ci.mutation_runner "${args[@]}" > "$OUT/log.txt" 2>&1
+timeout --kill-after=10 $((BUDGET + 50)) python3 -m ci.mutation_runner "${args[@]}" > "$OUT/log.txt" 2>&1
 rc=$?
 echo "runner exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/log.txt"
 if [ -s "$OUT/sync.md" ]; then
@@ -45,5 +49,6 @@ PY
 fi
 grep -E "^\[mutation\]" "$OUT/log.txt" | tail -n 5
 echo
+cat "$OUT/mutants.md" 2>/dev/null; echo
 cat "$OUT/sync.md" 2>/dev/null || tail -n 30 "$OUT/log.txt"
 exit $rc

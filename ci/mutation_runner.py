@@ -59,7 +59,11 @@ PYTEST_BASE = ["-x", "-q", "-p", "no:cacheprovider", "-p", "ci.mutant_plugin", "
 # (properties.isolation: the limit runs from the worker's "compiled" message on, so a deadlock
 # costs this long, not the compile allowance NVFP4_FIRST_EXAMPLE_EXTRA on top)
 HOPPER_OPTIONS = ["--example-timeout=30"]
-HOPPER_ENV = {"NVFP4_FIRST_EXAMPLE_EXTRA": "120", "CUTE_DSL_ARCH": "sm_90a"}
+# each task's CPU threads capped (torch, numpy and BLAS would otherwise each start one thread per
+# core: 8 tasks x 2 processes x 16 threads on 16 cores); the compiles are single-threaded anyway
+TASK_THREADS = "2"
+HOPPER_ENV = {"NVFP4_FIRST_EXAMPLE_EXTRA": "120", "CUTE_DSL_ARCH": "sm_90a", "OMP_NUM_THREADS": TASK_THREADS,
+              "MKL_NUM_THREADS": TASK_THREADS, "OPENBLAS_NUM_THREADS": TASK_THREADS}
 PERTURBED_OPTIONS = ["--example-timeout=30"]
 MODES = ("plain", "perturbed", "sanitizer")
 # one pytest process gives a concurrency mutant both property verdicts (plain, perturbed): the
@@ -73,8 +77,13 @@ _HANG_RE = re.compile(r"SubjectTimedOut|TIMEOUT on \d+ groups")
 # (test_hopper_perturbed_sass); runs without a GPU
 STATIC_MODE = "static"
 STATIC_SELECT = ["kernel/tests/test_hopper_sync_sites.py", "kernel/tests/test_hopper_perturbed_sass.py"]
-SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
-SANITIZER_PROCESS_TIMEOUT = 150  # seconds per sanitized process (one tool per runner task)
+# the sanitizer verdict: ci.sanitize's default tools (initcheck's only reports were torch's own
+# scratch reads, ci/sanitize.py) over a fixed small case set of one group count (3 groups: one
+# compile per sanitized process), and only where it can add something: for a mutant that
+# neither property caught (and for the two unmutated baselines)
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
+SANITIZER_CASES = ("ragged", "empty_group")
+SANITIZER_PROCESS_TIMEOUT = 120  # seconds per sanitized process (one tool per runner task)
 _FAILED_RE = re.compile(r"^(FAILED|ERROR) (\S+)", re.M)
 
 
@@ -150,7 +159,7 @@ def perturbed_select(variant: str) -> list[str]:
 def sanitizer_command(variant: str, tools: tuple[str, ...] = SANITIZER_TOOLS) -> list[str]:
     cmd = [sys.executable, "-m", "ci.sanitize", "--subject=hopper", f"--variant={variant}", "--require",
            f"--jobs={len(tools)}", f"--timeout={SANITIZER_PROCESS_TIMEOUT}"]
-    return cmd + [f"--tool={t}" for t in tools]
+    return cmd + [f"--tool={t}" for t in tools] + [f"--case={c}" for c in SANITIZER_CASES]
 
 
 def props_select(variant: str) -> list[str]:
@@ -404,6 +413,8 @@ def _merge_sanitizer(name: str, subject: str, kind: str, tool_results: list[Resu
         else:
             merged.verdict = verdicts[0] if verdicts else "not-run"
     merged.detail = ", ".join(f"{t} {v}" for t, v in zip(tools, verdicts))
+    if verdicts and all(v == "not-run" for v in verdicts) and tool_results[0].detail:
+        merged.detail = tool_results[0].detail  # why none ran (a hang, or a property caught it)
     return merged
 
 
@@ -439,6 +450,8 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
     def task(item):
         m, s, mode, of = item
         limit = timeout if s != "hopper" else min(timeout, 240)
+        if mode.startswith("sanitizer"):  # one sanitized process, plus the copy and the start
+            limit = min(limit, SANITIZER_PROCESS_TIMEOUT + 20)
         name = m.name if m else f"(baseline {of.variant if of else s})"
         if deadline_s is not None:
             left = deadline_s - (time.perf_counter() - t0)
@@ -466,11 +479,13 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
             # the sanitizer's tasks follow a concurrency mutant's property run, unless it hung
             if tools and mode in (PROPS, "plain", "perturbed") and (m is not None and m.variant or of is not None):
                 hung = [r for r in rs if r.verdict == "caught (hang)"]
+                caught = [r for r in rs if r.verdict.startswith("caught")] if m is not None else []
                 for tool in tools:
-                    if hung:
-                        skip = Result(rs[0].name, s, rs[0].kind, "not-run", mode=f"sanitizer:{tool}",
-                                      detail=f"the mutant hangs ({hung[0].mode} property: caught (hang)); "
-                                             "a sanitized run of it could only time out")
+                    if hung or caught:
+                        why = (f"the mutant hangs ({hung[0].mode} property: caught (hang)); "
+                               "a sanitized run of it could only time out") if hung else (
+                            f"caught by the {caught[0].mode} property: the sanitizer adds nothing")
+                        skip = Result(rs[0].name, s, rs[0].kind, "not-run", mode=f"sanitizer:{tool}", detail=why)
                         with lock:
                             done.append((skip, (m, s, f"sanitizer:{tool}", of)))
                     else:
@@ -570,6 +585,8 @@ def sync_markdown(results: list[Result], equivalence: dict[str, str] | None = No
     def cell(r: Result | None) -> str:
         if r is None:
             return "-"
+        if r.verdict == "not-run" and r.detail.startswith(("caught by", "the mutant hangs")):
+            return "not needed (hang)" if r.detail.startswith("the mutant") else f"not needed ({r.detail.split(':')[0]})"
         ex = f", {r.examples} ex" if r.examples else (f", {r.checked_examples} checks" if r.checked_examples and r.verdict.startswith("caught") else "")
         return f"{r.verdict}{ex}, {r.wall_s:.0f} s"
 

@@ -111,3 +111,33 @@ def test_a_sanitized_process_that_only_ran_out_of_time_is_not_a_catch():
     assert merged.mode == "sanitizer" and merged.verdict == "caught" and merged.caught_by == "synccheck: y"
     assert mr._merge_sanitizer("x", "hopper", "k", parts[:2]).verdict == "timeout"
     assert mr._merge_sanitizer("x", "hopper", "k", parts[:1]).verdict == "SURVIVED"
+
+
+def test_sanitizer_runs_only_where_no_property_caught_the_mutant(monkeypatch):
+    """The sanitizer verdict is spent where it can add something: a mutant that a property caught
+    (or that hangs) gets ``not-run`` with the reason; a survivor and the baselines get one task per
+    tool over the fixed small case set."""
+    caught, survivor = SYNC_MUTANTS[0], SYNC_MUTANTS[2]
+    ran = []
+
+    def fake_run_one(m, subject, *, mode, baseline_of=None, **_):
+        ran.append((m.name if m else f"base:{baseline_of.variant}", mode))
+        name = m.name if m else f"(baseline {baseline_of.variant})"
+        if mode == mr.PROPS:
+            v = "caught" if m is caught else ("SURVIVED" if m else "passed")
+            return [mr.Result(name, subject, "k", v, mode="plain"), mr.Result(name, subject, "k", "SURVIVED" if m else "passed", mode="perturbed")]
+        return mr.Result(name, subject, "k", "SURVIVED" if m else "passed", mode=mode)
+
+    monkeypatch.setattr(mr, "run_one", fake_run_one)
+    monkeypatch.setattr(mr, "gpu_reason", lambda: None)
+    monkeypatch.setattr(mr, "repo_files", lambda: [])
+    results = mr.run_all([caught, survivor], jobs=2, baseline=True, carry=[], timeout=100, log=lambda *_: None)
+    sanitized = {(n, md) for n, md in ran if md.startswith("sanitizer:")}
+    assert {md for n, md in sanitized if n == survivor.name} == {f"sanitizer:{t}" for t in mr.SANITIZER_TOOLS}
+    assert not [n for n, _ in sanitized if n == caught.name]
+    assert {n for n, _ in sanitized if n.startswith("base:")} == {f"base:{caught.variant}", f"base:{survivor.variant}"}
+    cell = next(r for r in results if r.name == caught.name and r.mode == "sanitizer")
+    assert cell.verdict == "not-run" and cell.detail.startswith("caught by the plain property")
+    cmd, env = mr.pytest_command(survivor, "sanitizer:racecheck")
+    assert [f"--case={c}" for c in mr.SANITIZER_CASES] == [a for a in cmd if a.startswith("--case=")]
+    assert env["OMP_NUM_THREADS"] == mr.TASK_THREADS

@@ -107,6 +107,9 @@ class Prepared:
     dry_run: bool = False
     launch_args: "LaunchArgs | None" = field(default=None, compare=False)
     perturbation: Any = None  # a harness build (kernel.perturbation); None in production
+    # a run-time perturbation's delay table on the device (Perturbation.device_words): the
+    # extra argument of that build; None otherwise
+    delay_table: Any = field(default=None, compare=False, repr=False)
     ablation: Any = None  # a profiling build (kernel.hopper.ablation); None in production
     strict: bool = False  # guarded device tables
     # the raw stream the tables were copied on without waiting (kernel.seen_shapes path); a
@@ -120,7 +123,8 @@ class Prepared:
 class LaunchArgs:
     """The compiled kernel's arguments, marshalled once; :meth:`launch` replays them on ``stream``."""
 
-    def __init__(self, compiled: Any, tables: DeviceTables, aux: AuxTable | None, num_ctas: int, stream: int):
+    def __init__(self, compiled: Any, tables: DeviceTables, aux: AuxTable | None, num_ctas: int, stream: int,
+                 delay_table: torch.Tensor | None = None):
         import cuda.bindings.driver as cuda
         import cutlass
         import cutlass.cute as cute
@@ -143,6 +147,8 @@ class LaunchArgs:
             ptr(tables.tile_prefix, cutlass.Int32, 16),
             ptr(tables.pointers, cutlass.Int64, 16),
             aux_arg,
+            # a run-time perturbed build only (kernel.perturbation): its delay table
+            *(() if delay_table is None else (ptr(delay_table, cutlass.Int32, 16),)),
             cutlass.Int32(num_ctas),
             cuda.CUstream(stream),
         )
@@ -262,7 +268,8 @@ class HostPipeline:
         key = (self.hooks.resolve(config), num_groups)
         if perturbation is None and ablation is None:
             return key
-        return key + (perturbation, ablation)
+        # a run-time perturbation's seed is data: every seed shares its compile form's build
+        return key + (getattr(perturbation, "compile_form", perturbation), ablation)
 
     def compile_for(self, config: Any, num_groups: int, perturbation: Any = None, ablation: Any = None) -> Any:
         """The compiled kernel of ``(config, num_groups)``, from the cache or compiled now (no GPU needed)."""
@@ -274,7 +281,8 @@ class HostPipeline:
             raise UnsupportedConfigError(resolved.label, [f"num_groups={num_groups} outside 1..{max_groups}"])
         return self.compile_cache.get_or_compile(
             self.compile_key(resolved, num_groups, perturbation, ablation),
-            lambda: self.hooks.build(resolved, num_groups, perturbation=perturbation, ablation=ablation),
+            lambda: self.hooks.build(resolved, num_groups, perturbation=getattr(perturbation, "compile_form", perturbation),
+                                     ablation=ablation),
         )
 
     # ---- prepare / launch ---------------------------------------------------------------------
@@ -322,12 +330,15 @@ class HostPipeline:
                 aux = self.hooks.aux_table(resolved, plan, groups, device, strict=strict)
             if compile if compile is not None else not dry_run:
                 compiled = self.compile_for(resolved, plan.num_groups, perturbation, ablation)
+        delay_table = None
+        if getattr(perturbation, "runtime", False) and plan.total_tiles:  # the seed's table, as data
+            delay_table = torch.tensor(perturbation.device_words(), dtype=torch.int32, device=device)
         template = None
         if production and plan.total_tiles:
             template = self._learn(data, config, resolved, constraints, groups, plan, tables, aux, compiled)
         return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run,
                         perturbation=perturbation, strict=strict, ablation=ablation,
-                        template=template if compiled is not None else None)
+                        template=template if compiled is not None else None, delay_table=delay_table)
 
     # ---- the seen-shape path (kernel.seen_shapes) ----------------------------------------------
     def _learn(self, data, config, resolved, constraints, groups, plan, tables, aux, compiled) -> ShapeTemplate:
@@ -436,7 +447,8 @@ class HostPipeline:
             if proto is not None:
                 return proto.rebased(pointers, pointers // 64 * 64 if prepared.aux is None
                                      else prepared.aux.tensor.data_ptr())
-        args = LaunchArgs(prepared.compiled, prepared.tables, prepared.aux, prepared.plan.num_ctas, handle)
+        args = LaunchArgs(prepared.compiled, prepared.tables, prepared.aux, prepared.plan.num_ctas, handle,
+                          prepared.delay_table)
         if template is not None and args.rebasable and len(template.launch_protos) < 8:
             template.launch_protos[handle] = args
         return args

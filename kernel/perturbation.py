@@ -10,8 +10,18 @@ region overwrites it with NaN patterns (all-ones bytes: E4M3 scale 0xFF is NaN, 
 NaN, FP4 0xF is -6) right where the protocol says it is free, instead of the next real write
 landing hundreds of cycles later.
 
-A :class:`Perturbation` is a compile-time option (part of the compile-cache key, never present in
-a production build: ``perturbation=None`` traces exactly the production code). Its seed picks,
+A :class:`Perturbation` is a harness build option (never present in a production build:
+``perturbation=None`` traces exactly the production code). Two forms:
+
+* compile-time (``runtime=False``): every delay is an immediate of the build, so each seed is
+  its own compile (the perturbation is its compile-cache key);
+* run-time (``runtime=True``, what the properties and ``ci.mutation_runner`` use): the build
+  has a delay site at every (role, site, when) that reads its delay from a small device table
+  (:meth:`Perturbation.device_words`: one int32 per :data:`SLOTS` entry, then the jitter bound,
+  the jitter mode and the seed), passed as an extra kernel argument of that build only. The
+  compile-cache key is :attr:`Perturbation.compile_form` (poison and the filler wgmmas, no
+  seed), so one build per (variant, group count) serves every seed, jitter and CTA cap: the
+  seed is data. A site whose table entry is 0 does not sleep. Its seed picks,
 for every (role, site, when) of :data:`SITES`, whether to delay and for how long
 (``delay_ns``): per role first a scale (that role idles, jitters or stalls), then per site a
 coin and an amount up to ``max_delay_ns``. ``jitter`` adds a run-time variation on top
@@ -66,7 +76,15 @@ POISON_WORD = 0xFFFFFFFF  # E4M3 0xFF: NaN; fp16 0xFFFF: NaN; FP4 0xF: -6
 Jitter = Literal["none", "cta", "warp"]
 JITTERS = ("none", "cta", "warp")
 _TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)"
-                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?$")
+                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?P<rt>-rt)?$")
+# the run-time delay table (Perturbation.device_words): one int32 per (role, site, when) of
+# SLOTS, in this order, then the jitter bound (ns), the jitter mode (JITTERS index) and the seed
+SLOTS: tuple[tuple[str, str, str], ...] = tuple(
+    (role, site, when) for role in ROLES for site in SITES[role] for when in WHENS
+    if not (when == "after" and (role, site) in BEFORE_ONLY))
+SLOT_INDEX = {slot: i for i, slot in enumerate(SLOTS)}
+JITTER_NS_WORD, JITTER_MODE_WORD, SEED_WORD = len(SLOTS), len(SLOTS) + 1, len(SLOTS) + 2
+TABLE_WORDS = 64  # 256 bytes, zero-padded
 # the palette's persistent-grid caps, cycled with the seeds: the full grid (one or few tiles per
 # CTA on small problems), then 2 CTAs and 1 CTA, so each CTA walks many tiles: accumulators, fp16
 # buffers and ring slots are reused many times, the ring phase runs on across tiles and the
@@ -95,6 +113,8 @@ class Perturbation:
     # every real wgmma group of the consumers: the tensor pipe runs them first, so the real group
     # retires late and a reuse of its operands before the protocol's wait reads poison (0: none)
     wgmma_fill: int = 0
+    # delays read at run time from the build's device table (one build serves every seed)
+    runtime: bool = False
 
     def __post_init__(self):
         problems = []
@@ -131,13 +151,26 @@ class Perturbation:
         return int(hit * amount * self.role_scale(role))
 
     def table(self) -> dict[tuple[str, str, str], int]:
-        return {
-            (role, site, when): self.delay_ns(role, site, when)
-            for role in ROLES
-            for site in SITES[role]
-            for when in WHENS
-            if not (when == "after" and (role, site) in BEFORE_ONLY)
-        }
+        return {slot: self.delay_ns(*slot) for slot in SLOTS}
+
+    # ---- the run-time form: one build, the seed's table as data ------------------------------
+    @property
+    def compile_form(self) -> "Perturbation":
+        """What the build depends on (its compile-cache key and what the build is traced with):
+        itself for a compile-time perturbation; for a run-time one only poison and the filler
+        wgmmas (seed, delays, jitter and the CTA cap are data), so every seed shares one build."""
+        if not self.runtime:
+            return self
+        return Perturbation(0, 0, 0, poison=self.poison, jitter="none", delays=True, max_ctas=0,
+                            wgmma_fill=self.wgmma_fill, runtime=True)
+
+    def device_words(self) -> list[int]:
+        """The run-time build's table (int32 words, :data:`TABLE_WORDS` of them): the delay of
+        every :data:`SLOTS` entry (0: that site does not sleep), the jitter bound, the jitter
+        mode (0 none, 1 per CTA, 2 per warp) and the seed (the jitter hash's salt)."""
+        words = [self.delay_ns(*slot) for slot in SLOTS] + [
+            self.jitter_ns, JITTERS.index(self.jitter), self.seed & 0xFFFF]
+        return words + [0] * (TABLE_WORDS - len(words))
 
     @property
     def jitter_ns(self) -> int:
@@ -149,7 +182,7 @@ class Perturbation:
     def tag(self) -> str:
         return (f"s{self.seed}-d{self.max_delay_ns}-p{self.density_pct}-{'poison' if self.poison else 'clean'}"
                 f"-{self.jitter}{'' if self.delays else '-nodelay'}{f'-c{self.max_ctas}' if self.max_ctas else ''}"
-                f"{f'-w{self.wgmma_fill}' if self.wgmma_fill else ''}")
+                f"{f'-w{self.wgmma_fill}' if self.wgmma_fill else ''}{'-rt' if self.runtime else ''}")
 
     @classmethod
     def from_tag(cls, tag: str) -> "Perturbation":
@@ -158,14 +191,23 @@ class Perturbation:
             raise ValueError(f"not a perturbation tag: {tag!r} (expected e.g. s3-d4000-p50-poison-none)")
         return cls(int(m["seed"]), int(m["max"]), int(m["density"]), m["poison"] == "poison", m["jitter"],
                    m["nodelay"] is None, int(m["ctas"] or 0),
-                   int(m["fill"] or 0))
+                   int(m["fill"] or 0), m["rt"] is not None)
 
 
-def palette(size: int, *, max_delay_ns: int = 4000) -> tuple[Perturbation, ...]:
-    """The perturbations a property run draws from (each costs one compile per group count):
-    seeds 1..size, poison on, jitter cycling none / cta / warp, the grid cap cycling
-    :data:`PALETTE_CTAS` (full grid, 2 CTAs, 1 CTA) and the filler wgmmas :data:`PALETTE_FILL`."""
+def palette(size: int, *, max_delay_ns: int = 4000, runtime: bool = False) -> tuple[Perturbation, ...]:
+    """Seeds 1..size, poison on, jitter cycling none / cta / warp, the grid cap cycling
+    :data:`PALETTE_CTAS` (full grid, 2 CTAs, 1 CTA) and the filler wgmmas :data:`PALETTE_FILL`.
+    Compile-time (default): each entry is one compile per group count; ``runtime=True``: all
+    share one build (their :attr:`Perturbation.compile_form` is one)."""
     return tuple(Perturbation(seed, max_delay_ns, poison=True, jitter=JITTERS[(seed - 1) % 3],
                               max_ctas=PALETTE_CTAS[(seed - 1) % len(PALETTE_CTAS)],
-                              wgmma_fill=PALETTE_FILL[(seed - 1) % len(PALETTE_FILL)])
+                              wgmma_fill=PALETTE_FILL[(seed - 1) % len(PALETTE_FILL)], runtime=runtime)
                  for seed in range(1, size + 1))
+
+
+def runtime_perturbation(seed: int, *, max_delay_ns: int = 4000, density_pct: int = 50) -> Perturbation:
+    """The run-time perturbation of ``seed`` that the perturbed property draws: poison on, the
+    jitter mode and the grid cap picked by the seed (as the palette cycles them); any seed runs
+    on the same build."""
+    return Perturbation(seed, max_delay_ns, density_pct, poison=True, jitter=JITTERS[seed % 3],
+                        max_ctas=PALETTE_CTAS[(seed // 3) % len(PALETTE_CTAS)], runtime=True)

@@ -209,7 +209,12 @@ def _worker_main(conn, source: str, label: str) -> None:
             return
         if message is None:
             return
-        example, rerun = message
+        example, rerun, *named = message
+        if named and named[0] != (source, label):
+            # another run-time perturbation of the same build (properties.perturbed.build_name):
+            # its variant differs only in the perturbation the launch passes as data
+            source, label = named[0]
+            variant = next(v for v in resolve_subject(source, "all") if v.label == label)
         warm = len(example.sizes) in seen_group_counts
         seen_group_counts.add(len(example.sizes))
         stages: dict[str, float] = {}
@@ -328,7 +333,10 @@ class IsolatedRunner:
             self._process.kill()
         return self._reap()
 
-    def check(self, example: Example, *, rerun: bool = True) -> Outcome:
+    def check(self, example: Example, *, rerun: bool = True, as_variant: tuple[str, str] | None = None) -> Outcome:
+        """``as_variant``: (source, label) of the variant to check, where it is not this worker's
+        own but shares its build (a run-time perturbation of another seed)."""
+        self._as = as_variant if as_variant is not None else (self.source, self.label)
         if self._process is None or not self._process.is_alive():
             self._reap(0)
             self._start()
@@ -346,7 +354,7 @@ class IsolatedRunner:
         message = None
         compiled_at = None
         try:
-            self._conn.send((example, rerun))
+            self._conn.send((example, rerun, self._as))
             answered = self._conn.poll(limit)
             if answered:
                 message = self._conn.recv()
@@ -376,7 +384,8 @@ class IsolatedRunner:
         return self._outcome(kind, detail, example, start, pid, stages=stages, warm=warm)
 
     def _outcome(self, kind, detail, example, start, pid, limit=None, stages=None, warm=False) -> Outcome:
-        repro = repro_line(self.source, self.label, example, kind, limit)
+        source, label = getattr(self, "_as", None) or (self.source, self.label)
+        repro = repro_line(source, label, example, kind, limit)
         return Outcome(kind, self.test_id, example, detail, repro, time.monotonic() - start, pid,
                        dict(stages or {}), warm)
 
@@ -416,7 +425,10 @@ class IsolatingRunner(ExampleRunner):
         return self.settings.mode == "always" or variant.device == "cuda"
 
     def worker_for(self, variant: SubjectVariant) -> IsolatedRunner:
-        key = (variant.source, variant.label)
+        # run-time perturbations of one build share its worker (and its compiled kernels)
+        from properties.perturbed import build_name
+
+        key = (build_name(variant.source), build_name(variant.label))
         worker = self._workers.pop(key, None) or IsolatedRunner(
             variant.source, variant.label, device=variant.device, test_id=variant.test_id, settings=self.settings)
         self._workers[key] = worker
@@ -426,14 +438,16 @@ class IsolatingRunner(ExampleRunner):
 
     def release(self, variant: SubjectVariant) -> None:
         """Close ``variant``'s worker now (its tests are done)."""
-        worker = self._workers.pop((variant.source, variant.label), None)
+        from properties.perturbed import build_name
+
+        worker = self._workers.pop((build_name(variant.source), build_name(variant.label)), None)
         if worker is not None:
             worker.close()
 
     def run(self, variant: SubjectVariant, example: Example, *, rerun: bool, stages: dict) -> bool:
         if not self.should_isolate(variant):
             return super().run(variant, example, rerun=rerun, stages=stages)
-        outcome = self.worker_for(variant).check(example, rerun=rerun)
+        outcome = self.worker_for(variant).check(example, rerun=rerun, as_variant=(variant.source, variant.label))
         stages.update(outcome.stages)
         worked = sum(outcome.stages.values())
         if outcome.seconds > worked:

@@ -3,9 +3,9 @@
 * ``off`` (default): only the plain properties (``properties/test_perturbed_properties.py``
   deselected), so existing selections (``-k test_subject_matches_oracle`` matches both) and the
   ci budget stay as they were;
-* ``on``: both; the perturbed property draws from a palette of ``--perturb-palette``
-  perturbations (default 3: each is one compile per group count) and at most 3 groups, so its
-  cost is fixed per example; ``--hypothesis-profile=nightly`` draws more examples from it;
+* ``on``: both; the perturbed property draws run-time perturbations (any seed, or seeds
+  1..``--perturb-palette``; one build per group count serves them all: the seed's delay table is
+  data) and always 3 groups, so it compiles once per run; ``--hypothesis-profile=nightly`` draws more examples from it;
 * ``only``: only the perturbed properties (what ``ci.mutation_runner`` uses for its perturbed
   verdict), the plain kernel properties deselected.
 
@@ -22,8 +22,9 @@ def pytest_addoption(parser):
     group = parser.getgroup("nvfp4 harness")
     group.addoption("--perturb", choices=("off", "on", "only"), default="off",
                     help="kernel properties on perturbed builds (kernel.perturbation): off (default), on, only")
-    group.addoption("--perturb-palette", type=int, default=3,
-                    help="distinct perturbations a perturbed property draws from (each costs compiles)")
+    group.addoption("--perturb-palette", type=int, default=0,
+                    help="seeds the perturbed property draws from: 0 (default) any, N: seeds 1..N "
+                         "(run-time perturbations: one build serves every seed)")
 
 
 def pytest_collection_modifyitems(config, items):

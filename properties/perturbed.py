@@ -28,6 +28,20 @@ def split_name(name: str) -> tuple[str, Perturbation]:
     return base, Perturbation.from_tag(tag)
 
 
+def build_name(name: str) -> str:
+    """The name of the build behind a subject or label: ``BASE~TAG`` of a run-time perturbation
+    (``-rt``) -> ``BASE~`` its compile form's tag, shared by every seed (an isolation worker
+    serves them all with one compile per group count); any other name unchanged."""
+    base, sep, tag = name.partition(SEPARATOR)
+    if not sep:
+        return name
+    try:
+        p = Perturbation.from_tag(tag)
+    except ValueError:
+        return name
+    return f"{base}{SEPARATOR}{p.compile_form.tag}" if p.runtime else name
+
+
 def supports_perturbation(variant: SubjectVariant) -> bool:
     run = variant.run
     func = run.func if isinstance(run, functools.partial) else run

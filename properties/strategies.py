@@ -184,13 +184,15 @@ def invalid_examples(draw, variant: SubjectVariant) -> InvalidExample:
 
 # ---- schedule perturbation (properties/test_perturbed_properties.py) ----------------------
 @st.composite
-def perturbed_examples(draw, variant: SubjectVariant, palette_size: int = 3, max_groups: int = 3):
-    """(perturbation, example): a perturbation from a small palette (each is one compile per
-    group count) and either an ordinary example with at most ``max_groups`` groups or a stress
-    shape (:func:`stress_sizes`) that opens race windows."""
-    from kernel.perturbation import palette
+def perturbed_examples(draw, variant: SubjectVariant, palette_size: int = 0, max_groups: int = 3):
+    """(perturbation, example): a run-time perturbation (kernel.perturbation: one build per
+    group count serves every seed, the seed's delay table is data) of any seed
+    (``palette_size=0``) or of seeds 1..palette_size, and either an ordinary example with at
+    most ``max_groups`` groups or a stress shape (:func:`stress_sizes`) that opens race windows."""
+    from kernel.perturbation import runtime_perturbation
 
-    perturbation = draw(st.sampled_from(palette(palette_size)))
+    seed = draw(st.integers(1, palette_size) if palette_size > 0 else st.integers(1, 2**16 - 1))
+    perturbation = runtime_perturbation(seed)
     kind = draw(st.sampled_from(["ordinary", "stress"]))
     if kind == "stress":
         sizes = draw(stress_sizes(variant.constraints, max_groups))
@@ -200,7 +202,7 @@ def perturbed_examples(draw, variant: SubjectVariant, palette_size: int = 3, max
                             max_k_blocks=variant.limits.max_k_blocks)
         # separate tensors: layouts that share A or B across groups could not take the padding
         example = draw(examples(dataclasses.replace(variant, limits=limits), layouts=["separate"]))
-    # always max_groups groups (empty ones inserted where drawn): one compile per palette entry
+    # always max_groups groups (empty ones inserted where drawn): one compile in all
     sizes = list(example.sizes)
     while len(sizes) < max_groups:
         k = sizes[0][2]

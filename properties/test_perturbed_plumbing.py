@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.perturbation import Perturbation, palette
+from kernel.perturbation import Perturbation, palette, runtime_perturbation
 from kernel.validation import KernelConstraints
 from properties import isolation
 from properties.failures import SubjectCheckFailed
-from properties.perturbed import perturbed, resolve_perturbed, split_name
+from properties.perturbed import build_name, perturbed, resolve_perturbed, split_name
 from properties.strategies import STRESS_CTAS, Example, perturbed_examples, stress_sizes
 from properties.subjects import resolve_subject
 
@@ -71,8 +71,11 @@ def test_the_isolation_worker_rebuilds_the_perturbed_variant(tmp_path):
 def test_perturbed_examples_use_the_palette_and_few_groups(data):
     (variant, *_) = resolve_subject("hopper")
     p, ex = data.draw(perturbed_examples(variant, palette_size=3, max_groups=3))
-    assert p in palette(3)
-    assert len(ex.sizes) == 3  # padded with empty groups: one compile per palette entry
+    assert p in [runtime_perturbation(s) for s in (1, 2, 3)]
+    q, _ = data.draw(perturbed_examples(variant, max_groups=3))  # any seed
+    # run-time perturbations: every seed is data for one build
+    assert p.runtime and q.runtime and p.compile_form == q.compile_form
+    assert len(ex.sizes) == 3  # padded with empty groups: one compile in all
     assert any(m and n for m, n, _, _ in ex.sizes)
     assert all(k % variant.constraints.k_granularity == 0 and k > 0 for _, _, k, _ in ex.sizes)
 
@@ -155,3 +158,42 @@ def test_the_worker_compiles_before_the_example_so_the_watchdog_times_only_the_l
     assert not isolation._precompile(base, 2)  # the CPU model's module has no compile_for
     module.compile_for = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no"))
     assert not isolation._precompile(fam, 3)  # a failing compile is left to the example to report
+
+
+RECORDING_SUBJECT = textwrap.dedent('''
+    import os
+    from kernel.model import custom_kernel as model_kernel
+    from kernel.validation import KernelConstraints
+    CONSTRAINTS = KernelConstraints(device_type="cpu")
+
+    def custom_kernel(data, perturbation=None):
+        with open({log!r}, "a") as f:
+            f.write(f"{{os.getpid()}} {{perturbation.tag}}\\n")
+        return model_kernel(data)
+''')
+
+
+def test_run_time_seeds_share_one_worker_and_reach_it_as_themselves(tmp_path):
+    """Run-time perturbations of one build (any seed) go to one isolation worker, so its
+    compiled kernels serve them all; each example still runs with its own seed's perturbation
+    (and its repro line names it)."""
+    log = tmp_path / "calls.txt"
+    path = tmp_path / "recording.py"
+    path.write_text(RECORDING_SUBJECT.format(log=str(log)))
+    (base,) = resolve_subject(str(path))
+    a, b = runtime_perturbation(11), runtime_perturbation(4242)
+    va, vb = perturbed(base, a), perturbed(base, b)
+    assert build_name(va.source) == build_name(vb.source) == f"{path}~{a.compile_form.tag}"
+    assert build_name(f"{path}~{P.tag}") == f"{path}~{P.tag}"  # compile-time: its own build
+    example = Example(((65, 130, 64, 1),), 3, "uniform", "separate")
+    runner = isolation.IsolatingRunner(isolation.settings_from_env(mode="always"))
+    try:
+        runner.run(va, example, rerun=False, stages={})
+        runner.run(vb, example, rerun=False, stages={})
+        runner.run(va, example, rerun=False, stages={})
+        assert len(runner._workers) == 1
+    finally:
+        runner.close()
+    calls = [line.split() for line in log.read_text().splitlines()]
+    assert [tag for _, tag in calls] == [a.tag, b.tag, a.tag]
+    assert len({pid for pid, _ in calls}) == 1, calls

@@ -42,7 +42,7 @@ from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 from kernel.hopper import config as cfgmod
 from kernel.device_schedule import cta_tile_range, group_search
 from kernel.hopper.config import HopperConfig
-from kernel.perturbation import Perturbation
+from kernel.perturbation import JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SLOT_INDEX, Perturbation
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     bulk_copy_g2s,
@@ -53,6 +53,7 @@ from kernel.hopper.ptx import (
     dequant_y_units_rs,
     poison_shared_16,
     sleep_ns,
+    sleep_ns_from_table,
     sleep_ns_jittered,
     store_f16,
     tensormap_acquire,
@@ -71,6 +72,9 @@ class HopperNvfp4GroupedGemm:
         check_ablation(config, ablation)
         self.config = config
         self.perturbation = perturbation  # None: the production build
+        # run-time perturbed builds (HarnessHopperGemm): the delay table's global address, set
+        # while the kernel is traced
+        self.delay_table = None
         self.ablation = ablation  # profiling only (kernel/hopper/ablation.py); None: the production build
         self.num_groups = num_groups
         self.mma_m = config.mma_m
@@ -320,7 +324,12 @@ class HopperNvfp4GroupedGemm:
         prefix_ptr: cute.Pointer,
         ptrs_ptr: cute.Pointer,
         tmaps_ptr: cute.Pointer,
+        delays_ptr: cute.Pointer = None,
     ):
+        # delays_ptr: run-time perturbed builds only (HarnessHopperGemm); None, a compile-time
+        # constant, in every other build: no kernel parameter, nothing traced
+        if cutlass.const_expr(delays_ptr is not None):
+            self.delay_table = delays_ptr.toint()
         cfg = self.config
         G = self.num_groups
         tidx, _, _ = cute.arch.thread_idx()
@@ -622,6 +631,14 @@ class HopperNvfp4GroupedGemm:
         p = self.perturbation
         if p is None:
             return
+        if p.runtime:
+            if self.delay_table is None:
+                raise RuntimeError("a run-time perturbation needs the harness build (HarnessHopperGemm)")
+            if (role, site, when) not in SLOT_INDEX:
+                raise KeyError(f"unknown perturbation site {role}.{site}.{when}")
+            sleep_ns_from_table(self.delay_table, SLOT_INDEX[role, site, when], JITTER_NS_WORD, JITTER_MODE_WORD,
+                                SEED_WORD)
+            return
         ns = p.delay_ns(role, site, when)
         if ns == 0:
             return
@@ -868,3 +885,47 @@ class HopperNvfp4GroupedGemm:
                 col = n0 + crd[0]
             if row < m and col < n:
                 store_f16(c_ptr + (cutlass.Int64(row) * cutlass.Int64(n) + cutlass.Int64(col)) * 2, acc[i], mult)
+
+
+class HarnessHopperGemm(HopperNvfp4GroupedGemm):
+    """The run-time perturbed build (``Perturbation.runtime``; tests only): the production
+    kernel with one more argument, the device table of delays (and jitter) that every delay site
+    reads (kernel/perturbation.py ``device_words``), so one build serves every seed. Production
+    builds use :class:`HopperNvfp4GroupedGemm`, whose signature and code this leaves alone."""
+
+    def __init__(self, config: HopperConfig, num_groups: int, perturbation: Perturbation, ablation: Ablation | None = None):
+        if perturbation is None or not perturbation.runtime:
+            raise ValueError("HarnessHopperGemm is the build of a run-time perturbation")
+        super().__init__(config, num_groups, perturbation, ablation)
+
+    @cute.jit
+    def __call__(
+        self,
+        sizes_ptr: cute.Pointer,
+        prefix_ptr: cute.Pointer,
+        ptrs_ptr: cute.Pointer,
+        tmaps_ptr: cute.Pointer,
+        delays_ptr: cute.Pointer,
+        num_ctas: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            cutlass.Float16,
+            cutlass.Float16,
+            OperandMajorMode.K,
+            OperandMajorMode.K,
+            cutlass.Float32,
+            (self.config.consumer_warpgroups, 1, 1),
+            tiler_mn=(64, self.mma_n),
+            a_source=warpgroup.OperandSource.RMEM if self.x_in_regs else warpgroup.OperandSource.SMEM,
+        )
+        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
+        x_rows = 64 if self.x_in_regs else self.mma_m
+        x_layout = cute.tile_to_shape(atom, (x_rows, SUB_K, self.fp16_buffers), order=(0, 1, 2))
+        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers), order=(0, 1, 2))
+        self.kernel(tiled_mma, x_layout, y_layout, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr, delays_ptr).launch(
+            grid=(num_ctas, 1, 1),
+            block=(self.threads, 1, 1),
+            min_blocks_per_mp=1,
+            stream=stream,
+        )

@@ -110,7 +110,14 @@ class HopperHooks:
 
         from kernel.hopper.kernel import HopperNvfp4GroupedGemm
 
-        gemm = HopperNvfp4GroupedGemm(config, num_groups, perturbation, ablation)
+        runtime = perturbation is not None and perturbation.runtime
+        if runtime:  # one build for every seed: the delays are a device table, an extra argument
+            from kernel.hopper.kernel import HarnessHopperGemm
+
+            perturbation = perturbation.compile_form
+            gemm = HarnessHopperGemm(config, num_groups, perturbation, ablation)
+        else:
+            gemm = HopperNvfp4GroupedGemm(config, num_groups, perturbation, ablation)
 
         def fake(dtype, align):
             return make_ptr(dtype, align, cute.AddressSpace.gmem, assumed_align=align)
@@ -121,9 +128,10 @@ class HopperHooks:
             # the epilogue's loop over the accumulator fragment is unrolled in full on purpose
             # (kernel.py, epilogue): CuTe DSL's note that the unroll is long is expected here
             warnings.simplefilter("ignore", DSLOptimizationWarning)
+            tables = (fake(cutlass.Int32, 16), fake(cutlass.Int32, 16), fake(cutlass.Int64, 16), fake(cutlass.Uint8, 64))
+            harness = (fake(cutlass.Int32, 16),) if runtime else ()  # the delay table
             return cute.compile(
-                gemm, fake(cutlass.Int32, 16), fake(cutlass.Int32, 16), fake(cutlass.Int64, 16),
-                fake(cutlass.Uint8, 64), cutlass.Int32(1), cuda.CUstream(0), options=compile_options(dump_dir),
+                gemm, *tables, *harness, cutlass.Int32(1), cuda.CUstream(0), options=compile_options(dump_dir),
             )
 
 

@@ -403,6 +403,37 @@ def sleep_ns_jittered(ns: int, jitter_ns: int, seed: int, per_warp: bool, *, loc
 
 
 @dsl_user_op
+def sleep_ns_from_table(table: Int64, slot: int, jitter_ns_word: int, jitter_mode_word: int, seed_word: int,
+                        *, loc=None, ip=None) -> None:
+    """Run-time perturbed builds: ``nanosleep`` for the delay in word ``slot`` of the int32 table
+    at global address ``table`` (kernel.perturbation.Perturbation.device_words), plus a share of
+    the table's jitter bound hashed from the CTA index, the table's seed and (jitter mode 2) the
+    warp index, as :func:`sleep_ns_jittered` does with constants; no sleep where the slot is 0."""
+    asm = (
+        "{\n.reg .u32 d, j, m, s, h, t, w, q;\n.reg .pred p, pw;\n"
+        f"ld.global.nc.u32 d, [$0+{4 * int(slot)}];\n"
+        f"ld.global.nc.u32 j, [$0+{4 * int(jitter_ns_word)}];\n"
+        f"ld.global.nc.u32 m, [$0+{4 * int(jitter_mode_word)}];\n"
+        f"ld.global.nc.u32 s, [$0+{4 * int(seed_word)}];\n"
+        "mov.u32 h, %ctaid.x;\n"
+        "mov.u32 t, %tid.x;\n"
+        "add.u32 h, h, s;\n"
+        "shr.u32 w, t, 5;\n"
+        "setp.eq.u32 pw, m, 2;\n"
+        "selp.u32 w, w, 0, pw;\n"
+        "mad.lo.u32 h, w, 40503, h;\n"
+        f"mul.lo.u32 h, h, {_JITTER_HASH};\n"
+        "shr.u32 h, h, 16;\n"
+        "max.u32 q, j, 1;\n"
+        "rem.u32 h, h, q;\n"
+        "add.u32 h, h, d;\n"
+        "setp.ne.u32 p, d, 0;\n"
+        "@p nanosleep.u32 h;\n}"
+    )
+    _inline_asm(asm, "l,~{memory}", _ir(loc, ip, (Int64, table)), loc=loc, ip=ip)
+
+
+@dsl_user_op
 def poison_shared_16(addr: Int32, *, loc=None, ip=None) -> None:
     """Overwrite 16 bytes of shared memory with all-ones (E4M3 NaN scales, fp16 NaN)."""
     _inline_asm(

@@ -5,6 +5,8 @@
 * production has no delay instruction (a plain ``NANOSLEEP``; the pipelines' own wait loops use
   ``NANOSLEEP.SYNCS``) and no poison store; the perturbed build has its seeded delays, every
   immediate one a value of the seed's delay table, and the jittered build its register delays;
+* the run-time build (one build for every seed) has a register delay at every site
+  the compile-time build can delay, and its delay table is an argument (production: none);
 * every poison store sits where the protocol hands the region back (profiling.poison_sites): after
   a barrier or an mbarrier wait with no shared read in between, and before the release (a barrier,
   an mbarrier arrive) or, on the producer side, before the fenced async copy that refills it.
@@ -33,7 +35,10 @@ DELAYS = Perturbation(3, max_delay_ns=4000, density_pct=70, poison=False)
 JITTERED = Perturbation(4, poison=False, jitter="warp")
 POISON_ONLY = Perturbation(1, delays=False, poison=True)
 DISABLED = Perturbation(1, delays=False, poison=False)
-BUILDS = {"production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED}
+# the run-time build (what the properties use): every site reads its delay from the device table
+RUNTIME = Perturbation(3, max_delay_ns=4000, density_pct=70, poison=False, runtime=True)
+BUILDS = {"production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED,
+          "runtime": RUNTIME}
 
 
 class _Builds(dict):
@@ -88,6 +93,18 @@ def test_seeded_delays_are_present_at_the_sites(code, label):
     assert immediates <= table, f"{label}: delays {sorted(immediates - table)} are not in the seed's table"
     jittered = _delays(code[label, "jittered"])
     assert jittered and all(i.operands.startswith("R") for i in jittered), "jittered delays must be run-time values"
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_run_time_build_reads_every_delay_from_its_table(code, label):
+    """One build serves every seed: each site sleeps for a register value (the table word; ptxas
+    branches around it where the word is 0); it has at least one delay per site the
+    compile-time build delayed at, and no immediate delays."""
+    got = _delays(code[label, "runtime"])
+    assert got and all(i.operands.startswith("R") for i in got), got[:3]
+    dense = _delays(code[label, "delays"])  # 70 % of the sites of the stalling roles
+    assert len(got) >= len(dense), f"{label}: {len(got)} run-time delay sites, {len(dense)} compile-time"
+    assert not _delays(code[label, "production"])
 
 
 @pytest.mark.parametrize("label", LABELS[:2])

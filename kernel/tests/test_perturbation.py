@@ -66,3 +66,32 @@ def test_palette_is_small_and_distinct():
     pal = palette(3)
     assert len(set(pal)) == 3 and all(p.poison for p in pal)
     assert {p.jitter for p in palette(3)} == set(JITTERS)
+
+
+def test_run_time_table_words_are_the_seed_table_then_jitter_and_seed():
+    from kernel.perturbation import JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SLOTS, TABLE_WORDS
+
+    p = Perturbation(9, 3000, 60, jitter="warp", runtime=True)
+    words = p.device_words()
+    assert len(words) == TABLE_WORDS and len(SLOTS) < JITTER_NS_WORD + 3 <= TABLE_WORDS
+    assert [words[i] for i in range(len(SLOTS))] == [p.table()[slot] for slot in SLOTS]
+    assert (words[JITTER_NS_WORD], words[JITTER_MODE_WORD], words[SEED_WORD]) == (1500, 2, 9)
+    assert all(0 <= w < 2**31 for w in words)
+    assert Perturbation(9, 3000, 60, runtime=True).device_words()[JITTER_MODE_WORD] == 0
+    assert not any(Perturbation(9, delays=False, runtime=True).device_words()[:len(SLOTS)])
+
+
+def test_run_time_seeds_share_one_compile_form():
+    from kernel.perturbation import runtime_perturbation
+
+    forms = {runtime_perturbation(s).compile_form for s in range(1, 40)} | {p.compile_form for p in palette(5, runtime=True)}
+    assert len(forms) == 1
+    (form,) = forms
+    assert form.runtime and form.poison and form.seed == 0 and form.max_ctas == 0
+    assert {runtime_perturbation(s).max_ctas for s in range(1, 10)} == {0, 1, 2}  # caps and jitters still vary
+    assert {runtime_perturbation(s).jitter for s in range(1, 4)} == {"none", "cta", "warp"}
+    assert len({tuple(runtime_perturbation(s).device_words()) for s in range(1, 40)}) == 39  # the seed is data
+    assert Perturbation(1, poison=False, runtime=True).compile_form != form  # poison is compiled in
+    assert Perturbation(3).compile_form == Perturbation(3)  # compile-time: the perturbation itself
+    p = runtime_perturbation(77)
+    assert Perturbation.from_tag(p.tag) == p and p.tag.endswith("-rt")

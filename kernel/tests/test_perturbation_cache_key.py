@@ -25,3 +25,37 @@ def test_perturbation_is_part_of_the_compile_key(monkeypatch):
     cache = launch.PIPELINE.compile_cache
     assert (DEFAULT_CONFIG, 2) in cache.keys()  # production key as before
     assert cache.stats.compiles == 3 and cache.stats.hits == 1
+
+
+def test_run_time_perturbations_share_one_build_per_group_count(monkeypatch):
+    from kernel.perturbation import runtime_perturbation
+
+    builds = []
+    monkeypatch.setattr(launch.PIPELINE.hooks, "build",
+                        lambda config, g, dump_dir=None, perturbation=None, ablation=None:
+                        builds.append((g, perturbation)) or object())
+    monkeypatch.setattr(launch.PIPELINE, "compile_cache", CompileCache("hopper-test"))
+    seeds = [runtime_perturbation(s) for s in (1, 2, 3, 999)]
+    first = launch.compile_for(DEFAULT_CONFIG, 3, seeds[0])
+    assert all(launch.compile_for(DEFAULT_CONFIG, 3, p) is first for p in seeds)
+    other = launch.compile_for(DEFAULT_CONFIG, 2, seeds[1])
+    assert other is not first
+    form = seeds[0].compile_form
+    # the build is traced with the compile form, never a seed: nothing seed-dependent is compiled
+    assert builds == [(3, form), (2, form)]
+    assert (DEFAULT_CONFIG, 3, form, None) in launch.PIPELINE.compile_cache.keys()
+
+
+def test_prepare_puts_the_seed_table_on_the_device_as_data():
+    import torch
+
+    from kernel.perturbation import Perturbation, runtime_perturbation
+    import oracle
+
+    data = oracle.make_inputs(((130, 70, 256, 1),), 1, device="cpu")
+    p = runtime_perturbation(5)
+    prep = launch.prepare(data, DEFAULT_CONFIG, dry_run=True, perturbation=p)
+    assert prep.delay_table is not None and prep.delay_table.dtype == torch.int32
+    assert prep.delay_table.tolist() == p.device_words()
+    assert launch.prepare(data, DEFAULT_CONFIG, dry_run=True, perturbation=Perturbation(5)).delay_table is None
+    assert launch.prepare(data, DEFAULT_CONFIG, dry_run=True).delay_table is None
