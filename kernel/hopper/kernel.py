@@ -132,6 +132,12 @@ class HopperNvfp4GroupedGemm:
         num_ctas: cutlass.Int32,
         stream: cuda.CUstream,
     ):
+        self.launch_kernel(num_ctas, stream, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr)
+
+    def launch_kernel(self, num_ctas, stream, *pointers):
+        """The host side of every build (traced inside ``__call__``): the wgmma atom, the fp16
+        operand layouts, and the launch of the persistent grid with ``pointers`` (the four
+        tables, and a harness build's delay table)."""
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             cutlass.Float16,
             cutlass.Float16,
@@ -146,7 +152,7 @@ class HopperNvfp4GroupedGemm:
         x_rows = 64 if self.x_in_regs else self.mma_m
         x_layout = cute.tile_to_shape(atom, (x_rows, SUB_K, self.fp16_buffers), order=(0, 1, 2))
         y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers), order=(0, 1, 2))
-        self.kernel(tiled_mma, x_layout, y_layout, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr).launch(
+        self.kernel(tiled_mma, x_layout, y_layout, *pointers).launch(
             grid=(num_ctas, 1, 1),
             block=(self.threads, 1, 1),
             min_blocks_per_mp=1,
@@ -909,23 +915,4 @@ class HarnessHopperGemm(HopperNvfp4GroupedGemm):
         num_ctas: cutlass.Int32,
         stream: cuda.CUstream,
     ):
-        tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            cutlass.Float16,
-            cutlass.Float16,
-            OperandMajorMode.K,
-            OperandMajorMode.K,
-            cutlass.Float32,
-            (self.config.consumer_warpgroups, 1, 1),
-            tiler_mn=(64, self.mma_n),
-            a_source=warpgroup.OperandSource.RMEM if self.x_in_regs else warpgroup.OperandSource.SMEM,
-        )
-        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
-        x_rows = 64 if self.x_in_regs else self.mma_m
-        x_layout = cute.tile_to_shape(atom, (x_rows, SUB_K, self.fp16_buffers), order=(0, 1, 2))
-        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers), order=(0, 1, 2))
-        self.kernel(tiled_mma, x_layout, y_layout, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr, delays_ptr).launch(
-            grid=(num_ctas, 1, 1),
-            block=(self.threads, 1, 1),
-            min_blocks_per_mp=1,
-            stream=stream,
-        )
+        self.launch_kernel(num_ctas, stream, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr, delays_ptr)
