@@ -16,7 +16,8 @@ export OUT=${OUT:-out}; mkdir -p "$OUT"
 BUDGET_S=${BUDGET_S:-530}
 T_PROP=${T_PROP:-210}
 T_BENCH=${T_BENCH:-260}
-CANDIDATES=${CANDIDATES:-h90_m128n192k256_s4_wg3_swap_fp16_tma_prmt_rs_r160,h90_m64n192k256_s4_wg3_swap_fp16_tma_prmt_rs_r160,h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_r232}
+# issue 14b: a Y ring per consumer warpgroup (no lock-step), without and with setmaxnreg
+CANDIDATES=${CANDIDATES:-h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_ywg,h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_ywg_r232}
 BASELINE=${BASELINE:-h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs}
 SECONDS=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"

@@ -99,6 +99,13 @@ class HopperConfig:
     # ``setmaxnreg.dec`` to ``producer_regs``, and the consumer warpgroups raise theirs with
     # ``setmaxnreg.inc`` to this count: what lets 3 consumer warpgroups (mma_m 192) fit.
     consumer_regs: int = 0
+    # issue 14b (experimental): cooperative roles with x_operand="regs" only. False: the consumer
+    # warpgroups share one fp16 Y ring (each decodes half of Y; two consumer-wide named barriers
+    # per sub-block keep them in lock-step). True: each consumer warpgroup decodes the whole Y
+    # into its own 2-buffer ring and both barriers are 128-thread, one barrier id per warpgroup,
+    # so the warpgroups drift apart and their wgmmas interleave on the tensor pipe; costs twice
+    # the Y decode per warpgroup and ``consumer_warpgroups`` copies of the Y ring.
+    y_per_warpgroup: bool = False
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -156,6 +163,11 @@ class HopperConfig:
         return self.consumer_regs or self.launch_register_cap
 
     @property
+    def y_copies(self) -> int:
+        """Copies of the fp16 Y ring: one per consumer warpgroup with ``y_per_warpgroup``."""
+        return self.consumer_warpgroups if self.y_per_warpgroup else 1
+
+    @property
     def acc_regs_per_thread(self) -> int:
         return self.mma_m * self.mma_n // self.consumer_threads
 
@@ -174,6 +186,7 @@ class HopperConfig:
         sched += "" if self.producer_warps == 1 else f"_p{self.producer_warps}"
         sched += "" if self.load_unroll == 1 else f"_u{self.load_unroll}"
         sched += "" if self.x_operand == "smem" else "_rs"
+        sched += "_ywg" if self.y_per_warpgroup else ""
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
@@ -225,9 +238,13 @@ def stage_tx_bytes(config: HopperConfig) -> int:
 
 
 def dequant_buffer_bytes(config: HopperConfig) -> int:
-    """fp16 operand buffers (X and Y), all copies."""
+    """fp16 operand buffers (X and Y), all copies: ``fp16_buffers`` x (X rows + Y rows x
+    ``y_copies``) x 64 K x 2 B. The fastest tile (swapped 128x128, X in registers, 2 buffers):
+    2 x 128 x 64 x 2 = 32768 B; with ``y_per_warpgroup`` (2 warpgroups) 65536 B, and with its 4
+    raw stages of 36864 B (128 + 128 rows x 128 B + 2 x 2048 B scales) 147456 + 65536 + 64 B
+    barriers + 3072 B alignment = 216128 B <= 232448: still 4 stages (5 would need 253008)."""
     x_rows = 0 if config.x_operand == "regs" else config.mma_m
-    return config.fp16_buffers * (x_rows + config.mma_n) * DEQUANT_SUB_K * 2
+    return config.fp16_buffers * (x_rows + config.mma_n * config.y_copies) * DEQUANT_SUB_K * 2
 
 
 def smem_bytes(config: HopperConfig) -> dict[str, int]:
@@ -317,6 +334,15 @@ def config_problems(config: HopperConfig) -> list[str]:
                 f"{config.consumer_threads} consumer threads x {config.consumer_regs} registers leave the "
                 f"producer warpgroup {config.producer_regs} per thread (< {SETMAXNREG_MIN})"
             )
+    if not isinstance(config.y_per_warpgroup, bool):
+        p.append(f"y_per_warpgroup must be a bool, got {config.y_per_warpgroup!r}")
+    elif config.y_per_warpgroup:
+        if config.roles != "cooperative" or config.x_operand != "regs" or config.fp16_buffers != NUM_DEQUANT_BUFFERS:
+            p.append("y_per_warpgroup needs roles='cooperative', x_operand='regs' and 2 fp16 buffers")
+        if config.consumer_warpgroups < 2:
+            p.append("y_per_warpgroup needs 2 or 3 consumer warpgroups (one warpgroup already owns its Y)")
+        if (2 * config.mma_n) % 128:
+            p.append(f"y_per_warpgroup splits Y's {2 * config.mma_n} half-row units over 128 threads")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:
@@ -350,7 +376,7 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(
             f"shared memory {sm['total']} B > {SMEM_CAPACITY_BYTES} B: {config.num_ab_stages} stages x "
             f"{raw_stage} B raw FP4+scales = {sm['raw_stages']} B, + {sm['dequant_buffers']} B fp16 "
-            f"operand buffers ({config.fp16_buffers} x ({config.mma_m}+{config.mma_n}) rows x "
+            f"operand buffers ({config.fp16_buffers} x ({config.mma_m}+{config.mma_n}x{config.y_copies}) rows x "
             f"{DEQUANT_SUB_K} x 2 B), + {sm['barriers']} B barriers + {3 * SMEM_ALIGN} B alignment"
         )
     return p
@@ -434,6 +460,17 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     HopperConfig(
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", consumer_regs=232,
+    ),
+    # issue 14b (experimental): the fastest variant with a Y ring per consumer warpgroup
+    # (y_per_warpgroup): 128-thread barriers, the two warpgroups no longer in lock-step
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_per_warpgroup=True,
+    ),
+    # ... and with setmaxnreg (consumers 232 registers): the _ywg consumers sit at the 168 cap
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_per_warpgroup=True, consumer_regs=232,
     ),
 )
 

@@ -8,7 +8,9 @@ Warp roles, in warp order (``HopperConfig.threads``):
   fp16 operand buffers (two ping-pong buffers with two named barriers per sub-block, or three
   with one), so their dequant of sub-block s+1 overlaps the wgmma of s. With
   ``x_operand="regs"`` each thread decodes its own wgmma A fragment straight into registers and
-  only Y goes through shared memory (kernel/hopper/ptx.py states the shared K order);
+  only Y goes through shared memory (kernel/hopper/ptx.py states the shared K order); with
+  ``y_per_warpgroup`` (experimental) each warpgroup decodes the whole Y into its own ring and
+  syncs only its own 128 threads (barrier id 1 + warpgroup), so the warpgroups drift apart;
 * dequant warpgroups (``roles="split"`` only): dequantize into a ring of ``fp16_buffers``
   buffers (full/empty mbarriers, one arrive per warp); the consumers then only run wgmma;
 * producer warps (1..4): per tile and K stage, wait for a free raw stage and load it:
@@ -108,7 +110,10 @@ class HopperNvfp4GroupedGemm:
         self.y_units_ragged = self.x_in_regs and (2 * self.mma_n) % self.consumer_threads != 0
         # x_operand="regs": X never goes through shared memory (a token allocation)
         x_elems = 8 if self.x_in_regs else config.fp16_buffers * self.mma_m * SUB_K
-        y_elems = config.fp16_buffers * self.mma_n * SUB_K
+        # y_per_warpgroup: one 2-buffer Y ring per consumer warpgroup (buffers w*2, w*2+1)
+        self.y_per_wg = config.y_per_warpgroup
+        self.y_copies = config.y_copies
+        y_elems = config.fp16_buffers * self.mma_n * SUB_K * self.y_copies
         fp16_bar_count = 2 * config.fp16_buffers if self.split else 1
 
         @cute.struct
@@ -151,7 +156,7 @@ class HopperNvfp4GroupedGemm:
         atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
         x_rows = 64 if self.x_in_regs else self.mma_m
         x_layout = cute.tile_to_shape(atom, (x_rows, SUB_K, self.fp16_buffers), order=(0, 1, 2))
-        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers), order=(0, 1, 2))
+        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers * self.y_copies), order=(0, 1, 2))
         self.kernel(tiled_mma, x_layout, y_layout, *pointers).launch(
             grid=(num_ctas, 1, 1),
             block=(self.threads, 1, 1),
@@ -506,7 +511,17 @@ class HopperNvfp4GroupedGemm:
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
                     self.poison_accumulator(acc)
             else:
-                consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
+                # y_per_warpgroup: each warpgroup w syncs only its own 128 threads (barrier id
+                # 1 + w), decodes the whole Y into its own ring (buffers w*2, w*2+1) and so
+                # drifts freely against the other; wtid is its thread index inside the warpgroup
+                wtid, ybuf0 = tidx, 0
+                if cutlass.const_expr(self.y_per_wg):
+                    wg = warp_idx // 4
+                    wtid = tidx - 128 * wg
+                    ybuf0 = wg * self.fp16_buffers
+                    consumers = pipeline.NamedBarrier(barrier_id=1 + wg, num_threads=128)
+                else:
+                    consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
                 # three fp16 buffers: a running index over every sub-block of every tile (its phase
                 # is unused); two: the static ping-pong sb % 2
@@ -528,9 +543,13 @@ class HopperNvfp4GroupedGemm:
                             buf = sb % 2
                             if cutlass.const_expr(self.fp16_buffers == 3):
                                 buf = fp16_buf.index
+                            if cutlass.const_expr(self.y_per_wg):
+                                buf = ybuf0 + sb % 2  # this warpgroup's ring
                             if cutlass.const_expr(self.x_in_regs):
                                 x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
-                                if cutlass.const_expr(self.y_units_ragged):
+                                if cutlass.const_expr(self.y_per_wg):
+                                    self.dequant_y_rs(wtid, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb, 128)
+                                elif cutlass.const_expr(self.y_units_ragged):
                                     self.dequant_y_rs_ragged(tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
                                 else:
                                     self.dequant_y_rs(tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
@@ -546,7 +565,7 @@ class HopperNvfp4GroupedGemm:
                             consumers.arrive_and_wait()
                             self.delay("consumer", "bar_dequant", "after")
                             if cutlass.const_expr(sb == self.n_sub - 1):
-                                self.poison_released_stage(tidx, stage)
+                                self.poison_released_stage(tidx, stage, wtid)
                                 self.delay("consumer", "release", "before")
                                 pipe.consumer_release(state)
                                 self.delay("consumer", "release", "after")
@@ -566,7 +585,7 @@ class HopperNvfp4GroupedGemm:
                                 # every warp has retired the wgmma that read the other buffer
                                 consumers.arrive_and_wait()
                                 self.delay("consumer", "bar_reuse", "after")
-                                self.poison_free_fp16_buffer(tidx, consumers, sx_base, sy_base, (sb + 1) % 2)
+                                self.poison_free_fp16_buffer(tidx, consumers, sx_base, sy_base, (sb + 1) % 2, wtid, ybuf0)
                             else:
                                 # no second barrier: the buffer written next was last read by the
                                 # wgmma three sub-blocks back, which every warp retired (its
@@ -664,14 +683,21 @@ class HopperNvfp4GroupedGemm:
             if cutlass.const_expr(chunks % nthreads == 0) or c < chunks:
                 poison_shared_16(base + c * 16)
 
-    def poison_released_stage(self, tidx, stage):
+    def poison_released_stage(self, tidx, stage, wtid=None):
         """Consumers, after the barrier that ends their last read of a raw stage and before they
         release it: poison it (each thread its slice), make the stores visible to the async
         proxy (a TMA or bulk copy may refill the stage next) and to lane 0 (which arrives for
-        its warp on the TMA pipeline)."""
+        its warp on the TMA pipeline). ``y_per_warpgroup``: a warpgroup's barrier says nothing
+        about the other warpgroup, which may still read Y and the scales, so each warpgroup
+        poisons only the 64 packed X rows that it alone reads (the producer's
+        ``poison_stage_before_fill`` still poisons the whole stage once both released it)."""
         if not self.poisoning():
             return
-        self.poison_region(stage, self.raw_stage_bytes, tidx, self.consumer_threads)
+        if self.y_per_wg:
+            rows = 64 * self.pitch
+            self.poison_region(stage + self.off_x + (tidx // 128) * rows, rows, wtid, 128)
+        else:
+            self.poison_region(stage, self.raw_stage_bytes, tidx, self.consumer_threads)
         cute.arch.fence_proxy("async.shared", space="cta")
         cute.arch.sync_warp()
 
@@ -686,11 +712,17 @@ class HopperNvfp4GroupedGemm:
         cute.arch.fence_proxy("async.shared", space="cta")
         cute.arch.sync_warp()
 
-    def poison_free_fp16_buffer(self, tidx, consumers, sx_base, sy_base, buf):
+    def poison_free_fp16_buffer(self, tidx, consumers, sx_base, sy_base, buf, wtid=None, ybuf0=0):
         """Cooperative two-buffer ping-pong, after the barrier that says every warp retired the
         wgmma that read buffer ``buf``: poison it (each thread its slice), then one more barrier,
-        so no poison store can land after another thread's dequant store of the next sub-block."""
+        so no poison store can land after another thread's dequant store of the next sub-block.
+        ``y_per_warpgroup``: the warpgroup's own Y buffer ``ybuf0 + buf``, its 128 threads, its
+        own barrier (``consumers``)."""
         if not self.poisoning():
+            return
+        if self.y_per_wg:
+            self.poison_region(sy_base + (ybuf0 + buf) * self.y_buf_bytes, self.y_buf_bytes, wtid, 128)
+            consumers.arrive_and_wait()
             return
         self.poison_region(sy_base + buf * self.y_buf_bytes, self.y_buf_bytes, tidx, self.consumer_threads)
         if not self.x_in_regs:
@@ -711,7 +743,9 @@ class HopperNvfp4GroupedGemm:
         )
         thr = mma.get_slice(tidx)
         rows = 64 * self.config.consumer_warpgroups
-        f_y = mma.make_fragment_B(thr.partition_B(cute.local_tile(sY, (8, SUB_K, self.fp16_buffers), (0, 0, 0))))
+        f_y = mma.make_fragment_B(
+            thr.partition_B(cute.local_tile(sY, (8, SUB_K, self.fp16_buffers * self.y_copies), (0, 0, 0)))
+        )
         f_x = None
         if not self.x_in_regs:
             f_x = mma.make_fragment_A(thr.partition_A(cute.local_tile(sX, (rows, SUB_K, self.fp16_buffers), (0, 0, 0))))
@@ -838,12 +872,15 @@ class HopperNvfp4GroupedGemm:
             if unit < units:
                 dequant_y_units_rs([self.y_rs_unit(unit, stage, y_dst, y_sf_row0, sb)], self.config.operand_exp_shift)
 
-    def dequant_y_rs(self, tidx, stage, y_dst, y_sf_row0, sb: int):
-        """x_operand="regs": this thread's (row, a) units of Y, in the fragment's K order."""
+    def dequant_y_rs(self, tidx, stage, y_dst, y_sf_row0, sb: int, threads: int | None = None):
+        """x_operand="regs": this thread's (row, a) units of Y, in the fragment's K order, Y's
+        units shared by ``threads`` threads (default: every consumer thread; 128 with
+        ``y_per_warpgroup``, ``tidx`` then the index inside the warpgroup)."""
         units = []
-        per_thread = self.mma_n * 2 // self.dequant_threads
+        threads = threads or self.dequant_threads
+        per_thread = self.mma_n * 2 // threads
         for u in range(per_thread):
-            unit = tidx + u * self.dequant_threads
+            unit = tidx + u * threads
             r = (unit // 16) * 8 + unit % 8
             a = (unit // 8) % 2
             r8 = r % 8

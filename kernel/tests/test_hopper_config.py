@@ -209,3 +209,39 @@ def test_sf_blocks_cover_every_tile_start():
         for start in range(0, 8192, rows):
             touched = (start + rows - 1) // 128 - start // 128 + 1
             assert touched <= sf_blocks(rows), (rows, start)
+
+
+_RS = dict(swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma", x_operand="regs")
+
+
+def test_y_per_warpgroup_smem_arithmetic_and_label():
+    from kernel.hopper.config import EXPERIMENTAL_VARIANTS, FASTEST_CONFIG, PRODUCTION_VARIANTS, dequant_buffer_bytes
+
+    ywg = HopperConfig(**_RS, y_per_warpgroup=True)
+    assert ywg.label == FASTEST_CONFIG.label + "_ywg" == "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_ywg"
+    assert ywg.y_copies == 2 and FASTEST_CONFIG.y_copies == 1
+    # one 2-buffer Y ring (128 rows x 64 K x 2 B each) per warpgroup: 2 x 2 x 16384 B
+    assert dequant_buffer_bytes(FASTEST_CONFIG) == 32768 and dequant_buffer_bytes(ywg) == 65536
+    # 4 raw stages of 36864 B + 65536 + 64 B barriers + 3 x 1024 alignment: 4 stages still fit, 5 do not
+    assert smem_bytes(ywg) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 65536, "total": 216128}
+    assert config_problems(ywg) == [] and ywg in EXPERIMENTAL_VARIANTS and ywg not in PRODUCTION_VARIANTS
+    five = HopperConfig(**dict(_RS, num_ab_stages=5), y_per_warpgroup=True)
+    assert smem_bytes(five)["total"] == 253008 > SMEM_CAPACITY_BYTES
+    assert any("shared memory" in p for p in config_problems(five))
+    # off by default: no declared label changes
+    assert not any(c.y_per_warpgroup for c in PRODUCTION_VARIANTS)
+    assert sum("_ywg" in c.label for c in DECLARED_VARIANTS) == sum(c.y_per_warpgroup for c in DECLARED_VARIANTS)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(_RS, x_operand="smem", y_per_warpgroup=True), "y_per_warpgroup needs roles='cooperative', x_operand='regs'"),
+        (dict(_RS, fp16_buffers=3, y_per_warpgroup=True), "and 2 fp16 buffers"),
+        (dict(_RS, tile_n=64, consumer_warpgroups=1, y_per_warpgroup=True), "needs 2 or 3 consumer warpgroups"),
+        (dict(_RS, y_per_warpgroup=1), "must be a bool"),
+    ],
+)
+def test_y_per_warpgroup_rules(kwargs, words):
+    problems = config_problems(HopperConfig(**kwargs))
+    assert any(words in p for p in problems), problems
