@@ -91,10 +91,9 @@ TABLE_WORDS = 64  # 256 bytes, zero-padded
 # producer runs ahead into the next tile while the consumers store the last one
 PALETTE_CTAS = (0, 2, 1)
 # the palette's filler wgmmas per real wgmma group (Perturbation.wgmma_fill), cycled likewise.
-# Off: on a CPU compile (CuTe DSL 4.8.1) ptxas puts a WARPGROUP.DEPBAR + ARRIVE after every filler
-# (the chained scratch accumulator serializes them), so the fillers delay the issuing warp, not the
-# real wgmma, and each DEPBAR also retires the earlier real group: that would hide the very bugs
-# the fillers are meant to show. Kept as an option until the fillers stay asynchronous.
+# Still 0: the fillers now stay asynchronous in SASS (real shape, zero A words ptxas cannot fold,
+# into the real accumulator: properties/MUTANTS.md "Fourth pass"); enabling them here (and a
+# second build per run in the run-time strategy) is the next step, not yet done or measured.
 PALETTE_FILL = (0, 0, 0)
 
 

@@ -443,3 +443,21 @@ def poison_shared_16(addr: Int32, *, loc=None, ip=None) -> None:
         loc=loc,
         ip=ip,
     )
+
+
+@dsl_user_op
+def opaque_zeros_u32(n: int, *, loc=None, ip=None) -> list:
+    """``n`` zeros ptxas can neither fold nor tell apart (word k: ``(%nsmid + k) >> 31``; the SM
+    count is far below 2^31), so a register fragment built from them is computed once and kept:
+    with a literal 0, or one value in every word, ptxas rematerializes or copies the words next
+    to each wgmma that reads them, and those copies serialize the wgmmas (tests only: the
+    filler wgmmas' zero A fragment)."""
+    from cutlass.cutlass_dsl import T
+
+    body = "".join(f"add.u32 t, s, {k};\nshr.u32 ${k}, t, 31;\n" for k in range(n))
+    res = llvm.inline_asm(
+        llvm.StructType.get_literal([T.i32()] * n), [],
+        "{\n.reg .u32 s, t;\nmov.u32 s, %nsmid;\n" + body + "}", ",".join(["=r"] * n),
+        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
+    )
+    return [Int32(llvm.extractvalue(T.i32(), res, [k], loc=loc, ip=ip)) for k in range(n)]

@@ -37,8 +37,10 @@ POISON_ONLY = Perturbation(1, delays=False, poison=True)
 DISABLED = Perturbation(1, delays=False, poison=False)
 # the run-time build (what the properties use): every site reads its delay from the device table
 RUNTIME = Perturbation(3, max_delay_ns=4000, density_pct=70, poison=False, runtime=True)
+# filler wgmmas (real shape, zero A, into the real accumulator) ahead of every real group
+FILLED = Perturbation(3, poison=True, wgmma_fill=16, runtime=True)
 BUILDS = {"production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED,
-          "runtime": RUNTIME}
+          "runtime": RUNTIME, "filled": FILLED}
 
 
 class _Builds(dict):
@@ -129,3 +131,33 @@ def test_two_buffer_wgmma_waits_leave_at_most_one_group_in_flight(code, label):
     assert waits, f"{label}: no wgmma wait found"
     lax = [i for i in waits if int(i.operands.split(",")[-1].strip().rstrip(";"), 16) > 1]
     assert not lax, f"{label}: wgmma waits leaving {[i.operands for i in lax]} in flight at 0x{lax[0].offset:x}"
+
+
+@pytest.mark.parametrize("label", LABELS[:2])
+def test_filler_wgmmas_stay_asynchronous(code, label):
+    """The filler build: every real wgmma group is preceded, in the same group, by the fillers
+    (HGMMAs with no WARPGROUP.DEPBAR or ARRIVE between them and the group's commit), and the
+    wgmma waits are those of production (ptxas did not serialize anything)."""
+    def groups(ins):
+        out, cur = [], []
+        for i in ins:
+            if i.opcode.startswith("HGMMA"):
+                cur.append(i)
+                if "gsb0" in i.operands:
+                    out.append(cur)
+                    cur = []
+            elif i.opcode.startswith("WARPGROUP.DEPBAR") and cur:
+                out.append(cur)  # a group cut by a wait: serialized
+                cur = []
+        return out
+
+    def waits(ins):
+        return [i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
+
+    prod, filled = code[label, "production"], code[label, "filled"]
+    assert waits(filled) == waits(prod), f"{label}: ptxas serialized the fillers: {len(waits(filled))} waits"
+    pg, fg = groups(prod), groups(filled)
+    assert len(pg) == len(fg), (len(pg), len(fg))
+    per_group = FILLED.wgmma_fill * (len(pg[0]) // 4)  # one filler per k16 per m64 atom
+    assert [len(g) for g in fg] == [len(g) + per_group for g in pg], [len(g) for g in fg]
+    assert not any(i.opcode.startswith("HGMMA") and "x8x" in i.opcode for i in filled)
