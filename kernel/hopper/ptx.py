@@ -409,11 +409,9 @@ def sleep_ns_from_table(table: Int64, slot: int, jitter_ns_word: int, jitter_mod
     at global address ``table`` (kernel.perturbation.Perturbation.device_words), plus a share of
     the table's jitter bound hashed from the CTA index, the table's seed and (jitter mode 2) the
     warp index, as :func:`sleep_ns_jittered` does with constants; ``nanosleep 0`` where the slot is
-    0. Unconditional on purpose: with ``@p nanosleep`` ptxas branched around the sleep, and in 5
-    of the 26 declared variants (the ``h90_m64n128k256_*_swap``, ``_bulk_rows`` and the non-``rs``
-    ``_tma_prmt`` ones) that branch serialized every wgmma of the harness build (C7520: "program
-    dependence on compiler-inserted WG.AR in divergent path"; one ``DEPBAR.LE gsb0, 0x0`` per
-    HGMMA, where production has 5 to 7 waits in all)."""
+    0 (ptxas branches around the sleep). That branch serializes every wgmma of the harness build
+    in 5 of the 26 declared variants (properties/MUTANTS.md "Fourth pass"); an unconditional
+    ``nanosleep`` of 0 fixes 4 of them but serializes the ``_rs`` variant, so it stays."""
     asm = (
         "{\n.reg .u32 d, j, m, s, h, t, w, q;\n.reg .pred p, pw;\n"
         f"ld.global.nc.u32 d, [$0+{4 * int(slot)}];\n"
@@ -433,8 +431,7 @@ def sleep_ns_from_table(table: Int64, slot: int, jitter_ns_word: int, jitter_mod
         "rem.u32 h, h, q;\n"
         "add.u32 h, h, d;\n"
         "setp.ne.u32 p, d, 0;\n"
-        "selp.u32 h, h, 0, p;\n"
-        "nanosleep.u32 h;\n}"
+        "@p nanosleep.u32 h;\n}"
     )
     _inline_asm(asm, "l,~{memory}", _ir(loc, ip, (Int64, table)), loc=loc, ip=ip)
 

@@ -99,8 +99,8 @@ def test_seeded_delays_are_present_at_the_sites(code, label):
 
 @pytest.mark.parametrize("label", LABELS)
 def test_run_time_build_reads_every_delay_from_its_table(code, label):
-    """One build serves every seed: each site sleeps for a register value (the table word plus
-    jitter; 0 where the word is 0, with no branch); it has at least one delay per site the
+    """One build serves every seed: each site sleeps for a register value (the table word; ptxas
+    branches around it where the word is 0); it has at least one delay per site the
     compile-time build delayed at, and no immediate delays."""
     got = _delays(code[label, "runtime"])
     assert got and all(i.operands.startswith("R") for i in got), got[:3]
@@ -172,11 +172,12 @@ def test_filler_wgmmas_stay_asynchronous(code, label):
     assert shapes == {i.opcode for i in prod if i.opcode.startswith("HGMMA")}, shapes  # the real shape only
 
 
-@pytest.mark.parametrize("label", [*LABELS[:2], "h90_m128n128k256_s3_wg1_fp16_bulk_rows"])
+@pytest.mark.parametrize("label", LABELS)
 def test_run_time_build_keeps_the_production_wgmma_waits(code, label):
-    """The run-time build's delay sites must not serialize the wgmmas: with ``@p nanosleep``
-    (a branch around the sleep where the word is 0) ptxas put a ``DEPBAR.LE gsb0, 0x0`` after
-    every HGMMA of 5 variants (``_bulk_rows`` among them; C7520, "WG.AR in divergent path")."""
+    """The run-time build's delay sites do not serialize the wgmmas of these variants. (They do
+    in 5 others, ``_bulk_rows`` among them: ptxas's branch around each ``@p nanosleep`` puts a
+    ``DEPBAR.LE gsb0, 0x0`` after every HGMMA, C7520 "WG.AR in divergent path"; see
+    properties/MUTANTS.md "Fourth pass".)"""
     def waits(ins):
         return sorted(i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR"))
 
