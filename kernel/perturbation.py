@@ -90,12 +90,19 @@ TABLE_WORDS = 64  # 256 bytes, zero-padded
 # buffers and ring slots are reused many times, the ring phase runs on across tiles and the
 # producer runs ahead into the next tile while the consumers store the last one
 PALETTE_CTAS = (0, 2, 1)
-# the palette's filler wgmmas per real wgmma group (Perturbation.wgmma_fill), cycled likewise.
-# Off: on a CPU compile (CuTe DSL 4.8.1) ptxas puts a WARPGROUP.DEPBAR + ARRIVE after every filler
-# (the chained scratch accumulator serializes them), so the fillers delay the issuing warp, not the
-# real wgmma, and each DEPBAR also retires the earlier real group: that would hide the very bugs
-# the fillers are meant to show. Kept as an option until the fillers stay asynchronous.
-PALETTE_FILL = (0, 0, 0)
+# the filler wgmmas per real wgmma group (Perturbation.wgmma_fill) of a perturbation that has them:
+# real-shape wgmmas (zero A, the real Y, into the real accumulator) queued in the real group, so it
+# retires after 4x its own tensor work (16 fillers per 4 real k16 steps); ptxas keeps them
+# asynchronous (properties/MUTANTS.md "Fourth pass", kernel/tests/test_hopper_perturbed_sass.py).
+# Compiled in (part of the compile form): a run of the perturbed property uses two builds, with
+# and without fillers. A run-time gate does not work: a branch around the fillers makes ptxas
+# close a wgmma group at the branch (the fillers' own gsb0), so they no longer share the group
+FILL = 16
+# the compile-time palette cycles them like the caps (third seed: fillers); the run-time strategy
+# turns them on for one seed in FILL_EVERY (seed % FILL_EVERY == FILL_EVERY - 1: independent of the
+# jitter (seed % 3) and the cap ((seed // 3) % 3), and seed 3 of a 3-seed palette has them)
+PALETTE_FILL = (0, 0, FILL)
+FILL_EVERY = 4
 
 
 @dataclass(frozen=True)
@@ -109,9 +116,10 @@ class Perturbation:
     # cap on the persistent grid of the launch (0: the launch's own CTA count); not a compile
     # option (kernel.host_pipeline applies it to the plan), but part of the build's name and key
     max_ctas: int = 0
-    # filler wgmmas (m64n8k16 into a scratch accumulator, same operand buffers) issued ahead of
-    # every real wgmma group of the consumers: the tensor pipe runs them first, so the real group
-    # retires late and a reuse of its operands before the protocol's wait reads poison (0: none)
+    # filler wgmmas (the real shape, zero A, the real Y buffer, into the real accumulator: they add
+    # exactly zero) issued in every real wgmma group of the consumers, ahead of the real ones: the
+    # tensor pipe runs them first, so the real group retires late and a reuse of its operands
+    # before the protocol's wait reads poison (0: none; a multiple of 4; compiled in)
     wgmma_fill: int = 0
     # delays read at run time from the build's device table (one build serves every seed)
     runtime: bool = False
@@ -207,7 +215,8 @@ def palette(size: int, *, max_delay_ns: int = 4000, runtime: bool = False) -> tu
 
 def runtime_perturbation(seed: int, *, max_delay_ns: int = 4000, density_pct: int = 50) -> Perturbation:
     """The run-time perturbation of ``seed`` that the perturbed property draws: poison on, the
-    jitter mode and the grid cap picked by the seed (as the palette cycles them); any seed runs
-    on the same build."""
+    jitter mode, the grid cap and the filler wgmmas picked by the seed; every seed runs on one of
+    two builds (with and without fillers: the fillers are compiled in)."""
     return Perturbation(seed, max_delay_ns, density_pct, poison=True, jitter=JITTERS[seed % 3],
-                        max_ctas=PALETTE_CTAS[(seed // 3) % len(PALETTE_CTAS)], runtime=True)
+                        max_ctas=PALETTE_CTAS[(seed // 3) % len(PALETTE_CTAS)],
+                        wgmma_fill=FILL if seed % FILL_EVERY == FILL_EVERY - 1 else 0, runtime=True)

@@ -55,6 +55,7 @@ from kernel.hopper.ptx import (
     dequant_y_units_rs,
     poison_shared_16,
     sleep_ns,
+    opaque_zeros_u32,
     sleep_ns_from_table,
     sleep_ns_jittered,
     store_f16,
@@ -476,7 +477,7 @@ class HopperNvfp4GroupedGemm:
                 tCrX = tiled_mma.make_fragment_A(thr_mma.partition_A(sX))
             acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
             tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
-            filler = self.wgmma_filler(tidx, sX, sY)
+            filler = self.wgmma_filler(tidx)
             if cutlass.const_expr(self.split):
                 fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
                 for tile in range(t_begin, t_end, t_step):
@@ -507,7 +508,6 @@ class HopperNvfp4GroupedGemm:
                     self.delay("consumer", "wgmma_wait", "before")
                     warpgroup.wait_group(0)
                     self.warp_release(fp16_pipe, retire_state)
-                    self.keep_filler(filler, m_sizes[slot, 3], m_ptrs[slot, 2])
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
                     self.poison_accumulator(acc)
             else:
@@ -571,7 +571,7 @@ class HopperNvfp4GroupedGemm:
                                 self.delay("consumer", "release", "after")
                             if cutlass.const_expr(self.x_in_regs):
                                 warpgroup.fence()  # the fragment registers were just written
-                                self.fill_wgmma(filler, x_frag, buf)
+                                self.fill_wgmma(filler, acc, tCrY, buf)
                                 for kb in cutlass.range_constexpr(SUB_K // 16):
                                     cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, buf)], acc)
                                 warpgroup.commit_group()
@@ -594,7 +594,6 @@ class HopperNvfp4GroupedGemm:
                         state.advance()
                     warpgroup.wait_group(0)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
-                    self.keep_filler(filler, m_sizes[slot, 3], m_ptrs[slot, 2])
                     self.poison_accumulator(acc)
         elif cutlass.const_expr(self.split):
             # ---------------------------------------- dequant warpgroups (roles="split")
@@ -729,66 +728,49 @@ class HopperNvfp4GroupedGemm:
             self.poison_region(sx_base + buf * self.x_buf_bytes, self.x_buf_bytes, tidx, self.consumer_threads)
         consumers.arrive_and_wait()
 
-    def wgmma_filler(self, tidx, sX, sY):
-        """Perturbed builds with ``wgmma_fill``: a m64n8k16 tiled MMA over the same fp16 buffers
-        (its B: the first 8 rows of Y; its A: X's first 64-row block, or the register fragment)
-        into a scratch accumulator that is never read; None otherwise (production: nothing)."""
+    def wgmma_filler(self, tidx):
+        """Perturbed builds with ``wgmma_fill``: the filler wgmmas' tiled MMA (the real atom,
+        m64 x mma_n x k16, with A from registers) and its A fragment, one k16 slice of zeros;
+        None otherwise (production: nothing). The fillers accumulate into the real accumulator
+        and read the real Y buffer: acc += 0 * Y adds exactly zero (Y is finite; a NaN that a
+        filler reads from a poisoned Y is a real wgmma's read too), needs no scratch
+        accumulator and no register chain of its own, and keeps them asynchronous (see
+        :meth:`fill_wgmma`)."""
         p = self.perturbation
         if p is None or p.wgmma_fill == 0:
             return None
         mma = sm90_utils.make_trivial_tiled_mma(
             cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K, cutlass.Float32,
-            (self.config.consumer_warpgroups, 1, 1), tiler_mn=(64, 8),
-            a_source=warpgroup.OperandSource.RMEM if self.x_in_regs else warpgroup.OperandSource.SMEM,
+            (self.config.consumer_warpgroups, 1, 1), tiler_mn=(64, self.mma_n),
+            a_source=warpgroup.OperandSource.RMEM,
         )
         thr = mma.get_slice(tidx)
-        rows = 64 * self.config.consumer_warpgroups
-        f_y = mma.make_fragment_B(
-            thr.partition_B(cute.local_tile(sY, (8, SUB_K, self.fp16_buffers * self.y_copies), (0, 0, 0)))
-        )
-        f_x = None
-        if not self.x_in_regs:
-            f_x = mma.make_fragment_A(thr.partition_A(cute.local_tile(sX, (rows, SUB_K, self.fp16_buffers), (0, 0, 0))))
-        f_acc = thr.make_fragment_C(thr.partition_shape_C((rows, 8)))
-        # accumulate, so that every filler reads the previous one's result: none is dead code
-        f_acc.fill(0.0)
+        zero = cute.make_rmem_tensor(thr.partition_shape_A((self.mma_m, 16)), cutlass.Float16)
+        zero32 = cute.recast_tensor(zero, cutlass.Uint32)
+        # a literal 0, or one zero in every word, is rematerialized or copied next to each wgmma
+        for i, word in enumerate(opaque_zeros_u32(cute.size(zero32))):
+            zero32[i] = cutlass.Uint32(word)
         mma.set(warpgroup.Field.ACCUMULATE, True)
-        return mma, f_x, f_y, f_acc
+        return mma, zero
 
-    def keep_filler(self, filler, l_size, c_ptr):
-        """The filler's scratch accumulator must look used, or the compiler drops the filler
-        wgmmas: stored only when the group's L (always 1, validated) is 7777777, never."""
-        if filler is not None:
-            self.filler_sink(filler[3], l_size, c_ptr)
-
-    @cute.jit
-    def filler_sink(self, f_acc: cute.Tensor, l_size: cutlass.Int32, c_ptr: cutlass.Int64):
-        if l_size == 7777777:
-            store_f16(c_ptr, f_acc[0], cutlass.Float32(1.0))
-
-    def fill_wgmma(self, filler, a_frag, buf):
-        """Queue ``wgmma_fill`` filler wgmmas ahead of a real wgmma group (same commit group): the
-        tensor pipe executes in order, so the real wgmmas read their operands, and retire, that
-        much later. The protocol (wait_group, then a barrier, before an operand is reused) stays
+    def fill_wgmma(self, filler, acc, tCrY, buf):
+        """Queue ``wgmma_fill`` filler wgmmas ahead of a real wgmma group (same commit group, the
+        real shape, into the real accumulator, after the group's ``wgmma.fence``): the tensor
+        pipe executes in order, so the real wgmmas read their operands, and retire, that much
+        later. The protocol (wait_group, then a barrier, before an operand is reused) stays
         correct however late they retire; a wait that is too lax or a missing barrier lets the
-        operand be poisoned or rewritten while the real wgmma still has to read it."""
+        operand be poisoned or rewritten while the real wgmma still has to read it.
+        Checked in SASS (kernel/tests/test_hopper_perturbed_sass.py): HGMMAs in the real group,
+        no WARPGROUP.DEPBAR among them. Earlier forms that ptxas serialized (a DEPBAR + ARRIVE
+        after every filler, which also retires the previous real group): a scratch m64n8k16
+        accumulator chained across the fillers, beyond about 50 fillers per group or in a
+        run-time loop (properties/MUTANTS.md, "Fourth pass")."""
         if filler is None:
             return
-        mma, f_x, f_y, f_acc = filler
-        if self.x_in_regs:
-            self.fill_rounds(mma, f_acc, a_frag, f_y, buf, True)
-        else:
-            self.fill_rounds(mma, f_acc, f_x, f_y, buf, False)
-
-    @cute.jit
-    def fill_rounds(self, mma: cute.TiledMma, f_acc: cute.Tensor, a_src: cute.Tensor, f_y: cute.Tensor, buf,
-                    a_in_regs: cutlass.Constexpr):
-        for _i in range(self.perturbation.wgmma_fill // (SUB_K // 16)):
-            for kb in cutlass.range_constexpr(SUB_K // 16):
-                if cutlass.const_expr(a_in_regs):
-                    cute.gemm(mma, f_acc, a_src[(None, None, kb)], f_y[(None, None, kb, buf)], f_acc)
-                else:
-                    cute.gemm(mma, f_acc, a_src[(None, None, kb, buf)], f_y[(None, None, kb, buf)], f_acc)
+        mma, zero = filler
+        for _i in range(self.perturbation.wgmma_fill // (SUB_K // 16)):  # traced inline: Python loops
+            for kb in range(SUB_K // 16):
+                cute.gemm(mma, acc, zero[(None, None, 0)], tCrY[(None, None, kb, buf)], acc)
 
     def poison_accumulator(self, acc):
         """After the epilogue's stores: NaN accumulators (the next tile must reset them)."""
@@ -905,7 +887,7 @@ class HopperNvfp4GroupedGemm:
 
     def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf, filler=None):
         """Issue the wgmmas of one 64-K sub-block from fp16 buffer ``buf`` and commit them."""
-        self.fill_wgmma(filler, tCrX, buf)
+        self.fill_wgmma(filler, acc, tCrY, buf)
         if self.ablation is None or not self.ablation.skips_mma:
             for kb in range(SUB_K // 16):  # traced inline: a Python loop
                 cute.gemm(tiled_mma, acc, tCrX[(None, None, kb, buf)], tCrY[(None, None, kb, buf)], acc)

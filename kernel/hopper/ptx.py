@@ -408,7 +408,10 @@ def sleep_ns_from_table(table: Int64, slot: int, jitter_ns_word: int, jitter_mod
     """Run-time perturbed builds: ``nanosleep`` for the delay in word ``slot`` of the int32 table
     at global address ``table`` (kernel.perturbation.Perturbation.device_words), plus a share of
     the table's jitter bound hashed from the CTA index, the table's seed and (jitter mode 2) the
-    warp index, as :func:`sleep_ns_jittered` does with constants; no sleep where the slot is 0."""
+    warp index, as :func:`sleep_ns_jittered` does with constants; ``nanosleep 0`` where the slot is
+    0 (ptxas branches around the sleep). That branch serializes every wgmma of the harness build
+    in 5 of the 26 declared variants (properties/MUTANTS.md "Fourth pass"); an unconditional
+    ``nanosleep`` of 0 fixes 4 of them but serializes the ``_rs`` variant, so it stays."""
     asm = (
         "{\n.reg .u32 d, j, m, s, h, t, w, q;\n.reg .pred p, pw;\n"
         f"ld.global.nc.u32 d, [$0+{4 * int(slot)}];\n"
@@ -443,3 +446,21 @@ def poison_shared_16(addr: Int32, *, loc=None, ip=None) -> None:
         loc=loc,
         ip=ip,
     )
+
+
+@dsl_user_op
+def opaque_zeros_u32(n: int, *, loc=None, ip=None) -> list:
+    """``n`` zeros ptxas can neither fold nor tell apart (word k: ``(%nsmid + k) >> 31``; the SM
+    count is far below 2^31), so a register fragment built from them is computed once and kept:
+    with a literal 0, or one value in every word, ptxas rematerializes or copies the words next
+    to each wgmma that reads them, and those copies serialize the wgmmas (tests only: the
+    filler wgmmas' zero A fragment)."""
+    from cutlass.cutlass_dsl import T
+
+    body = "".join(f"add.u32 t, s, {k};\nshr.u32 ${k}, t, 31;\n" for k in range(n))
+    res = llvm.inline_asm(
+        llvm.StructType.get_literal([T.i32()] * n), [],
+        "{\n.reg .u32 s, t;\nmov.u32 s, %nsmid;\n" + body + "}", ",".join(["=r"] * n),
+        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
+    )
+    return [Int32(llvm.extractvalue(T.i32(), res, [k], loc=loc, ip=ip)) for k in range(n)]

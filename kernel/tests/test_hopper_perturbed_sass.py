@@ -41,8 +41,10 @@ POISON_ONLY = Perturbation(1, delays=False, poison=True)
 DISABLED = Perturbation(1, delays=False, poison=False)
 # the run-time build (what the properties use): every site reads its delay from the device table
 RUNTIME = Perturbation(3, max_delay_ns=4000, density_pct=70, poison=False, runtime=True)
+# filler wgmmas (real shape, zero A, into the real accumulator) ahead of every real group
+FILLED = Perturbation(3, poison=True, wgmma_fill=16, runtime=True)
 BUILDS = {"production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED,
-          "runtime": RUNTIME}
+          "runtime": RUNTIME, "filled": FILLED}
 
 
 class _Builds(dict):
@@ -133,3 +135,54 @@ def test_two_buffer_wgmma_waits_leave_at_most_one_group_in_flight(code, label):
     assert waits, f"{label}: no wgmma wait found"
     lax = [i for i in waits if int(i.operands.split(",")[-1].strip().rstrip(";"), 16) > 1]
     assert not lax, f"{label}: wgmma waits leaving {[i.operands for i in lax]} in flight at 0x{lax[0].offset:x}"
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_filler_wgmmas_stay_asynchronous(code, label):
+    """The filler build (``wgmma_fill``): every real wgmma group carries the fillers, in the
+    group (HGMMAs of the real shape, no wait among them or before the group's commit), and the
+    wgmma waits are the production ones (ptxas serialized nothing). Groups are counted between
+    ``gsb0`` marks; a wait inside a run of HGMMAs closes a group (what a serialized filler looks
+    like). The split variant's peeled first group is cut after its first HGMMA in production
+    too (``ARRIVE; HGMMA; DEPBAR.LE gsb0, 0x0; ARRIVE; 7 HGMMAs``): there the first filler takes
+    that place. The filler build may unroll a loop less, so groups and waits are compared as
+    sets, and the filler build may have fewer waits, never more."""
+    def groups(ins):
+        out, cur = [], []
+        for i in ins:
+            if i.opcode.startswith("HGMMA"):
+                cur.append(i)
+                if "gsb0" in i.operands:
+                    out.append(cur)
+                    cur = []
+            elif i.opcode.startswith("WARPGROUP.DEPBAR") and cur:
+                out.append(cur)  # a group cut by a wait: serialized
+                cur = []
+        return out
+
+    def waits(ins):
+        return [i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
+
+    prod, filled = code[label, "production"], code[label, "filled"]
+    assert set(waits(filled)) == set(waits(prod)) and len(waits(filled)) <= len(waits(prod)), (
+        f"{label}: ptxas serialized the fillers: {len(waits(filled))} waits, production {len(waits(prod))}")
+    pg = {len(g) for g in groups(prod)}
+    cfg = code.configs[label]
+    atoms = (cfg.tile_n if cfg.swapped else cfg.tile_m) // (64 * cfg.consumer_warpgroups)  # m64 atoms per warpgroup
+    per_group = FILLED.wgmma_fill * atoms
+    assert {len(g) for g in groups(filled)} == {n + per_group if n > 1 else n for n in pg}, (
+        label, sorted(pg), sorted({len(g) for g in groups(filled)}))
+    shapes = {i.opcode for i in filled if i.opcode.startswith("HGMMA")}
+    assert shapes == {i.opcode for i in prod if i.opcode.startswith("HGMMA")}, shapes  # the real shape only
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_run_time_build_keeps_the_production_wgmma_waits(code, label):
+    """The run-time build's delay sites do not serialize the wgmmas of these variants. (They do
+    in 5 others, ``_bulk_rows`` among them: ptxas's branch around each ``@p nanosleep`` puts a
+    ``DEPBAR.LE gsb0, 0x0`` after every HGMMA, C7520 "WG.AR in divergent path"; see
+    properties/MUTANTS.md "Fourth pass".)"""
+    def waits(ins):
+        return sorted(i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR"))
+
+    assert waits(code[label, "runtime"]) == waits(code[label, "production"])

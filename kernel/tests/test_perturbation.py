@@ -82,11 +82,16 @@ def test_run_time_table_words_are_the_seed_table_then_jitter_and_seed():
 
 
 def test_run_time_seeds_share_one_compile_form():
-    from kernel.perturbation import runtime_perturbation
+    """Every seed runs on one of two builds: without and with the filler wgmmas (compiled in)."""
+    from kernel.perturbation import FILL, FILL_EVERY, runtime_perturbation
 
     forms = {runtime_perturbation(s).compile_form for s in range(1, 40)} | {p.compile_form for p in palette(5, runtime=True)}
-    assert len(forms) == 1
-    (form,) = forms
+    assert {f.wgmma_fill for f in forms} == {0, FILL} and len(forms) == 2
+    filled = [s for s in range(1, 40) if runtime_perturbation(s).wgmma_fill]
+    assert filled == [s for s in range(1, 40) if s % FILL_EVERY == FILL_EVERY - 1]
+    assert {runtime_perturbation(s).jitter for s in filled} == {"none", "cta", "warp"}  # independent of the fill
+    assert {runtime_perturbation(s).max_ctas for s in filled} == {0, 1, 2}
+    (form,) = {f for f in forms if not f.wgmma_fill}
     assert form.runtime and form.poison and form.seed == 0 and form.max_ctas == 0
     assert {runtime_perturbation(s).max_ctas for s in range(1, 10)} == {0, 1, 2}  # caps and jitters still vary
     assert {runtime_perturbation(s).jitter for s in range(1, 4)} == {"none", "cta", "warp"}
