@@ -858,30 +858,9 @@ class HopperNvfp4GroupedGemm:
         """x_operand="regs": this thread's (row, a) units of Y, in the fragment's K order, Y's
         units shared by ``threads`` threads (default: every consumer thread; 128 with
         ``y_per_warpgroup``, ``tidx`` then the index inside the warpgroup)."""
-        units = []
         threads = threads or self.dequant_threads
-        per_thread = self.mma_n * 2 // threads
-        for u in range(per_thread):
-            unit = tidx + u * threads
-            r = (unit // 16) * 8 + unit % 8
-            a = (unit // 8) % 2
-            r8 = r % 8
-            row = stage + self.off_y + r * self.pitch
-            i_full = y_sf_row0 + r
-            i = i_full % cfgmod.SF_BLOCK_ROWS
-            sf = (
-                stage + self.off_sfy + (i_full // cfgmod.SF_BLOCK_ROWS) * self.sf_block_bytes + sb * 512
-                + (i % 32) * 16 + (i // 32) * 4
-            )
-            dst = y_dst + (r // 8) * 1024 + r8 * 128
-            units.append(
-                (
-                    row + (((sb * 2) ^ r8) << 4) + 4 * a,
-                    row + (((sb * 2 + 1) ^ r8) << 4) + 4 * a,
-                    sf,
-                    *(dst + (((4 * a + j) ^ r8) << 4) for j in range(4)),
-                )
-            )
+        units = [self.y_rs_unit(tidx + u * threads, stage, y_dst, y_sf_row0, sb)
+                 for u in range(self.mma_n * 2 // threads)]
         for b0 in range(0, len(units), 2):
             dequant_y_units_rs(units[b0 : b0 + 2], self.config.operand_exp_shift)
 
