@@ -43,6 +43,7 @@ from typing import Any, Callable
 import torch
 
 _getter = getattr(torch._C, "_cuda_getCurrentStream", None)
+_flat = chain.from_iterable
 
 
 def current_stream_id(device_index: int) -> Any:
@@ -55,11 +56,10 @@ def current_stream_id(device_index: int) -> Any:
 def flatten(data: Any) -> list:
     """The problem's tensors in a fixed order: every (a, b, c), then (sfa, sfb), then the blocked pair."""
     abc, sfs, blocked, _ = data
-    return [*chain.from_iterable(abc), *chain.from_iterable(sfs), *chain.from_iterable(blocked)]
+    return [*_flat(abc), *_flat(sfs), *_flat(blocked)]
 
 
 _VERSION = operator.attrgetter("_version")
-_flat = chain.from_iterable
 
 
 def sizes_key(sizes: Any) -> tuple:
@@ -128,17 +128,15 @@ class FastPath:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def lookup(self, data: Any, config: Any, stream: Any = None) -> Entry | None:
-        return self.probe(data, config, stream)[0]
-
     def probe(self, data: Any, config: Any, stream: Any = None) -> tuple[Entry | None, list | None, tuple | None]:
         """``(entry or None, the flat tensors, the key)``: the entry of this very problem, and
         what was computed on the way (the miss path reuses it)."""
         try:
-            abc, sfs, blocked, sizes = data
-            tensors = [*_flat(abc), *_flat(sfs), *_flat(blocked)]
-            key = (id(config), *map(id, tensors), *map(len, chain(abc, sfs, blocked)), *sizes_key(sizes))
+            tensors = flatten(data)
         except Exception:  # anything odd goes the full way, where validation names the problem
+            tensors = None
+        key = identity_key(data, config, tensors) if tensors is not None else None
+        if key is None:
             self.stats.misses += 1
             return None, None, None
         entry = self._entries.get(key)

@@ -335,16 +335,18 @@ class HostPipeline:
             delay_table = torch.tensor(perturbation.device_words(), dtype=torch.int32, device=device)
         template = None
         if production and plan.total_tiles:
-            template = self._learn(data, config, resolved, constraints, groups, plan, tables, aux, compiled)
+            template = self._learn(tensors if tensors is not None else flatten(data), config, resolved,
+                                   constraints, groups, plan, tables, aux, compiled)
         return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run,
                         perturbation=perturbation, strict=strict, ablation=ablation,
                         template=template if compiled is not None else None, delay_table=delay_table)
 
     # ---- the seen-shape path (kernel.seen_shapes) ----------------------------------------------
-    def _learn(self, data, config, resolved, constraints, groups, plan, tables, aux, compiled) -> ShapeTemplate:
-        """Keep what this validated problem's signature fixes, for later problems of the same shapes."""
+    def _learn(self, tensors, config, resolved, constraints, groups, plan, tables, aux, compiled) -> ShapeTemplate:
+        """Keep what this validated problem's signature fixes, for later problems of the same
+        shapes (``tensors``: the problem's flat tensor list)."""
         sizes = tuple(g.size for g in groups)
-        template = ShapeTemplate.learn(config, resolved, sizes, flatten(data), constraints, plan)
+        template = ShapeTemplate.learn(config, resolved, sizes, tensors, constraints, plan)
         template.sizes_table, template.prefix_table = tables.sizes, tables.tile_prefix
         template.compiled = compiled  # the production build (None: compiled when first needed)
         if aux is not None:
@@ -363,11 +365,11 @@ class HostPipeline:
                 tensors = flatten(data)
             except Exception:
                 return None
-        accepted = template.accept(data, tensors)
-        if accepted is None:
+        pointers = template.accept(data, tensors)
+        if pointers is None:
             return None
         device = tensors[2].device  # group 0's c: every tensor is on the template's device
-        tables, aux, upload_stream = self.seen_tables(template, accepted.pointers, device)
+        tables, aux, upload_stream = self.seen_tables(template, pointers, device)
         groups = template.groups(data)
         if template.aux_per_problem:
             aux = self.hooks.aux_table(template.config, template.plan, groups, device)

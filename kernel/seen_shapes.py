@@ -84,14 +84,6 @@ class AuxTemplate:
 
 
 @dataclass
-class Accepted:
-    """A problem :meth:`ShapeTemplate.accept` let through: its flat pointers."""
-
-    template: "ShapeTemplate"
-    pointers: list[int]
-
-
-@dataclass
 class ShapeTemplate:
     caller_config: Any  # the config object callers pass; held, so that its id in the key cannot be reused
     config: Any  # resolved
@@ -134,8 +126,9 @@ class ShapeTemplate:
             align_mask=constraints.alignment_bytes - 1, plan=plan, pointer_index=index,
         )
 
-    def accept(self, data: Any, tensors: list) -> Accepted | None:
-        """The problem's pointers when its signature matches and the address rules hold, else None."""
+    def accept(self, data: Any, tensors: list) -> list[int] | None:
+        """The problem's flat data pointers when its signature matches and the address rules
+        hold, else None."""
         try:
             abc, sfs, blocked, _ = data
             if (list(map(len, chain(abc, sfs, blocked))) != self.lens
@@ -153,7 +146,7 @@ class ShapeTemplate:
         if not _outputs_disjoint(starts, self.spans):
             return self._reject()
         self.stats["accepted"] += 1
-        return Accepted(self, pointers)
+        return pointers
 
     def _reject(self) -> None:
         self.stats["rejected"] += 1

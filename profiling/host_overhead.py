@@ -204,11 +204,11 @@ def first_call_stages(family, config, fresh: list) -> dict:
         if template is None:
             raise AssertionError("no shape template after a call of these shapes")
         tensors = timed("flatten", lambda: flatten(clones))
-        accepted = timed("address_checks", lambda: template.accept(clones, tensors))
-        if accepted is None:
+        pointers = timed("address_checks", lambda: template.accept(clones, tensors))
+        if pointers is None:
             raise AssertionError("the seen-shape path refused a valid problem of seen shapes")
         device = tensors[2].device
-        timed("tables", lambda: pipeline.seen_tables(template, accepted.pointers, device))
+        timed("tables", lambda: pipeline.seen_tables(template, pointers, device))
         prepared = timed("prepare_seen", lambda: pipeline.prepare(clones, config, tensors=tensors))
         handle = pipeline.stream_handle(None, device)
         args = timed("marshal", lambda: pipeline.marshal(prepared, handle))
