@@ -29,7 +29,7 @@ import sys
 import time
 from typing import Sequence
 
-from kernel.hopper.ablation import Ablation, check_ablation
+from kernel.hopper.ablation import REGS_PARTS, Ablation, check_ablation
 
 ABLATIONS = ("no_mma", "no_dequant", "load_only")
 
@@ -62,6 +62,8 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool) 
     builds = [Build(c) for c in dict.fromkeys(out)]
     if ablate:
         builds += [Build(b.config, Ablation(a)) for b in list(builds) if b.config.roles == "split" for a in ABLATIONS]
+        builds += [Build(b.config, Ablation(a)) for b in list(builds)
+                   if b.ablation is None and not Ablation(REGS_PARTS[0]).problems(b.config) for a in REGS_PARTS]
     for b in builds:
         check_ablation(b.config, b.ablation)
     return builds

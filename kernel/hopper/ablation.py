@@ -13,6 +13,15 @@ Parts (``part``):
 * ``no_dequant``: the dequant warps publish each buffer without writing it;
 * ``load_only``: both; the producer always loads every stage;
 * ``no_fence``: the dequant warps skip the generic -> async proxy fence (a race: timing only).
+
+Parts of a cooperative ``x_operand="regs"`` config (its consumers decode their own X fragment
+and, together, Y into shared memory):
+
+* ``no_y_dequant``: the consumers skip Y's decode (the fence and both named barriers stay);
+* ``no_y_sync``: the consumers skip Y's decode, its proxy fence and both named barriers (what
+  is left when Y arrives in shared memory ready to use, e.g. from a pre-pass);
+* ``no_x_dequant``: the X fragment is a fixed register fragment (no shared reads, no decode);
+* ``mma_only``: ``no_x_dequant`` and ``no_y_sync``: waits, wgmma and the epilogue only.
 """
 
 from __future__ import annotations
@@ -20,8 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Part = Literal["no_mma", "no_dequant", "load_only", "no_fence"]
-PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
+Part = Literal["no_mma", "no_dequant", "load_only", "no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only"]
+SPLIT_PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
+REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
+PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS
 
 
 @dataclass(frozen=True)
@@ -49,8 +60,24 @@ class Ablation:
     def skips_fence(self) -> bool:
         return self.part == "no_fence"
 
+    @property
+    def skips_y_dequant(self) -> bool:
+        return self.part in ("no_y_dequant", "no_y_sync", "mma_only")
+
+    @property
+    def skips_y_sync(self) -> bool:
+        return self.part in ("no_y_sync", "mma_only")
+
+    @property
+    def skips_x_dequant(self) -> bool:
+        return self.part in ("no_x_dequant", "mma_only")
+
     def problems(self, config) -> list[str]:
         """Why ``config`` cannot be built with this ablation (empty: it can)."""
+        if self.part in REGS_PARTS:
+            if config.roles != "cooperative" or config.x_operand != "regs" or config.y_per_warpgroup:
+                return [f"ablation {self.part!r} needs roles='cooperative', x_operand='regs' and one shared Y ring"]
+            return []
         if config.roles != "split":
             return [f"ablation {self.part!r} needs roles='split' (the parts are separate warp roles only there)"]
         return []

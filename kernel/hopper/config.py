@@ -153,8 +153,28 @@ class HopperConfig:
         consumers leave of the register file, at most PRODUCER_REGS_MAX, in steps of 8."""
         if not self.consumer_regs:
             return self.launch_register_cap
-        left = (REGISTER_FILE - self.consumer_threads * self.consumer_regs) // 128 // 8 * 8
+        left = (self.launch_allocation - self.consumer_threads * self.consumer_regs) // 128 // 8 * 8
         return min(PRODUCER_REGS_MAX, left)
+
+    @property
+    def launch_allocation(self) -> int:
+        """Registers the CTA holds from its launch: setmaxnreg.inc can only take registers that
+        another warpgroup of the same CTA gave back with setmaxnreg.dec, never the rest of the
+        register file (measured on the H200: a split variant of 640 threads x 96 whose consumers
+        asked for more than the other warpgroups released hung in setmaxnreg.inc)."""
+        return -(-self.threads // 128) * 128 * self.launch_register_cap
+
+    @property
+    def dequant_regs(self) -> int:
+        """``roles="split"`` only: registers per thread of the dequant warpgroups. Without
+        ``consumer_regs`` the launch cap; with it, what the consumers and the producer
+        warpgroup leave (setmaxnreg.dec when below the launch cap, never above it)."""
+        if self.roles != "split":
+            return 0
+        if not self.consumer_regs:
+            return self.launch_register_cap
+        left = self.launch_allocation - self.consumer_threads * self.consumer_regs - 128 * self.producer_regs
+        return min(self.launch_register_cap, left // self.dequant_threads // 8 * 8)
 
     @property
     def register_cap(self) -> int:
@@ -310,11 +330,17 @@ def config_problems(config: HopperConfig) -> list[str]:
     if config.x_operand not in ("smem", "regs"):
         p.append(f"x_operand must be 'smem' or 'regs', got {config.x_operand!r}")
     elif config.x_operand == "regs":
-        if config.loader != "tma" or config.dequant != "prmt" or config.roles != "cooperative":
-            p.append("x_operand='regs' needs loader='tma', dequant='prmt' and roles='cooperative'")
+        if config.loader != "tma" or config.dequant != "prmt":
+            p.append("x_operand='regs' needs loader='tma' and dequant='prmt'")
         if config.mma_m != 64 * config.consumer_warpgroups:
             p.append(f"x_operand='regs' needs one 64-row wgmma A fragment per warpgroup (mma_m {config.mma_m})")
-        if (2 * config.mma_n) % config.consumer_threads and not config.consumer_regs:
+        if config.roles == "split":
+            if config.dequant_warpgroups and (2 * config.mma_n) % config.dequant_threads:
+                p.append(
+                    f"x_operand='regs' with roles='split' splits Y's {2 * config.mma_n} half-row units evenly "
+                    f"over {config.dequant_threads} dequant threads"
+                )
+        elif (2 * config.mma_n) % config.consumer_threads and not config.consumer_regs:
             p.append(
                 f"x_operand='regs' splits Y's {2 * config.mma_n} half-row units evenly over "
                 f"{config.consumer_threads} consumer threads (mma_n {config.mma_n})"
@@ -322,12 +348,19 @@ def config_problems(config: HopperConfig) -> list[str]:
     if config.consumer_regs:
         if config.consumer_regs % 8 or not SETMAXNREG_MIN <= config.consumer_regs <= SETMAXNREG_MAX:
             p.append(f"consumer_regs must be a multiple of 8 in {SETMAXNREG_MIN}..{SETMAXNREG_MAX}, got {config.consumer_regs}")
-        elif config.roles != "cooperative" or config.loader != "tma" or config.producer_warps != 1:
-            p.append("consumer_regs (setmaxnreg) needs roles='cooperative', loader='tma' and producer_warps=1")
+        elif config.loader != "tma" or config.producer_warps != 1:
+            p.append("consumer_regs (setmaxnreg) needs loader='tma' and producer_warps=1")
+        elif config.roles == "split" and config.x_operand != "regs":
+            p.append("consumer_regs with roles='split' needs x_operand='regs'")
         elif config.consumer_regs < config.launch_register_cap:
             p.append(
                 f"consumer_regs {config.consumer_regs} below the launch cap {config.launch_register_cap} "
                 "(setmaxnreg.inc cannot lower)"
+            )
+        elif config.roles == "split" and config.dequant_regs < SETMAXNREG_MIN:
+            p.append(
+                f"{config.consumer_threads} consumer threads x {config.consumer_regs} registers and the producer "
+                f"warpgroup's {config.producer_regs} leave the dequant warpgroups {config.dequant_regs} per thread"
             )
         elif config.producer_regs < SETMAXNREG_MIN:
             p.append(
@@ -460,6 +493,21 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     HopperConfig(
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", consumer_regs=232,
+    ),
+    # issue 14c: Y decoded by its own warpgroup(s) into an fp16 ring (roles="split"), X still
+    # decoded by the wgmma warpgroups into registers: the consumers no longer wait at named
+    # barriers for Y (the "no_y_sync" ablation of the fastest variant ran 1.3-1.5x faster)
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", roles="split", dequant_warpgroups=1, fp16_buffers=4, consumer_regs=168,
+    ),
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", roles="split", dequant_warpgroups=2, fp16_buffers=4, consumer_regs=152,
+    ),
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", roles="split", dequant_warpgroups=1, fp16_buffers=4,
     ),
     # issue 14b (experimental): the fastest variant with a Y ring per consumer warpgroup
     # (y_per_warpgroup): 128-thread barriers, the two warpgroups no longer in lock-step

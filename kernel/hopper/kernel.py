@@ -95,6 +95,11 @@ class HopperNvfp4GroupedGemm:
         self.consumer_warps = config.consumer_threads // 32
         self.dequant_warps = config.dequant_threads // 32
         self.split = config.roles == "split"
+        # warps that release a raw stage (lane 0 each): whoever reads it. split with X in
+        # registers: the dequant warps read Y, the consumer warps read X
+        self.raw_release_warps = self.dequant_warps
+        if self.split and config.x_operand == "regs":
+            self.raw_release_warps += self.consumer_warps
         # warps: consumers first (warpgroup-aligned for wgmma), then the dequant warpgroups
         # ("split"), then the producer warp
         self.dequant_warp0 = 4 * config.consumer_warpgroups
@@ -356,7 +361,7 @@ class HopperNvfp4GroupedGemm:
                 barrier_storage=storage.bars.data_ptr(),
                 num_stages=self.stages,
                 producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_warps),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.raw_release_warps),
                 tx_count=self.tx_bytes,
                 cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
             )
@@ -478,7 +483,60 @@ class HopperNvfp4GroupedGemm:
             acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
             tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
             filler = self.wgmma_filler(tidx)
-            if cutlass.const_expr(self.split):
+            if cutlass.const_expr(self.split and self.x_in_regs):
+                # split, X in registers: the dequant warpgroups fill the fp16 Y ring; these
+                # warpgroups decode their own X fragment from the raw stage (and release it,
+                # with the dequant warps), then wait for Y's buffer and issue the wgmmas
+                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+                fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
+                retire_state = fp16_state.clone()
+                for tile in range(t_begin, t_end, t_step):
+                    slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+                    x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
+                    acc.fill(0.0)
+                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                    warpgroup.fence()
+                    for kt in range(k // cfg.tile_k):
+                        self.delay("consumer", "wait", "before")
+                        pipe.consumer_wait(state)
+                        self.delay("consumer", "wait", "after")
+                        stage = raw_base + state.index * self.raw_stage_bytes
+                        for sb in cutlass.range_constexpr(self.n_sub):
+                            x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
+                            if cutlass.const_expr(sb == self.n_sub - 1):
+                                # every X read of this stage is done (its values are in registers)
+                                cute.arch.sync_warp()  # one elected lane arrives for its warp
+                                self.delay("consumer", "release", "before")
+                                pipe.consumer_release(state)
+                                self.delay("consumer", "release", "after")
+                            self.delay("consumer", "fp16_wait", "before")
+                            fp16_pipe.consumer_wait(fp16_state)
+                            self.delay("consumer", "fp16_wait", "after")
+                            warpgroup.fence()  # the fragment registers were just written
+                            self.fill_wgmma(filler, acc, tCrY, fp16_state.index)
+                            for kb in cutlass.range_constexpr(SUB_K // 16):
+                                cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],
+                                          tCrY[(None, None, kb, fp16_state.index)], acc)
+                            warpgroup.commit_group()
+                            fp16_state.advance()
+                            # the previous sub-block's wgmma has retired: its Y buffer is free
+                            self.delay("consumer", "wgmma_wait", "before")
+                            warpgroup.wait_group(1)
+                            self.delay("consumer", "wgmma_wait", "after")
+                            if cutlass.const_expr(sb > 0):
+                                self.warp_release(fp16_pipe, retire_state)
+                                retire_state.advance()
+                            elif kt > 0:
+                                self.warp_release(fp16_pipe, retire_state)
+                                retire_state.advance()
+                        state.advance()
+                    self.delay("consumer", "wgmma_wait", "before")
+                    warpgroup.wait_group(0)
+                    self.warp_release(fp16_pipe, retire_state)
+                    retire_state.advance()
+                    self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+                    self.poison_accumulator(acc)
+            elif cutlass.const_expr(self.split):
                 fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
                 for tile in range(t_begin, t_end, t_step):
                     slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
@@ -547,7 +605,9 @@ class HopperNvfp4GroupedGemm:
                                 buf = ybuf0 + sb % 2  # this warpgroup's ring
                             if cutlass.const_expr(self.x_in_regs):
                                 x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
-                                if cutlass.const_expr(self.y_per_wg):
+                                if cutlass.const_expr(self.ablates("skips_y_dequant")):
+                                    pass  # profiling only: Y's buffers keep what they hold
+                                elif cutlass.const_expr(self.y_per_wg):
                                     self.dequant_y_rs(wtid, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb, 128)
                                 elif cutlass.const_expr(self.y_units_ragged):
                                     self.dequant_y_rs_ragged(tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
@@ -559,11 +619,12 @@ class HopperNvfp4GroupedGemm:
                                     x_sf_row0, y_sf_row0, sb,
                                 )
                             # generic-proxy stores -> visible to wgmma's async proxy
-                            self.delay("consumer", "fence", "before")
-                            cute.arch.fence_proxy("async.shared", space="cta")
-                            self.delay("consumer", "fence", "after")
-                            consumers.arrive_and_wait()
-                            self.delay("consumer", "bar_dequant", "after")
+                            if cutlass.const_expr(not self.ablates("skips_y_sync")):
+                                self.delay("consumer", "fence", "before")
+                                cute.arch.fence_proxy("async.shared", space="cta")
+                                self.delay("consumer", "fence", "after")
+                                consumers.arrive_and_wait()
+                                self.delay("consumer", "bar_dequant", "after")
                             if cutlass.const_expr(sb == self.n_sub - 1):
                                 self.poison_released_stage(tidx, stage, wtid)
                                 self.delay("consumer", "release", "before")
@@ -580,7 +641,9 @@ class HopperNvfp4GroupedGemm:
                             self.delay("consumer", "wgmma_wait", "before")
                             warpgroup.wait_group(1)
                             self.delay("consumer", "wgmma_wait", "after")
-                            if cutlass.const_expr(self.fp16_buffers == 2):
+                            if cutlass.const_expr(self.ablates("skips_y_sync")):
+                                pass  # profiling only
+                            elif cutlass.const_expr(self.fp16_buffers == 2):
                                 self.delay("consumer", "bar_reuse", "before")
                                 # every warp has retired the wgmma that read the other buffer
                                 consumers.arrive_and_wait()
@@ -597,6 +660,8 @@ class HopperNvfp4GroupedGemm:
                     self.poison_accumulator(acc)
         elif cutlass.const_expr(self.split):
             # ---------------------------------------- dequant warpgroups (roles="split")
+            if cutlass.const_expr(cfg.consumer_regs and cfg.dequant_regs < cfg.launch_register_cap):
+                cute.arch.setmaxregister_decrease(cfg.dequant_regs)
             dq_tidx = tidx - self.consumer_threads
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
@@ -608,7 +673,34 @@ class HopperNvfp4GroupedGemm:
                     pipe.consumer_wait(state)
                     self.delay("dequant", "wait", "after")
                     stage = raw_base + state.index * self.raw_stage_bytes
-                    for sb in cutlass.range_constexpr(self.n_sub):
+                    if cutlass.const_expr(self.x_in_regs):
+                        # Y only, in the fragment's K order (the consumers decode X), two
+                        # sub-blocks (two ring buffers) per asm block: twice the shared loads in
+                        # flight per thread before the first decode
+                        for sp in cutlass.range_constexpr(self.n_sub // 2):
+                            self.delay("dequant", "fp16_acquire", "before")
+                            fp16_pipe.producer_acquire(fp16_state)
+                            second = fp16_state.clone()
+                            second.advance()
+                            fp16_pipe.producer_acquire(second)
+                            self.delay("dequant", "fp16_acquire", "after")
+                            units = self.y_rs_units(dq_tidx, stage, sy_base + fp16_state.index * self.y_buf_bytes,
+                                                    y_sf_row0, 2 * sp)
+                            units += self.y_rs_units(dq_tidx, stage, sy_base + second.index * self.y_buf_bytes,
+                                                     y_sf_row0, 2 * sp + 1)
+                            dequant_y_units_rs(units, self.config.operand_exp_shift)
+                            self.delay("dequant", "fence", "before")
+                            cute.arch.fence_proxy("async.shared", space="cta")
+                            self.delay("dequant", "fence", "after")
+                            cute.arch.sync_warp()
+                            self.delay("dequant", "fp16_commit", "before")
+                            if cute.arch.lane_idx() == 0:
+                                fp16_pipe.producer_commit(fp16_state)
+                                fp16_pipe.producer_commit(second)
+                            self.delay("dequant", "fp16_commit", "after")
+                            fp16_state.advance()
+                            fp16_state.advance()
+                    for sb in cutlass.range_constexpr(0 if self.x_in_regs else self.n_sub):
                         self.delay("dequant", "fp16_acquire", "before")
                         fp16_pipe.producer_acquire(fp16_state)
                         self.delay("dequant", "fp16_acquire", "after")
@@ -797,10 +889,21 @@ class HopperNvfp4GroupedGemm:
             self.dequant_operand(tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx, x_dst, x_sf_row0, sb)
             self.dequant_operand(tidx, self.mma_n, stage + self.off_y, stage + self.off_sfy, y_dst, y_sf_row0, sb)
 
+    def ablates(self, what: str) -> bool:
+        """Profiling builds only (kernel/hopper/ablation.py): whether the ablation leaves ``what`` out."""
+        return self.ablation is not None and getattr(self.ablation, what)
+
     def x_fragment(self, thr_mma, tidx, stage, x_sf_row0, sb: int):
         """x_operand="regs": this thread's wgmma A fragment of sub-block ``sb`` (64 K), decoded
         from the raw stage: rows g and g+8 of its warp's 16, bytes 8t..8t+7 of each (t = lane
         % 4; 128-byte swizzled TMA rows), scale t of each."""
+        if self.ablates("skips_x_dequant"):
+            # profiling only: a fixed fragment ptxas cannot fold (one opaque word per register)
+            frag = cute.make_rmem_tensor(thr_mma.partition_shape_A((self.mma_m, SUB_K)), cutlass.Float16)
+            frag32 = cute.recast_tensor(frag, cutlass.Uint32)
+            for idx, word in enumerate(opaque_zeros_u32(16)):
+                frag32[idx] = cutlass.Uint32(word)
+            return frag
         lane = tidx % 32
         g = lane // 4
         t = lane % 4
@@ -854,13 +957,18 @@ class HopperNvfp4GroupedGemm:
             if unit < units:
                 dequant_y_units_rs([self.y_rs_unit(unit, stage, y_dst, y_sf_row0, sb)], self.config.operand_exp_shift)
 
-    def dequant_y_rs(self, tidx, stage, y_dst, y_sf_row0, sb: int, threads: int | None = None):
-        """x_operand="regs": this thread's (row, a) units of Y, in the fragment's K order, Y's
-        units shared by ``threads`` threads (default: every consumer thread; 128 with
-        ``y_per_warpgroup``, ``tidx`` then the index inside the warpgroup)."""
+    def y_rs_units(self, tidx, stage, y_dst, y_sf_row0, sb: int, threads: int | None = None) -> list:
+        """x_operand="regs": this thread's (row, a) units of Y for one sub-block, Y's units shared
+        by ``threads`` threads (default: every dequantizing thread; 128 with ``y_per_warpgroup``,
+        ``tidx`` then the index inside the warpgroup)."""
         threads = threads or self.dequant_threads
-        units = [self.y_rs_unit(tidx + u * threads, stage, y_dst, y_sf_row0, sb)
-                 for u in range(self.mma_n * 2 // threads)]
+        return [self.y_rs_unit(tidx + u * threads, stage, y_dst, y_sf_row0, sb)
+                for u in range(self.mma_n * 2 // threads)]
+
+    def dequant_y_rs(self, tidx, stage, y_dst, y_sf_row0, sb: int, threads: int | None = None):
+        """x_operand="regs": this thread's units of Y (:meth:`y_rs_units`), in the fragment's K
+        order, two units per inline-asm block (the accumulators share the register budget)."""
+        units = self.y_rs_units(tidx, stage, y_dst, y_sf_row0, sb, threads)
         for b0 in range(0, len(units), 2):
             dequant_y_units_rs(units[b0 : b0 + 2], self.config.operand_exp_shift)
 

@@ -120,3 +120,58 @@ def test_each_part_is_left_out_of_its_ablated_build_only(sass_of):
         assert _count(sass_of(part), "PRMT") < _count(prod, "PRMT") / 4, part
     assert _count(sass_of("no_mma"), "PRMT") == _count(prod, "PRMT")
     assert _count(sass_of("no_fence"), "FENCE") < _count(prod, "FENCE")
+
+
+# ---- the parts of the cooperative register-X variant (X fragment and Y decode, Y's barriers) --
+RS_LABEL = "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs"
+RS = next(c for c in DECLARED_VARIANTS if c.label == RS_LABEL)
+
+
+def test_register_x_parts_are_refused_elsewhere():
+    from kernel.hopper.ablation import REGS_PARTS, SPLIT_PARTS
+
+    for part in REGS_PARTS:
+        assert Ablation(part).problems(RS) == []
+        assert "x_operand='regs'" in Ablation(part).problems(SPLIT)[0]
+        assert Ablation(part).problems(DEFAULT_CONFIG)
+    for part in SPLIT_PARTS:
+        assert "needs roles='split'" in Ablation(part).problems(RS)[0]
+
+
+@pytest.fixture(scope="module")
+def rs_sass_of(tmp_path_factory):
+    from profiling import sass
+
+    folder = tmp_path_factory.mktemp("ablate_rs")
+    cache = {}
+
+    def get(part):
+        if part not in cache:
+            build = launch.static_build(RS, folder / str(part), num_groups=2,
+                                        ablation=None if part is None else Ablation(part))
+            ins = sass.parse_sass(sass.disassemble(build["cubin"]))
+            fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
+            cache[part] = [i for i in ins if i.function == fn]
+        return cache[part]
+
+    return get
+
+
+def _named_barriers(code):
+    return sum(i.mnemonic == "BAR" and "SYNC" in i.opcode for i in code)
+
+
+@pytest.mark.compile
+def test_register_x_parts_leave_out_what_they_name(rs_sass_of):
+    prod = rs_sass_of(None)
+    n_wgmma, n_bar, n_sts, n_lds = _real_wgmma(prod), _named_barriers(prod), _count(prod, "STS"), _count(prod, "LDS")
+    assert n_wgmma > 0 and n_bar > 0 and n_sts > 0
+    for part in ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only"):
+        code = rs_sass_of(part)
+        assert _real_wgmma(code) == n_wgmma, part  # the wgmmas always stay
+    # Y's decode is the only shared store of the consumers: gone without it
+    assert _count(rs_sass_of("no_y_dequant"), "STS") == 0 and _named_barriers(rs_sass_of("no_y_dequant")) == n_bar
+    assert _count(rs_sass_of("no_y_sync"), "STS") == 0 and _named_barriers(rs_sass_of("no_y_sync")) < n_bar
+    # X's fragment decode reads the raw stage: fewer shared loads without it, Y's stores stay
+    assert _count(rs_sass_of("no_x_dequant"), "LDS") < n_lds and _count(rs_sass_of("no_x_dequant"), "STS") == n_sts
+    assert _count(rs_sass_of("mma_only"), "LDS") == 0 and _count(rs_sass_of("mma_only"), "PRMT") == 0

@@ -180,6 +180,40 @@ def test_setmaxnreg_register_arithmetic():
 
 
 _WG3 = dict(swapped=True, consumer_warpgroups=3, num_ab_stages=4, dequant="prmt", loader="tma", x_operand="regs")
+_SPLIT_RS = dict(swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma", x_operand="regs",
+                 roles="split", dequant_warpgroups=1, fp16_buffers=4)
+
+
+def test_setmaxnreg_never_asks_for_more_than_the_cta_holds():
+    """setmaxnreg.inc only takes registers that warpgroups of the same CTA released with
+    setmaxnreg.dec; the CTA holds threads x launch cap from its launch, not the whole register
+    file (a 640-thread split variant whose consumers asked for 160 hung on the H200). For every
+    declared setmaxnreg variant, and for a sweep of split / cooperative ones, the warpgroups'
+    final counts fit in the launch allocation and no warpgroup's count goes up but the consumers'."""
+    import itertools
+
+    configs = [c for c in DECLARED_VARIANTS if c.consumer_regs]
+    for dq, regs in itertools.product((1, 2), range(96, 257, 8)):
+        configs.append(HopperConfig(**dict(_SPLIT_RS, dequant_warpgroups=dq, consumer_regs=regs)))
+    for wg, regs in itertools.product((2, 3), range(96, 257, 8)):
+        configs.append(HopperConfig(**dict(_WG3, consumer_warpgroups=wg, tile_n=64 * wg, consumer_regs=regs)))
+    valid = 0
+    for c in configs:
+        if config_problems(c):
+            continue
+        valid += 1
+        dq_threads = c.dequant_threads if c.roles == "split" else 0
+        final = c.consumer_threads * c.consumer_regs + 128 * c.producer_regs + dq_threads * c.dequant_regs
+        assert final <= c.launch_allocation == -(-c.threads // 128) * 128 * c.launch_register_cap, c.label
+        assert c.producer_regs <= c.launch_register_cap and (not dq_threads or c.dequant_regs <= c.launch_register_cap)
+        assert c.consumer_regs >= c.launch_register_cap
+    assert valid >= 10
+    # the variant that hung: 640 threads launch at 96 registers (61440 held); the dequant
+    # warpgroups were given 72 (the register file's share), so 256 x 160 + 128 x 40 + 256 x 72
+    # = 64512 > 61440; they now keep 56
+    hung = HopperConfig(**dict(_SPLIT_RS, dequant_warpgroups=2, consumer_regs=160))
+    assert hung.threads == 640 and hung.launch_allocation == 61440 and hung.dequant_regs == 56
+    assert 256 * 160 + 128 * 40 + 256 * 72 > hung.launch_allocation
 
 
 @pytest.mark.parametrize(
@@ -191,8 +225,10 @@ _WG3 = dict(swapped=True, consumer_warpgroups=3, num_ab_stages=4, dequant="prmt"
         (dict(_WG3, tile_n=192, consumer_regs=168), "leave the producer warpgroup 8"),
         (dict(_WG3, tile_n=128, consumer_regs=160), "64-row wgmma A fragment per warpgroup"),
         (dict(tile_n=192, consumer_regs=160, loader="tma", dequant="prmt"), "tile_n 192 is for swapped"),
-        (dict(consumer_regs=232), "needs roles='cooperative', loader='tma'"),
-        (dict(_WG3, tile_n=192, consumer_regs=160, loader="cp_async"), "needs roles='cooperative', loader='tma'"),
+        (dict(consumer_regs=232), "needs loader='tma' and producer_warps=1"),
+        (dict(_WG3, tile_n=192, consumer_regs=160, loader="cp_async"), "needs loader='tma' and producer_warps=1"),
+        (dict(_SPLIT_RS, dequant_warpgroups=2, consumer_regs=200), "leave the dequant warpgroups 16"),
+        (dict(_SPLIT_RS, x_operand="smem", consumer_regs=168), "roles='split' needs x_operand='regs'"),
     ],
 )
 def test_setmaxnreg_rules(kwargs, words):
