@@ -157,6 +157,16 @@ class HopperConfig:
         return min(PRODUCER_REGS_MAX, left)
 
     @property
+    def y_pairs_sub_blocks(self) -> bool:
+        """``roles="split"`` with X in registers: the dequant warpgroups decode two Y sub-blocks
+        (two ring buffers) per inline-asm block when one sub-block gives each of their threads
+        two or more units (one dequant warpgroup), one at a time otherwise. Measured on the H200
+        (bench1, 128x128 tile): one dequant warpgroup 182.6 us one at a time, 169.5 paired; two
+        dequant warpgroups 162.2 one at a time, 172.7 paired (profiling/PERF_LOG.md)."""
+        return (self.roles == "split" and self.x_operand == "regs" and self.dequant_warpgroups > 0
+                and 2 * self.mma_n // self.dequant_threads >= 2)
+
+    @property
     def launch_allocation(self) -> int:
         """Registers the CTA holds from its launch: setmaxnreg.inc can only take registers that
         another warpgroup of the same CTA gave back with setmaxnreg.dec, never the rest of the
@@ -340,6 +350,14 @@ def config_problems(config: HopperConfig) -> list[str]:
                     f"x_operand='regs' with roles='split' splits Y's {2 * config.mma_n} half-row units evenly "
                     f"over {config.dequant_threads} dequant threads"
                 )
+            elif config.y_pairs_sub_blocks and config.fp16_buffers < 3:
+                # the dequant warps acquire two buffers before publishing either, while a consumer
+                # holds its last buffer until the next one is published: with 2 they wait on each
+                # other forever (measured: a 2-buffer variant hung on the H200)
+                p.append(
+                    f"x_operand='regs' with roles='split' and {2 * config.mma_n // config.dequant_threads} Y units "
+                    f"per dequant thread decodes sub-blocks in pairs: it needs >= 3 fp16_buffers, got {config.fp16_buffers}"
+                )
         elif (2 * config.mma_n) % config.consumer_threads and not config.consumer_regs:
             p.append(
                 f"x_operand='regs' splits Y's {2 * config.mma_n} half-row units evenly over "
@@ -508,6 +526,11 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     HopperConfig(
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", roles="split", dequant_warpgroups=1, fp16_buffers=4,
+    ),
+    # ... on a 192 (N) x 128 (M) tile with 3 consumer warpgroups: Y decoded once per 192 columns
+    HopperConfig(
+        tile_m=128, tile_n=192, swapped=True, consumer_warpgroups=3, num_ab_stages=3, dequant="prmt", loader="tma",
+        x_operand="regs", roles="split", dequant_warpgroups=1, fp16_buffers=4, consumer_regs=120,
     ),
     # issue 14b (experimental): the fastest variant with a Y ring per consumer warpgroup
     # (y_per_warpgroup): 128-thread barriers, the two warpgroups no longer in lock-step

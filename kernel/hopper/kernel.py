@@ -95,6 +95,7 @@ class HopperNvfp4GroupedGemm:
         self.consumer_warps = config.consumer_threads // 32
         self.dequant_warps = config.dequant_threads // 32
         self.split = config.roles == "split"
+        self.y_pairs_sub_blocks = config.y_pairs_sub_blocks  # split, X in registers (config.py)
         # warps that release a raw stage (lane 0 each): whoever reads it. split with X in
         # registers: the dequant warps read Y, the consumer warps read X
         self.raw_release_warps = self.dequant_warps
@@ -673,7 +674,7 @@ class HopperNvfp4GroupedGemm:
                     pipe.consumer_wait(state)
                     self.delay("dequant", "wait", "after")
                     stage = raw_base + state.index * self.raw_stage_bytes
-                    if cutlass.const_expr(self.x_in_regs):
+                    if cutlass.const_expr(self.x_in_regs and self.y_pairs_sub_blocks):
                         # Y only, in the fragment's K order (the consumers decode X), two
                         # sub-blocks (two ring buffers) per asm block: twice the shared loads in
                         # flight per thread before the first decode
@@ -700,15 +701,19 @@ class HopperNvfp4GroupedGemm:
                             self.delay("dequant", "fp16_commit", "after")
                             fp16_state.advance()
                             fp16_state.advance()
-                    for sb in cutlass.range_constexpr(0 if self.x_in_regs else self.n_sub):
+                    for sb in cutlass.range_constexpr(0 if self.x_in_regs and self.y_pairs_sub_blocks else self.n_sub):
                         self.delay("dequant", "fp16_acquire", "before")
                         fp16_pipe.producer_acquire(fp16_state)
                         self.delay("dequant", "fp16_acquire", "after")
                         buf = fp16_state.index
-                        self.dequant_sub_block(
-                            dq_tidx, stage, sx_base + buf * self.x_buf_bytes, sy_base + buf * self.y_buf_bytes,
-                            x_sf_row0, y_sf_row0, sb,
-                        )
+                        if cutlass.const_expr(self.x_in_regs):
+                            # Y only, in the fragment's K order (the consumers decode X)
+                            self.dequant_y_rs(dq_tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
+                        else:
+                            self.dequant_sub_block(
+                                dq_tidx, stage, sx_base + buf * self.x_buf_bytes, sy_base + buf * self.y_buf_bytes,
+                                x_sf_row0, y_sf_row0, sb,
+                            )
                         # generic-proxy stores -> visible to wgmma's async proxy, then publish
                         self.delay("dequant", "fence", "before")
                         if cutlass.const_expr(self.ablation is None or not self.ablation.skips_fence):

@@ -229,6 +229,7 @@ def test_setmaxnreg_never_asks_for_more_than_the_cta_holds():
         (dict(_WG3, tile_n=192, consumer_regs=160, loader="cp_async"), "needs loader='tma' and producer_warps=1"),
         (dict(_SPLIT_RS, dequant_warpgroups=2, consumer_regs=200), "leave the dequant warpgroups 16"),
         (dict(_SPLIT_RS, x_operand="smem", consumer_regs=168), "roles='split' needs x_operand='regs'"),
+        (dict(_SPLIT_RS, fp16_buffers=2), "decodes sub-blocks in pairs: it needs >= 3 fp16_buffers"),
     ],
 )
 def test_setmaxnreg_rules(kwargs, words):
@@ -281,3 +282,21 @@ def test_y_per_warpgroup_smem_arithmetic_and_label():
 def test_y_per_warpgroup_rules(kwargs, words):
     problems = config_problems(HopperConfig(**kwargs))
     assert any(words in p for p in problems), problems
+
+
+def test_split_register_x_pairs_sub_blocks_only_with_a_ring_that_cannot_deadlock():
+    """The dequant warps of a split, register-X variant acquire two fp16 buffers before they
+    publish either when each of their threads has two or more Y units per sub-block; a consumer
+    releases a buffer only after the next one is published and its wgmma issued. A ring of 2
+    then waits on itself (it hung on the H200); from 3 buffers on one is always free."""
+    one = HopperConfig(**_SPLIT_RS)
+    two = HopperConfig(**dict(_SPLIT_RS, dequant_warpgroups=2, consumer_regs=152))
+    assert one.y_pairs_sub_blocks and not two.y_pairs_sub_blocks
+    for buffers in range(2, 7):
+        for dq in (1, 2):
+            c = HopperConfig(**dict(_SPLIT_RS, dequant_warpgroups=dq, fp16_buffers=buffers,
+                                    consumer_regs=168 if dq == 1 else 152))
+            pairing_deadlock = c.y_pairs_sub_blocks and buffers < 3
+            refused = any("in pairs" in p for p in config_problems(c))
+            assert refused == pairing_deadlock, (c.label, config_problems(c))
+    assert not HopperConfig().y_pairs_sub_blocks and not HopperConfig(**_WG3, tile_n=192, consumer_regs=160).y_pairs_sub_blocks
