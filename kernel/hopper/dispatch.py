@@ -92,8 +92,20 @@ class DispatchTable:
 
 WG3_128 = "h90_m128n192k256_s4_wg3_swap_fp16_tma_prmt_rs_r160"
 WG3_64 = "h90_m64n192k256_s4_wg3_swap_fp16_tma_prmt_rs_r160"
+SPLIT_WG3_128 = "h90_m128n192k256_s3_wg3_dq1b4_swap_fp16_tma_prmt_rs_r120"
+SPLIT_DQ2 = "h90_m128n128k256_s4_wg2_dq2b4_swap_fp16_tma_prmt_rs_r152"
 
 # Predicted, not measured (profiling/PERF_LOG.md, issue 14). Not used by the launch path.
 PROPOSED_TABLE = DispatchTable(
     {"bench1": WG3_128, "bench2": WG3_128, "bench3": WG3_64, "bench4": FASTEST_CONFIG.label},
+)
+
+# The measured winner per shape after issue 14c (one H200 run, 2026-12-01, profiling.ablation,
+# CUDA-graph replay; FASTEST_CONFIG 169.6 / 110.3 / 36.5 / 18.4 us in the same run): the split
+# register-X variants, Y decoded by its own warpgroups: 192x128 with one dequant warpgroup on
+# bench1/2 (157.1 / 103.0 us), 128x128 with two on bench3/4 (35.3 / 18.3 us). Not wired in: the
+# gain is 4-7 %, and these variants have passed the ci property (14 passed each) but not yet the
+# per-distribution and gpu-long runs or the mutant catalog that the default must pass.
+MEASURED_TABLE = DispatchTable(
+    {"bench1": SPLIT_WG3_128, "bench2": SPLIT_WG3_128, "bench3": SPLIT_DQ2, "bench4": SPLIT_DQ2},
 )

@@ -3,7 +3,7 @@
 import pytest
 
 from kernel.hopper import DECLARED_VARIANTS, FASTEST_CONFIG, config_problems
-from kernel.hopper.dispatch import PROPOSED_TABLE, STANDARD_SHAPES, DispatchTable, by_label, shape_key
+from kernel.hopper.dispatch import MEASURED_TABLE, PROPOSED_TABLE, STANDARD_SHAPES, DispatchTable, by_label, shape_key
 from oracle.speed import BENCHMARK_SHAPES
 
 
@@ -48,3 +48,12 @@ def test_table_rejects_unknown_shapes_and_labels():
     with pytest.raises(KeyError):
         DispatchTable({"bench1": "h90_no_such_variant"})
     assert by_label(FASTEST_CONFIG.label) == FASTEST_CONFIG
+
+
+@pytest.mark.parametrize("name", sorted(STANDARD_SHAPES))
+def test_measured_table_names_declared_valid_variants(name):
+    from kernel.hopper.config import config_problems
+
+    chosen = MEASURED_TABLE.choose(sizes(name))
+    assert chosen.label == MEASURED_TABLE.entries[name] and config_problems(chosen) == []
+    assert MEASURED_TABLE.choose([(128, 4096, 7168, 1)]) == FASTEST_CONFIG
