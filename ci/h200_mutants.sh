@@ -11,10 +11,12 @@
 #   SECTION=sync    only the concurrency mutants (default: all Hopper mutants)
 #   MODES=plain,perturbed,sanitizer   which verdicts the concurrency mutants get
 #   BUDGET=510 JOBS=8 TIMEOUT=200 OUT=out/mutants
+#   EXAMPLES=N      at most N examples per property per run (default: the ci profile's 50)
 # Each concurrency mutant: one pytest process for its plain and perturbed verdicts (the perturbed
 # property runs one run-time perturbed build per group count: every seed's delay table is data),
 # then, only if neither property caught it, one task per sanitizer tool (memcheck, racecheck,
-# synccheck over 2 fixed 3-group cases); a hung example is reported 30 s after its compile
+# synccheck over 2 fixed 3-group cases), queued ahead of the value mutants (the longest runs
+# first; the mutants of ci.mutants.UNOBSERVABLE last); a hung example is reported 30 s after its compile
 # (properties.isolation's watchdog) as "caught (hang)". 8 jobs, 2 CPU threads each (16 cores).
 # Whole call: BUDGET 510 s of runs, hard stop at 570 s (9.5 min). Estimate: properties/MUTANTS.md.
 set -u
@@ -29,6 +31,7 @@ mkdir -p "$OUT"
 export CUTE_DSL_ARCH=sm_90a
 args=(--jobs "$JOBS" --baseline --deadline "$BUDGET" --timeout "$TIMEOUT" --modes "$MODES"
       --json "$OUT/mutants.json" --markdown "$OUT/mutants.md" --sync-markdown "$OUT/sync.md")
+if [ -n "${EXAMPLES:-}" ]; then args+=(--max-examples "$EXAMPLES"); fi
 if [ "$SECTION" = sync ]; then args+=(--section=sync); else args+=(--subject=hopper); fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 start=$(date +%s)

@@ -3,6 +3,9 @@
 * keeps the loaded Hypothesis profile (``--hypothesis-profile=ci``: 50 derandomized examples)
   but drops the shrink phase: a mutant is caught by its first failing example, and shrinking it
   would only cost time (GPU compiles, on the H200);
+* with ``NVFP4_MUTANT_MAX_EXAMPLES=N`` (``ci.mutation_runner --max-examples``), at most N examples
+  per property instead of the profile's (a device budget; derandomized, so a smaller N runs a
+  prefix-like subset of the same examples, not the same prefix guaranteed);
 * with ``NVFP4_MUTANT_OBS=path``, appends one JSON line per Hypothesis test case (Hypothesis'
   observability callback): ``{"property", "status"}``, so the runner can say after how many
   examples a mutant was caught, for every property (not only those that call check_example).
@@ -20,8 +23,11 @@ import pytest
 def pytest_configure(config):
     from hypothesis import Phase, settings
 
+    cap = os.environ.get("NVFP4_MUTANT_MAX_EXAMPLES")
+    extra = {"max_examples": min(int(cap), settings.default.max_examples)} if cap else {}
     settings.register_profile(
-        "mutant-run", parent=settings.default, phases=[p for p in settings.default.phases if p != Phase.shrink]
+        "mutant-run", parent=settings.default, phases=[p for p in settings.default.phases if p != Phase.shrink],
+        **extra,
     )
     settings.load_profile("mutant-run")
     path = os.environ.get("NVFP4_MUTANT_OBS")

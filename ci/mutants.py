@@ -614,3 +614,31 @@ EQUIVALENT = {
         "registers before HGMMA itself; python -m ci.mutation_runner --section=sync --sass-equivalence)"
     ),
 }
+
+
+# Concurrency mutants whose cubin changes but whose bug no run on this kernel can show, with the
+# reason and its evidence (properties/MUTANTS.md "Fifth pass"). Not verdicts: ci.mutation_runner
+# still runs them, last (after every other task), so the verdicts that can move come first within
+# a device budget.
+UNOBSERVABLE = {
+    "hopper_sync_no_acc_reset_fence__default": (
+        "ptxas orders the reset itself: the mutant's SASS differs from production only in where one "
+        "WARPGROUP.ARRIVE sits; the ARRIVE between the accumulator zeroing and the tile's first HGMMA "
+        "is in both"
+    ),
+    "hopper_sync_no_acc_reset_fence__rs": (
+        "ptxas orders the reset itself: the mutant's SASS differs from production only in where one "
+        "WARPGROUP.ARRIVE sits; the ARRIVE between the accumulator zeroing and the tile's first HGMMA "
+        "is in both"
+    ),
+    "hopper_sync_producer_tail_missing__default": (
+        "cluster size 1: the tail only keeps a CTA alive while cluster peers may still signal its "
+        "barriers; here the CTA's shared memory lives until its consumers exit, and they wait for "
+        "every stage the producer filled"
+    ),
+    "hopper_sync_producer_tail_missing__rs": (
+        "cluster size 1: the tail only keeps a CTA alive while cluster peers may still signal its "
+        "barriers; here the CTA's shared memory lives until its consumers exit, and they wait for "
+        "every stage the producer filled"
+    ),
+}

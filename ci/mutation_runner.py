@@ -3,7 +3,7 @@
     python -m ci.mutation_runner [--subject=cpu|all|model|plan|hopper|blackwell-static ...]
                                  [--mutant=NAME ...] [--section=all|sync] [--jobs=N] [--baseline]
                                  [--timeout=S] [--deadline=S] [--modes=plain,perturbed,sanitizer]
-                                 [--markdown=PATH] [--json=PATH] [--keep] [--carry=PATH ...]
+                                 [--max-examples=N] [--markdown=PATH] [--json=PATH] [--keep] [--carry=PATH ...]
     python -m ci.mutation_runner --sass-equivalence [--section=sync]   (CPU: cubin unchanged?)
 
 Concurrency / memory-safety mutants (``ci.mutants.SYNC_MUTANTS``, ``--section=sync``) carry a
@@ -418,6 +418,90 @@ def _merge_sanitizer(name: str, subject: str, kind: str, tool_results: list[Resu
     return merged
 
 
+def task_priority(m: Mutant | None, subject: str, mode: str, of: Mutant | None) -> int:
+    """Queue order of a runner task (lower first; FIFO among equals): what takes longest and can
+    change a verdict first, so a device budget cuts the short or the argued-unobservable tasks.
+    0 baseline property runs, 1 concurrency property runs, 2 sanitizer tasks, 3 the value mutants
+    (and CPU tasks), 4 the mutants of ``ci.mutants.UNOBSERVABLE`` (property and sanitizer)."""
+    from ci.mutants import UNOBSERVABLE
+
+    if m is not None and m.name in UNOBSERVABLE:
+        return 4
+    if mode.startswith("sanitizer"):
+        return 2
+    if m is None:
+        return 0
+    return 1 if m.variant else 3
+
+
+class _PriorityPool:
+    """``jobs`` worker threads over a priority queue (lower :func:`task_priority` first, FIFO among
+    equals). Tasks may submit more tasks from their ``done`` callback; :meth:`join` returns when
+    the queue is empty and no task runs. (A ThreadPoolExecutor runs strictly FIFO: the sanitizer
+    tasks, submitted as property runs finish, would queue behind every value mutant.)"""
+
+    def __init__(self, jobs: int, priority):
+        import itertools
+        import threading
+
+        self.jobs, self.priority = jobs, priority
+        self._heap: list = []
+        self._count = itertools.count()
+        self._cv = threading.Condition()
+        self._running = 0
+        self._threads: list = []
+        self.errors: list = []
+
+    def submit(self, fn, item, done=None):
+        import heapq
+        from concurrent.futures import Future
+
+        fut: Future = Future()
+        with self._cv:
+            heapq.heappush(self._heap, (self.priority(item), next(self._count), fn, item, done, fut))
+            self._cv.notify()
+        return fut
+
+    def _worker(self):
+        import heapq
+
+        while True:
+            with self._cv:
+                while not self._heap and self._running:
+                    self._cv.wait()
+                if not self._heap:  # nothing queued, nothing running: no task can add more
+                    self._cv.notify_all()
+                    return
+                _, _, fn, item, done, fut = heapq.heappop(self._heap)
+                self._running += 1
+            try:
+                fut.set_result(fn(item))
+            except BaseException as e:  # noqa: BLE001 - surfaced by join
+                fut.set_exception(e)
+            try:
+                if done is not None:
+                    done(fut)
+            except BaseException as e:  # noqa: BLE001 - re-raised by join
+                self.errors.append(e)
+            finally:
+                with self._cv:
+                    self._running -= 1
+                    self._cv.notify_all()
+
+    def start(self):
+        import threading
+
+        self._threads = [threading.Thread(target=self._worker, daemon=True) for _ in range(self.jobs)]
+        for t in self._threads:
+            t.start()
+
+    def join(self):
+        for t in self._threads:
+            t.join()
+        if self.errors:
+            raise self.errors[0]
+
+
 def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str], timeout: float,
             keep: bool = False, log=print, deadline_s: float | None = None,
             modes: tuple[str, ...] = MODES) -> list[Result]:
@@ -428,8 +512,11 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
     sanitizer verdict from one task per tool, started when its property run is done, and not at
     all when that run showed a hang (a sanitized kernel that never ends can only time out; the
     cell says so). Mutants recorded as equivalent (``ci.mutants.EQUIVALENT``: the compiled code
-    does not change) are not run. Order: baselines, concurrency property runs, the other
-    mutants, then sanitizer tasks as property runs finish. ``deadline_s``: total wall budget; a
+    does not change) are not run. Order (:func:`task_priority`; the longest runs first, the
+    short ones fill the end): baselines, concurrency property runs, sanitizer tasks as property
+    runs finish (ahead of anything still queued below them), the value mutants (plain property,
+    caught on their first examples), and last the concurrency mutants recorded as unobservable
+    (``ci.mutants.UNOBSERVABLE``) with their sanitizer tasks. ``deadline_s``: total wall budget; a
     run gets at most what is left, and runs that would start with less than 20 s left are
     reported as ``not-run``."""
     import threading
@@ -468,7 +555,7 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
             log(f"[mutation] {x.name} [{x.mode}]: {x.verdict} {x.caught_by} ({x.wall_s:.1f} s)")
         return rs
 
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    pool = _PriorityPool(max(1, jobs), priority=lambda item: task_priority(*item))
 
     def submit(item):
         def finished(fut):
@@ -490,10 +577,9 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
                             done.append((skip, (m, s, f"sanitizer:{tool}", of)))
                     else:
                         submit((m, s, f"sanitizer:{tool}", of))
-        fut = pool.submit(task, item)
+        fut = pool.submit(task, item, done=finished)
         with lock:
             futures.append(fut)
-        fut.add_done_callback(finished)
 
     first: list = []
     if baseline:
@@ -531,14 +617,10 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
             results[m.name, "sanitizer"] = Result(m.name, m.subject, m.kind, "skipped", mode="sanitizer", detail=reason)
     for item in first + sync_tasks + other_tasks:
         submit(item)
-    while True:
-        with lock:
-            pending = [f for f in futures if not f.done()]
-        if not pending:
-            break
-        for f in pending:
-            f.result()
-    pool.shutdown()
+    pool.start()
+    pool.join()
+    for f in futures:
+        f.result()  # a task that raised
 
     # sanitizer tools -> one verdict per mutant (and per baseline variant)
     by_tool: dict[tuple[str, tuple], list[Result]] = {}
@@ -685,6 +767,8 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant run (Hopper: at most 240)")
     p.add_argument("--deadline", type=float, default=None, help="total wall seconds for all runs (GPU budgets)")
     p.add_argument("--carry", action="append", default=None, help="ignored paths to symlink into each copy (default .device)")
+    p.add_argument("--max-examples", type=int, default=None,
+                   help="at most this many examples per property in each mutant run (default: the ci profile's 50)")
     p.add_argument("--markdown", type=Path)
     p.add_argument("--json", type=Path)
     p.add_argument("--keep", action="store_true", help="keep the mutated copies")
@@ -705,7 +789,9 @@ def main(argv=None) -> int:
     unknown_modes = set(modes) - set(MODES) - {STATIC_MODE}
     if unknown_modes:
         raise SystemExit(f"unknown modes {sorted(unknown_modes)}; known: {', '.join(MODES)}")
-    log(f"[mutation] {len(mutants)} mutants, {a.jobs} jobs, baseline={a.baseline}")
+    if a.max_examples:
+        os.environ["NVFP4_MUTANT_MAX_EXAMPLES"] = str(a.max_examples)  # read by ci.mutant_plugin in each run
+    log(f"[mutation] {len(mutants)} mutants, {a.jobs} jobs, baseline={a.baseline}, max examples {a.max_examples or 'profile'}")
     start = time.perf_counter()
     results = run_all(mutants, jobs=a.jobs, baseline=a.baseline, carry=a.carry if a.carry is not None else [".device"],
                       timeout=a.timeout, keep=a.keep, log=log, deadline_s=a.deadline, modes=modes)

@@ -141,3 +141,36 @@ def test_sanitizer_runs_only_where_no_property_caught_the_mutant(monkeypatch):
     cmd, env = mr.pytest_command(survivor, "sanitizer:racecheck")
     assert [f"--case={c}" for c in mr.SANITIZER_CASES] == [a for a in cmd if a.startswith("--case=")]
     assert env["OMP_NUM_THREADS"] == mr.TASK_THREADS
+
+
+def test_schedule_runs_long_tasks_first_and_the_unobservable_last(monkeypatch):
+    """One job, so the start order is the queue order (ci.mutation_runner.task_priority): the
+    baselines' property runs, the concurrency mutants' property runs, each survivor's sanitizer
+    tasks as soon as its property run is done (ahead of the value mutants, which are short and
+    fill the end), and last the mutants recorded as unobservable."""
+    from ci.mutants import MUTANTS, UNOBSERVABLE
+
+    survivor = next(m for m in SYNC_MUTANTS if m.name not in UNOBSERVABLE and m.name not in EQUIVALENT)
+    unobservable = next(m for m in SYNC_MUTANTS if m.name in UNOBSERVABLE)
+    value = next(m for m in MUTANTS if m.subject == "hopper" and not m.variant)
+    started = []
+
+    def fake_run_one(m, subject, *, mode, baseline_of=None, **_):
+        started.append((m.name if m else "baseline", mode.split(":")[0]))
+        name = m.name if m else f"(baseline {baseline_of.variant if baseline_of else subject})"
+        if mode == mr.PROPS:
+            v = "SURVIVED" if m else "passed"
+            return [mr.Result(name, subject, "k", v, mode="plain"), mr.Result(name, subject, "k", v, mode="perturbed")]
+        return mr.Result(name, subject, "k", "caught" if m is value else ("SURVIVED" if m else "passed"), mode=mode)
+
+    monkeypatch.setattr(mr, "run_one", fake_run_one)
+    monkeypatch.setattr(mr, "gpu_reason", lambda: None)
+    monkeypatch.setattr(mr, "repo_files", lambda: [])
+    mr.run_all([value, unobservable, survivor], jobs=1, baseline=True, carry=[], timeout=100, log=lambda *_: None)
+    order = [n for n, _ in started]
+    assert [md for n, md in started if n == "baseline"][0] == mr.PROPS and order[0] == "baseline"
+    first_survivor_sanitizer = started.index((survivor.name, "sanitizer"))
+    assert started.index((survivor.name, mr.PROPS)) < first_survivor_sanitizer < started.index((value.name, "plain"))
+    assert order.index(unobservable.name) > order.index(value.name)
+    assert all(n == unobservable.name or n == "baseline" for n in order[order.index(unobservable.name):])
+    assert sum(md == "sanitizer" for n, md in started if n == survivor.name) == len(mr.SANITIZER_TOOLS)

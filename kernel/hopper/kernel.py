@@ -56,6 +56,7 @@ from kernel.hopper.ptx import (
     poison_shared_16,
     sleep_ns,
     opaque_zeros_u32,
+    delay_jitter_from_table,
     sleep_ns_from_table,
     sleep_ns_jittered,
     store_f16,
@@ -78,6 +79,7 @@ class HopperNvfp4GroupedGemm:
         # run-time perturbed builds (HarnessHopperGemm): the delay table's global address, set
         # while the kernel is traced
         self.delay_table = None
+        self.delay_jitter = None  # and this thread's jitter share, computed once at the kernel's start
         self.ablation = ablation  # profiling only (kernel/hopper/ablation.py); None: the production build
         self.num_groups = num_groups
         self.mma_m = config.mma_m
@@ -353,6 +355,10 @@ class HopperNvfp4GroupedGemm:
         tidx, _, _ = cute.arch.thread_idx()
         tidx = cutlass.Int32(tidx)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if cutlass.const_expr(delays_ptr is not None):
+            # this thread's jitter share, once: every delay site adds it (ptx.sleep_ns_from_table)
+            self.delay_jitter = delay_jitter_from_table(self.delay_table, warp_idx, JITTER_NS_WORD, JITTER_MODE_WORD,
+                                                        SEED_WORD)
 
         smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
@@ -757,8 +763,7 @@ class HopperNvfp4GroupedGemm:
                 raise RuntimeError("a run-time perturbation needs the harness build (HarnessHopperGemm)")
             if (role, site, when) not in SLOT_INDEX:
                 raise KeyError(f"unknown perturbation site {role}.{site}.{when}")
-            sleep_ns_from_table(self.delay_table, SLOT_INDEX[role, site, when], JITTER_NS_WORD, JITTER_MODE_WORD,
-                                SEED_WORD)
+            sleep_ns_from_table(self.delay_table, SLOT_INDEX[role, site, when], self.delay_jitter)
             return
         ns = p.delay_ns(role, site, when)
         if ns == 0:

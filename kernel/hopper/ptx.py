@@ -403,37 +403,58 @@ def sleep_ns_jittered(ns: int, jitter_ns: int, seed: int, per_warp: bool, *, loc
 
 
 @dsl_user_op
-def sleep_ns_from_table(table: Int64, slot: int, jitter_ns_word: int, jitter_mode_word: int, seed_word: int,
-                        *, loc=None, ip=None) -> None:
-    """Run-time perturbed builds: ``nanosleep`` for the delay in word ``slot`` of the int32 table
-    at global address ``table`` (kernel.perturbation.Perturbation.device_words), plus a share of
-    the table's jitter bound hashed from the CTA index, the table's seed and (jitter mode 2) the
-    warp index, as :func:`sleep_ns_jittered` does with constants; ``nanosleep 0`` where the slot is
-    0 (ptxas branches around the sleep). That branch serializes every wgmma of the harness build
-    in 5 of the 26 declared variants (properties/MUTANTS.md "Fourth pass"); an unconditional
-    ``nanosleep`` of 0 fixes 4 of them but serializes the ``_rs`` variant, so it stays."""
+def delay_jitter_from_table(table: Int64, warp: Int32, jitter_ns_word: int, jitter_mode_word: int, seed_word: int,
+                            *, loc=None, ip=None) -> Int32:
+    """Run-time perturbed builds: this thread's share of the table's jitter bound (word
+    ``jitter_ns_word`` of the int32 table at global address ``table``,
+    kernel.perturbation.Perturbation.device_words), hashed from the CTA index, the table's seed
+    and (jitter mode 2) the warp index ``warp``, as :func:`sleep_ns_jittered` does with constants.
+    Computed once, at the kernel's start, and passed to every :func:`sleep_ns_from_table`: the
+    share depends on no site, and a site that reads ``%tid`` itself makes ptxas serialize every
+    wgmma in the variants with the tightest register budgets (properties/MUTANTS.md "Fifth pass").
+    ``warp`` is the kernel's warp-uniform warp index."""
+    from cutlass.cutlass_dsl import T
+
     asm = (
-        "{\n.reg .u32 d, j, m, s, h, t, w, q;\n.reg .pred p, pw;\n"
-        f"ld.global.nc.u32 d, [$0+{4 * int(slot)}];\n"
-        f"ld.global.nc.u32 j, [$0+{4 * int(jitter_ns_word)}];\n"
-        f"ld.global.nc.u32 m, [$0+{4 * int(jitter_mode_word)}];\n"
-        f"ld.global.nc.u32 s, [$0+{4 * int(seed_word)}];\n"
+        "{\n.reg .u32 j, m, s, h, w, q;\n.reg .pred pw;\n"
+        f"ld.global.nc.u32 j, [$1+{4 * int(jitter_ns_word)}];\n"
+        f"ld.global.nc.u32 m, [$1+{4 * int(jitter_mode_word)}];\n"
+        f"ld.global.nc.u32 s, [$1+{4 * int(seed_word)}];\n"
         "mov.u32 h, %ctaid.x;\n"
-        "mov.u32 t, %tid.x;\n"
         "add.u32 h, h, s;\n"
-        "shr.u32 w, t, 5;\n"
         "setp.eq.u32 pw, m, 2;\n"
-        "selp.u32 w, w, 0, pw;\n"
+        "selp.u32 w, $2, 0, pw;\n"
         "mad.lo.u32 h, w, 40503, h;\n"
         f"mul.lo.u32 h, h, {_JITTER_HASH};\n"
         "shr.u32 h, h, 16;\n"
         "max.u32 q, j, 1;\n"
-        "rem.u32 h, h, q;\n"
-        "add.u32 h, h, d;\n"
-        "setp.ne.u32 p, d, 0;\n"
-        "@p nanosleep.u32 h;\n}"
+        "rem.u32 $0, h, q;\n}"
     )
-    _inline_asm(asm, "l,~{memory}", _ir(loc, ip, (Int64, table)), loc=loc, ip=ip)
+    res = llvm.inline_asm(T.i32(), _ir(loc, ip, (Int64, table), (Int32, warp)), asm, "=r,l,r",
+                          has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+                          loc=loc, ip=ip)
+    return Int32(res)
+
+
+@dsl_user_op
+def sleep_ns_from_table(table: Int64, slot: int, jitter: Int32, *, loc=None, ip=None) -> None:
+    """Run-time perturbed builds: ``nanosleep`` for the delay in word ``slot`` of the int32 table
+    at global address ``table`` plus ``jitter`` (:func:`delay_jitter_from_table`), or for 0 ns
+    where the slot is 0. Branch-free (``selp``, the ``nanosleep`` always executed) and without a
+    special-register read: a predicated ``@p nanosleep`` became a branch that made ptxas
+    serialize every wgmma (one ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` per HGMMA) in 5 declared
+    variants and in the ``_rs`` variant with a lax wgmma wait, and so did computing the jitter
+    here from ``%tid`` (properties/MUTANTS.md "Fifth pass";
+    kernel/tests/test_hopper_perturbed_sass.py checks every declared variant)."""
+    asm = (
+        "{\n.reg .u32 d, h;\n.reg .pred p;\n"
+        f"ld.global.nc.u32 d, [$0+{4 * int(slot)}];\n"
+        "setp.ne.u32 p, d, 0;\n"
+        "add.u32 h, d, $1;\n"
+        "selp.u32 h, h, 0, p;\n"
+        "nanosleep.u32 h;\n}"
+    )
+    _inline_asm(asm, "l,r,~{memory}", _ir(loc, ip, (Int64, table), (Int32, jitter)), loc=loc, ip=ip)
 
 
 @dsl_user_op

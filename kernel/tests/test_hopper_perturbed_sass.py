@@ -7,16 +7,24 @@
   immediate one a value of the seed's delay table, and the jittered build its register delays;
 * the run-time build (one build for every seed) has a register delay at every site
   the compile-time build can delay, and its delay table is an argument (production: none);
+* the run-time build keeps production's wgmma waits (ptxas serializes nothing) in the variants
+  where it once did not, and in the run-time builds of the catalog's wgmma-wait mutants
+  (``NVFP4_SASS_ALL_VARIANTS=1``: every declared variant, about 2 minutes here);
 * every poison store sits where the protocol hands the region back (profiling.poison_sites): after
   a barrier or an mbarrier wait with no shared read in between, and before the release (a barrier,
   an mbarrier arrive) or, on the producer side, before the fenced async copy that refills it.
 """
 
 import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
 
 import pytest
 
-from kernel.perturbation import Perturbation
+from kernel.perturbation import Perturbation, runtime_perturbation
 from profiling import poison_sites, sass
 
 pytestmark = pytest.mark.compile
@@ -43,8 +51,23 @@ DISABLED = Perturbation(1, delays=False, poison=False)
 RUNTIME = Perturbation(3, max_delay_ns=4000, density_pct=70, poison=False, runtime=True)
 # filler wgmmas (real shape, zero A, into the real accumulator) ahead of every real group
 FILLED = Perturbation(3, poison=True, wgmma_fill=16, runtime=True)
+# what the perturbed property runs on the seeds without fillers: poison on, every delay from the table
+PROPERTY = runtime_perturbation(1).compile_form
+assert PROPERTY.wgmma_fill == 0 and PROPERTY.poison and PROPERTY.runtime
 BUILDS = {"production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED,
-          "runtime": RUNTIME, "filled": FILLED}
+          "runtime": RUNTIME, "filled": FILLED, "property": PROPERTY}
+# the run-time build's wgmma waits: LABELS and the 5 variants whose run-time build once serialized
+# every wgmma (a predicated nanosleep per delay site; properties/MUTANTS.md "Fourth pass", "Fifth
+# pass"); every declared variant with NVFP4_SASS_ALL_VARIANTS=1
+ONCE_SERIALIZED = (
+    "h90_m64n128k256_s4_wg1_swap_fp16",
+    "h90_m64n128k256_s4_wg2_swap_fp16",
+    "h90_m128n128k256_s3_wg1_fp16_bulk_rows",
+    "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt",
+    "h90_m128n128k256_s4_wg1_fp16_tma_prmt",
+)
+RUNTIME_LABELS = (tuple(c.label for c in DECLARED_VARIANTS) if os.environ.get("NVFP4_SASS_ALL_VARIANTS") == "1"
+                  else LABELS + ONCE_SERIALIZED)
 
 
 class _Builds(dict):
@@ -176,13 +199,78 @@ def test_filler_wgmmas_stay_asynchronous(code, label):
     assert shapes == {i.opcode for i in prod if i.opcode.startswith("HGMMA")}, shapes  # the real shape only
 
 
-@pytest.mark.parametrize("label", LABELS)
-def test_run_time_build_keeps_the_production_wgmma_waits(code, label):
-    """The run-time build's delay sites do not serialize the wgmmas of these variants. (They do
-    in 5 others, ``_bulk_rows`` among them: ptxas's branch around each ``@p nanosleep`` puts a
-    ``DEPBAR.LE gsb0, 0x0`` after every HGMMA, C7520 "WG.AR in divergent path"; see
-    properties/MUTANTS.md "Fourth pass".)"""
-    def waits(ins):
-        return sorted(i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR"))
+def _waits(ins):
+    return [i.operands.rstrip(" ;") for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
 
-    assert waits(code[label, "runtime"]) == waits(code[label, "production"])
+
+def _not_serialized(label, build, prod):
+    """The run-time build keeps production's waits: the same kinds (``gsb0, 0x1`` between real
+    groups, ``0x0`` before the epilogue), no more of them, and no more full drains (a serialized
+    build has one ``DEPBAR.LE gsb0, 0x0`` per HGMMA). Fewer waits are allowed: with poison on,
+    ptxas unrolls the k loop of ``..._k128_s5`` less (16 HGMMAs, 3 waits, not 48 and 7)."""
+    got, want = _waits(build), _waits(prod)
+    drains = lambda w: sum(x.endswith("0x0") for x in w)  # noqa: E731
+    assert set(got) == set(want) and len(got) <= len(want) and drains(got) <= drains(want), (
+        f"{label}: run-time build waits {len(got)} ({drains(got)} full drains), production {len(want)} "
+        f"({drains(want)}): ptxas serialized the wgmmas")
+
+
+@pytest.mark.parametrize("label", RUNTIME_LABELS)
+def test_run_time_build_keeps_the_production_wgmma_waits(code, label):
+    """The run-time build's delay sites (``ptx.sleep_ns_from_table``: branch-free, the jitter share
+    computed once per thread) do not serialize the wgmmas: checked on the property's build
+    (poison on) and on the poison-free one. A predicated ``@p nanosleep`` per site made ptxas put a
+    ``DEPBAR.LE gsb0, 0x0`` after every HGMMA in the 5 ``ONCE_SERIALIZED`` variants (C7520 "WG.AR
+    in divergent path"), and so did a branch-free site that read ``%tid`` itself."""
+    prod = code[label, "production"]
+    for name in ("property", "runtime"):
+        _not_serialized(f"{label} [{name}]", code[label, name], prod)
+
+
+# the catalog's lax-wait mutants: their perturbed verdict needs the wgmma that read the buffer being
+# rewritten still in flight, so their own run-time builds must keep their own (lax) waits (the
+# other catalog mutants' run-time builds were checked once, properties/MUTANTS.md "Fifth pass")
+WINDOW_MUTANTS = ("hopper_sync_wgmma_wait_lax__rs", "hopper_sync_wgmma_wait_lax__default")
+_MUTANT_WAITS = r"""
+import importlib, json, sys
+from kernel.perturbation import runtime_perturbation
+from kernel.hopper.config import DECLARED_VARIANTS
+from profiling import sass
+launch = importlib.import_module("kernel.hopper.launch")
+configs = {c.label: c for c in DECLARED_VARIANTS}
+out = {}
+for label in sys.argv[2:]:
+    for name, pert in (("production", None), ("property", runtime_perturbation(1).compile_form)):
+        ins = sass.parse_sass(sass.disassemble(launch.static_build(configs[label], sys.argv[1] + "/" + name, perturbation=pert)["cubin"]))
+        fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
+        out[label, name] = [i.operands.rstrip(" ;") for i in ins if i.function == fn and i.opcode.startswith("WARPGROUP.DEPBAR")]
+print(json.dumps([[k[0], k[1], v] for k, v in out.items()]))
+"""
+
+
+def test_wgmma_wait_mutants_run_time_builds_keep_their_waits(tmp_path):
+    """The catalog's lax-wait mutant (``wait_group(2)``; both variants share the edit, so one
+    mutated copy) on its run-time build: the mutant's own waits, not one drain per HGMMA (with a
+    predicated ``@p nanosleep`` per site the ``_rs`` build was serialized, so the perturbed
+    property ran it fully synchronous and could not see the lax wait)."""
+    from ci import mutation_runner as mr
+    from ci.mutants import MUTANTS
+
+    mutants = [m for m in MUTANTS if m.name in WINDOW_MUTANTS]
+    assert len({(m.target, m.original, m.replacement) for m in mutants}) == 1  # one edit, two variants
+    root = tmp_path / "mutant"
+    mr.make_copy(root, mr.repo_files(), [])
+    mutants[0].apply(root)
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1", CUTE_DSL_ARCH="sm_90a")
+    with tempfile.TemporaryDirectory() as dump:
+        proc = subprocess.run([sys.executable, "-c", _MUTANT_WAITS, dump, *sorted({m.variant for m in mutants})],
+                              cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = {(label, name): waits for label, name, waits in json.loads(proc.stdout.strip().splitlines()[-1])}
+    for m in mutants:
+        prod = got[m.variant, "production"]
+        assert any(w.endswith("0x2") for w in prod), f"{m.name}: the mutant's lax wait is not in its SASS"
+        build = got[m.variant, "property"]
+        drains = lambda w: sum(x.endswith("0x0") for x in w)  # noqa: E731
+        assert set(build) == set(prod) and len(build) <= len(prod) and drains(build) <= drains(prod), (
+            f"{m.name}: run-time build waits {build}, the mutant's production {prod}")
