@@ -424,12 +424,12 @@ _SYNC_EDITS = (
     # (name, kind, target, original, replacement, variant keys)
     ("no_proxy_fence", "fence removed: no generic->async proxy fence between the consumers' fp16 "
      "stores and the wgmma that reads them (cooperative)", _K,
-     f'{_I28}cute.arch.fence_proxy("async.shared", space="cta")\n{_I28}self.delay("consumer", "fence", "after")',
-     f'{_I28}self.delay("consumer", "fence", "after")', ("default", "rs")),
+     f'{_I32}cute.arch.fence_proxy("async.shared", space="cta")\n{_I32}self.delay("consumer", "fence", "after")',
+     f'{_I32}self.delay("consumer", "fence", "after")', ("default", "rs")),
     ("no_publish_barrier", "barrier removed: the named barrier that publishes the fp16 buffers "
      "before wgmma (and ends the raw stage's reads before its release)", _K,
-     f'{_I28}consumers.arrive_and_wait()\n{_I28}self.delay("consumer", "bar_dequant", "after")',
-     f'{_I28}self.delay("consumer", "bar_dequant", "after")', ("default", "rs")),
+     f'{_I32}consumers.arrive_and_wait()\n{_I32}self.delay("consumer", "bar_dequant", "after")',
+     f'{_I32}self.delay("consumer", "bar_dequant", "after")', ("default", "rs")),
     ("no_reuse_barrier", "barrier removed: an fp16 buffer rewritten before every warp retired the "
      "wgmma that reads it", _K,
      f'{_I32}self.delay("consumer", "bar_reuse", "before")\n'
@@ -442,9 +442,9 @@ _SYNC_EDITS = (
     ("wgmma_wait_lax", "wgmma wait too lax: wait_group(2) lets the wgmma that read the buffer "
      "about to be rewritten stay in flight", _K,
      f'{_I28}warpgroup.wait_group(1)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
-     f"{_I28}if cutlass.const_expr(self.fp16_buffers == 2):",
+     f'{_I28}if cutlass.const_expr(self.ablates("skips_y_sync")):',
      f'{_I28}warpgroup.wait_group(2)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
-     f"{_I28}if cutlass.const_expr(self.fp16_buffers == 2):", ("default", "rs")),
+     f'{_I28}if cutlass.const_expr(self.ablates("skips_y_sync")):', ("default", "rs")),
     ("consumer_wrong_parity", "wrong mbarrier phase: the consumers' raw-stage state starts with the "
      "producer's parity (the first waits pass on empty stages)", _K,
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)\n"
@@ -474,8 +474,8 @@ _SYNC_EDITS = (
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_threads - 32),", ("default",)),
     ("empty_count_short_tma", "wrong arrive count: the TMA pipeline's empty barrier completes one "
      "warp early (the producer refills a stage a warp still reads)", _K,
-     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_warps),\n                tx_count",
-     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_warps - 1),\n                tx_count",
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.raw_release_warps),\n                tx_count",
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.raw_release_warps - 1),\n                tx_count",
      ("rs",)),
     ("tx_count_short", "wrong transaction count: the full barrier expects 512 bytes fewer than the "
      "copies bring (the consumers may read the last scale block before it lands)", _K,
