@@ -6,7 +6,10 @@ may launch, the fourth table its kernel reads, and how to compile). Everything e
 * :meth:`HostPipeline.prepare` validates the problem (one typed error, before any launch),
   plans the launch (``kernel.plan``), builds or reuses the immutable device tables
   (``kernel.tables``) and fetches the compiled kernel from the compile cache (one compile per
-  ``(config, group count)``); ``dry_run=True`` does all of that on CPU tensors, without a GPU;
+  ``(config, group count)``); ``dry_run=True`` does all of that on CPU tensors, without a GPU.
+  A production preparation learns the problem's shape template (:mod:`kernel.seen_shapes`) and
+  builds its pointer table and fourth table through it (one host block, one copy), exactly as
+  every later problem of those shapes gets them; harness builds and dry runs use the table cache;
 * :meth:`HostPipeline.launch` launches a prepared problem on a stream and returns the caller's
   ``c`` tensors in the caller's order (every family, same contract);
 * :meth:`HostPipeline.run` is ``custom_kernel``: prepare + launch behind the fast path of

@@ -54,6 +54,19 @@ def test_tensor_guards_are_available_and_used():
     assert template.guard is not None
 
 
+def test_a_template_keeps_no_tensor_alive():
+    """The guard holds metadata only: the learned problem's tensors are freed with the problem."""
+    import gc
+    import weakref
+
+    data = oracle.make_inputs([(64, 64, 64, 1), (8, 16, 128, 1)], 1, device="cpu")
+    template = _learn(data)
+    refs = [weakref.ref(t) for t in flatten(data)]
+    del data
+    gc.collect()
+    assert template.guard is not None and not any(r() is not None for r in refs)
+
+
 def test_a_tensor_twice_gets_no_guard_and_is_still_accepted():
     """The guard refuses one object in two places (a shared A): such a signature keeps the
     Python comparison, which accepts it."""
