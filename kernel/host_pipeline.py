@@ -284,9 +284,12 @@ class TableLayout:
                 words.append(self.aux_at // 8 + np.asarray(at, dtype=np.int64))
                 sources.append(np.asarray(src, dtype=np.int64))
             self.aux_shape = tuple(aux.shape)
-            self.aux_strides = tuple(int(np.prod(aux.shape[i + 1:])) for i in range(len(aux.shape)))
-        self.words = np.concatenate(words)
-        self.sources = np.concatenate(sources)
+            strides = [1]
+            for extent in reversed(self.aux_shape[1:]):
+                strides.append(strides[-1] * extent)
+            self.aux_strides = tuple(reversed(strides))
+        self.words = np.concatenate(words) if len(words) > 1 else words[0]
+        self.sources = np.concatenate(sources) if len(sources) > 1 else sources[0]
 
 
 class HostPipeline:

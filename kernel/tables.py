@@ -152,8 +152,9 @@ class TableCache(ImmutableLru):
         key = ("immutable", plan.sizes, plan.tile_prefix, str(device))
 
         def build():
-            t = build_tables(plan, (), device)
-            return t.sizes, t.tile_prefix
+            sizes = torch.tensor(plan.sizes, dtype=torch.int32).reshape(-1, 4)
+            prefix = torch.tensor(plan.tile_prefix, dtype=torch.int32)
+            return sizes.to(device, non_blocking=False), prefix.to(device, non_blocking=False)
 
         return super().get(key, build)
 
