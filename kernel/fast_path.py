@@ -37,7 +37,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any, Callable
 
 import torch
@@ -62,6 +62,9 @@ def flatten(data: Any) -> list:
 _VERSION = operator.attrgetter("_version")
 
 
+_TUPLES = {tuple}
+
+
 def sizes_key(sizes: Any) -> tuple:
     """The problem sizes as a key that tells ``1`` from ``1.0`` and ``True``.
 
@@ -69,7 +72,7 @@ def sizes_key(sizes: Any) -> tuple:
     an :class:`Entry` holds them, so an identity in the cache always names the same tuple
     (whose contents passed validation). Other entries (lists) are keyed by value *and* type.
     """
-    if all(type(s) is tuple for s in sizes):
+    if set(map(type, sizes)) == _TUPLES:
         return ("id", *map(id, sizes))
     return ("value", *(tuple((type(x), x) for x in s) for s in sizes))
 
@@ -81,8 +84,12 @@ def identity_key(data: Any, config: Any, tensors: list | None = None) -> tuple |
     try:
         abc, sfs, blocked, sizes = data
         if tensors is None:
-            tensors = flatten(data)
-        return (id(config), *map(id, tensors), *map(len, chain(abc, sfs, blocked)), *sizes_key(sizes))
+            tensors = [*_flat(abc), *_flat(sfs), *_flat(blocked)]
+        if set(map(type, sizes)) == _TUPLES:  # sizes_key, inline (the probe's hot path)
+            return (id(config), *map(id, tensors), *map(len, abc), *map(len, sfs), *map(len, blocked),
+                    "id", *map(id, sizes))
+        return (id(config), *map(id, tensors), *map(len, abc), *map(len, sfs), *map(len, blocked),
+                *sizes_key(sizes))
     except Exception:  # anything odd goes the full way, where validation names the problem
         return None
 
@@ -132,10 +139,12 @@ class FastPath:
         """``(entry or None, the flat tensors, the key)``: the entry of this very problem, and
         what was computed on the way (the miss path reuses it)."""
         try:
-            tensors = flatten(data)
+            abc, sfs, blocked, _ = data
+            tensors = [*_flat(abc), *_flat(sfs), *_flat(blocked)]
         except Exception:  # anything odd goes the full way, where validation names the problem
-            tensors = None
-        key = identity_key(data, config, tensors) if tensors is not None else None
+            self.stats.misses += 1
+            return None, None, None
+        key = identity_key(data, config, tensors)
         if key is None:
             self.stats.misses += 1
             return None, None, None
@@ -160,7 +169,9 @@ class FastPath:
             if key is None:
                 return
             tensors = flatten(data)
-        device_index = next((t.device.index for t in tensors if t.device.type == "cuda"), 0) or 0
+        # a launched problem's tensors are all on one device: its first tensor's says which
+        device = tensors[0].device if tensors else None
+        device_index = (device.index or 0) if device is not None and device.type == "cuda" else 0
         evict = self._evictor(key)
         try:
             entry = Entry(
@@ -169,7 +180,7 @@ class FastPath:
                 device_index=device_index,
                 stream_id=self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
                 config=config,
-                refs=[weakref.ref(t, evict) for t in tensors],
+                refs=list(map(weakref.ref, tensors, repeat(evict, len(tensors)))),
                 keep=keep,
                 sizes=list(data[3]),
                 outputs_slice=slice(2, 3 * len(data[3]), 3),

@@ -6,7 +6,10 @@ may launch, the fourth table its kernel reads, and how to compile). Everything e
 * :meth:`HostPipeline.prepare` validates the problem (one typed error, before any launch),
   plans the launch (``kernel.plan``), builds or reuses the immutable device tables
   (``kernel.tables``) and fetches the compiled kernel from the compile cache (one compile per
-  ``(config, group count)``); ``dry_run=True`` does all of that on CPU tensors, without a GPU;
+  ``(config, group count)``); ``dry_run=True`` does all of that on CPU tensors, without a GPU.
+  A production preparation learns the problem's shape template (:mod:`kernel.seen_shapes`) and
+  builds its pointer table and fourth table through it (one host block, one copy), exactly as
+  every later problem of those shapes gets them; harness builds and dry runs use the table cache;
 * :meth:`HostPipeline.launch` launches a prepared problem on a stream and returns the caller's
   ``c`` tensors in the caller's order (every family, same contract);
 * :meth:`HostPipeline.run` is ``custom_kernel``: prepare + launch behind the fast path of
@@ -252,6 +255,43 @@ def stream_handle(stream: Any, device: torch.device) -> int:
     return int(stream)  # cuda.bindings CUstream
 
 
+class TableLayout:
+    """One shape signature's host block of a seen-shape problem, computed once per template: the
+    pointer table ``int64 [slots, 5]`` at byte 0 and the fourth table at ``aux_at`` (64-byte
+    aligned), as the block's fixed 64-bit words (``base``: the fourth table's bytes where its
+    template has :meth:`~kernel.seen_shapes.AuxTemplate.patches`) and one gather,
+    ``block[words] = pointers[sources]``, for every pointer a problem writes into it."""
+
+    def __init__(self, template: ShapeTemplate):
+        index = template.pointer_index
+        pointer_words = index.size
+        self.pointer_shape = tuple(index.shape)
+        self.pointer_strides = (index.shape[1], 1)
+        aux = template.aux
+        self.aux_at = -(-pointer_words * 8 // 64) * 64
+        self.aux_end = self.aux_at + (aux.nbytes if aux is not None else 0)
+        self.nbytes = -(-self.aux_end // 8) * 8
+        self.base = np.zeros(self.nbytes // 8, dtype=np.int64)
+        words, sources = [np.arange(pointer_words, dtype=np.int64)], [index.reshape(-1)]
+        self.fill = self.aux_shape = self.aux_strides = None
+        if aux is not None:
+            patches = aux.patches()
+            if patches is None:
+                self.fill = aux.fill
+            else:
+                fixed, at, src = patches
+                self.base.view(np.uint8)[self.aux_at:self.aux_end] = fixed
+                words.append(self.aux_at // 8 + np.asarray(at, dtype=np.int64))
+                sources.append(np.asarray(src, dtype=np.int64))
+            self.aux_shape = tuple(aux.shape)
+            strides = [1]
+            for extent in reversed(self.aux_shape[1:]):
+                strides.append(strides[-1] * extent)
+            self.aux_strides = tuple(reversed(strides))
+        self.words = np.concatenate(words) if len(words) > 1 else words[0]
+        self.sources = np.concatenate(sources) if len(sources) > 1 else sources[0]
+
+
 class HostPipeline:
     """The shared host flow of one kernel family (see the module docstring)."""
 
@@ -323,38 +363,47 @@ class HostPipeline:
             schedule=resolved.schedule,
         )
         device = groups[0].c.device
-        tables = aux = compiled = None
+        tables = aux = compiled = template = upload_stream = None
         if plan.total_tiles:
-            tables = self.table_cache.get(plan, groups, device, strict=strict)
-            if not dry_run:
-                aux = self.hooks.aux_table(resolved, plan, groups, device, strict=strict)
+            if production:
+                # the signature is learned first, and this problem's pointer table and fourth table
+                # are built through it, as every later problem of these shapes will be (the tensor
+                # maps are encoded once, in the template)
+                template, tables, aux, upload_stream = self._learn(
+                    tensors if tensors is not None else flatten(data), config, resolved, constraints, groups,
+                    plan, device)
+            else:
+                tables = self.table_cache.get(plan, groups, device, strict=strict)
+                if not dry_run:
+                    aux = self.hooks.aux_table(resolved, plan, groups, device, strict=strict)
             if compile if compile is not None else not dry_run:
                 compiled = self.compile_for(resolved, plan.num_groups, perturbation, ablation)
+                if template is not None:
+                    template.compiled = compiled  # the production build
         delay_table = None
         if getattr(perturbation, "runtime", False) and plan.total_tiles:  # the seed's table, as data
             delay_table = torch.tensor(perturbation.device_words(), dtype=torch.int32, device=device)
-        template = None
-        if production and plan.total_tiles:
-            template = self._learn(tensors if tensors is not None else flatten(data), config, resolved,
-                                   constraints, groups, plan, tables, aux, compiled)
         return Prepared(resolved, groups, plan, tables, aux, compiled, [g.c for g in groups], dry_run,
-                        perturbation=perturbation, strict=strict, ablation=ablation,
+                        perturbation=perturbation, strict=strict, ablation=ablation, upload_stream=upload_stream,
                         template=template if compiled is not None else None, delay_table=delay_table)
 
     # ---- the seen-shape path (kernel.seen_shapes) ----------------------------------------------
-    def _learn(self, tensors, config, resolved, constraints, groups, plan, tables, aux, compiled) -> ShapeTemplate:
+    def _learn(self, tensors, config, resolved, constraints, groups, plan, device) -> tuple:
         """Keep what this validated problem's signature fixes, for later problems of the same
-        shapes (``tensors``: the problem's flat tensor list)."""
+        shapes (``tensors``: the problem's flat tensor list), and build this problem's tables
+        through it: ``(template, tables, aux, upload stream)``."""
         sizes = tuple(g.size for g in groups)
         template = ShapeTemplate.learn(config, resolved, sizes, tensors, constraints, plan)
-        template.sizes_table, template.prefix_table = tables.sizes, tables.tile_prefix
-        template.compiled = compiled  # the production build (None: compiled when first needed)
-        if aux is not None:
-            make = getattr(self.hooks, "aux_template", None)
-            template.aux = make(resolved, plan, groups) if make is not None else None
-            template.aux_per_problem = template.aux is None
+        template.sizes_table, template.prefix_table = self.table_cache.immutable(plan, device)
+        make = getattr(self.hooks, "aux_template", None)
+        template.aux = make(resolved, plan, groups) if make is not None else None
+        aux = None
+        if template.aux is None:  # no fourth table, or one the family builds per problem
+            aux = self.hooks.aux_table(resolved, plan, groups, device)
+            template.aux_per_problem = aux is not None
         self.templates.store(template)
-        return template
+        tables, seen_aux, upload_stream = self.seen_tables(template, list(map(torch.Tensor.data_ptr, tensors)), device)
+        return template, tables, aux if aux is not None else seen_aux, upload_stream
 
     def _prepare_seen(self, data, config, tensors) -> Prepared | None:
         template = self.templates.find(config, data[3]) if isinstance(data, (tuple, list)) and len(data) == 4 else None
@@ -378,28 +427,32 @@ class HostPipeline:
         return Prepared(template.config, groups, template.plan, tables, aux, template.compiled,
                         tensors[2:3 * template.num_groups:3], upload_stream=upload_stream, template=template)
 
-    def seen_tables(self, template: ShapeTemplate, pointers: list[int],
+    def seen_tables(self, template: ShapeTemplate, pointers: Any,
                     device: torch.device) -> tuple[DeviceTables, "AuxTable | None", int | None]:
         """The pointer table (and the patched fourth table) of a seen-shape problem, in one copy:
-        ``(tables, aux, stream of the copy or None when it was synchronous)``."""
-        flat = np.array(pointers, dtype=np.int64)
-        slot_pointers = flat[template.pointer_index]
-        pointer_bytes = slot_pointers.nbytes
-        aux_at = -(-pointer_bytes // 64) * 64
-        total = aux_at + (template.aux.nbytes if template.aux is not None else 0)
-        host = self.host_buffer(total, device)
+        ``(tables, aux, stream of the copy or None when it was synchronous)``. ``pointers``: the
+        problem's flat data pointers (what :meth:`ShapeTemplate.accept` returns)."""
+        layout = template.layout
+        if layout is None:
+            layout = template.layout = TableLayout(template)
+        pointers = np.asarray(pointers, dtype=np.int64)
+        host = self.host_buffer(layout.nbytes, device)
         view = host.numpy()
-        view[:pointer_bytes] = slot_pointers.reshape(-1).view(np.uint8)
-        if template.aux is not None:
-            template.aux.fill(view[aux_at:total], flat)
+        words = view.view(np.int64)
+        words[:] = layout.base  # the fourth table's fixed bytes
+        words[layout.words] = pointers[layout.sources]  # the pointer table and the patched addresses
+        if layout.fill is not None:
+            layout.fill(view[layout.aux_at:layout.aux_end], pointers)
         stored, upload_stream = self.upload(host, device)
         if stored.data_ptr() % 64:
             raise RuntimeError("seen-shape table block is not 64-byte aligned")
+        at = stored.storage_offset()
         tables = DeviceTables(template.sizes_table, template.prefix_table,
-                              stored[:pointer_bytes].view(torch.int64).reshape(slot_pointers.shape))
+                              stored.view(torch.int64).as_strided(layout.pointer_shape, layout.pointer_strides, at // 8))
         aux = None
-        if template.aux is not None:
-            aux = AuxTable(stored[aux_at:total].view(template.aux.shape), template.aux.element, 64)
+        if layout.aux_shape is not None:
+            aux = AuxTable(stored.as_strided(layout.aux_shape, layout.aux_strides, at + layout.aux_at),
+                           template.aux.element, 64)
         return tables, aux, upload_stream
 
     # the CUDA touch points of the seen-shape path (the CPU double of the tests keeps them on the CPU)

@@ -16,6 +16,16 @@ address rules hold, so :meth:`ShapeTemplate.accept` checks only those:
 * no output overlaps an input or another output (``aliasing`` rule), by one sorted sweep over
   the byte ranges (the extents come from the template, the starts are the new pointers).
 
+The signature comparison is one C++ call where torch has it: a ``TensorGuards`` object of
+``torch._C._dynamo.guards`` (what ``torch.compile`` checks its graphs' tensor arguments with),
+built from the validated problem's tensors, checks every tensor's Python type, dispatch keys
+(device type included), dtype, device index, ``requires_grad``, sizes and strides, and that no
+tensor object appears twice. It is stricter than the comparison it stands for, never looser
+(:func:`tensor_guards` tests that on first use and otherwise leaves it out): when it says no,
+the element-by-element comparison in Python decides, so the accepted set is exactly the same.
+The address rules run on the pointers as one numpy array (the pointer table's gather reads the
+same array).
+
 Everything else is a miss: a signature not seen, any element that differs (a stride of a
 size-1 dimension, a subclass, a non-tensor), an address rule broken, any exception. A miss takes
 the full path, which raises the error :func:`validate_problem` raises; so this path can only
@@ -24,8 +34,8 @@ accept problems that full validation accepts, and it never names an error itself
 
 from __future__ import annotations
 
-import functools
 import operator
+import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from itertools import chain
@@ -45,6 +55,7 @@ _STRIDE = _Tensor.stride
 _DEVICE = operator.attrgetter("device")  # type and index (a meta tensor is not a CPU one)
 _PTR = _Tensor.data_ptr
 _flat = chain.from_iterable
+_HIGH_ADDRESS = -(1 << 61)  # as a mask: every bit from 61 up
 
 # where each tensor of group g sits in the flat list (kernel.fast_path.flatten), G groups
 _COLUMN_OFFSET = {"a": (0, 3), "b": (1, 3), "c": (2, 3), "sfa": (3, 2), "sfb": (4, 2),
@@ -57,6 +68,85 @@ def flat_index(column: str, group: int, num_groups: int) -> int:
     if pos < 3:
         return width * group + pos
     return 3 * num_groups + 2 * num_groups * ((pos - 3) // 2) + 2 * group + (pos - 3) % 2
+
+
+# torch's batched tensor check (see the module docstring); None where this torch has none that
+# behaves as tensor_guards expects. NVFP4_TENSOR_GUARDS=0 leaves it out (the Python comparison only).
+_GUARDS: list = []  # [the TensorGuards class or None], decided on first use
+
+
+def tensor_guards():
+    """torch's ``TensorGuards`` class when it exists and passes a self-test of what
+    :meth:`ShapeTemplate.accept` relies on, else None."""
+    if not _GUARDS:
+        _GUARDS.append(_checked_tensor_guards() if os.environ.get("NVFP4_TENSOR_GUARDS", "1") != "0" else None)
+    return _GUARDS[0]
+
+
+def _checked_tensor_guards():
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+
+        a = torch.zeros((1, 4, 6), dtype=torch.uint8).permute(1, 2, 0)  # strides (6, 1, 24)
+        b = torch.zeros((3, 2), dtype=torch.float16)
+        guard = TensorGuards(a, b, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+
+        class Sub(torch.Tensor):
+            pass
+
+        same = [(a.clone().as_strided(a.shape, a.stride()), b.clone())]
+        differ = [
+            (a.view(torch.int8), b), (a, b.view(torch.int16)),  # dtype
+            (a[:3], b), (a, b.reshape(2, 3)), (a, b[:, :1]),  # shape
+            (torch.zeros((4, 6, 1), dtype=torch.uint8), b),  # strides of a size-1 mode
+            (a, b.t().contiguous().t()),  # strides
+            (a.to("meta"), b), (a, b.to("meta")),  # device type
+            (a.as_subclass(Sub), b), (a, 1), (a, None),  # type
+            (a, a),  # one object twice
+        ]
+        ok = all(guard.check(*t) is True for t in same) and all(guard.check(*t) is False for t in differ)
+        return TensorGuards if ok else None
+    except Exception:  # absent, or another signature: the Python comparison does it all
+        return None
+
+
+def make_guard(tensors: list) -> Any:
+    """A ``TensorGuards`` of ``tensors`` (flat), or None: no usable class, or a tensor object
+    appears twice (the guard refuses every such problem: only the Python comparison can pass it)."""
+    cls = tensor_guards()
+    if cls is None or len(set(map(id, tensors))) != len(tensors):
+        return None
+    try:
+        guard = cls(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+        return guard if guard.check(*tensors) is True else None
+    except Exception:
+        return None
+
+
+class OverlapCheck:
+    """The aliasing rule on one signature's byte ranges: no output overlaps any other range.
+
+    ``spans``: per non-empty tensor, (byte extent, is an output). :meth:`ok` takes the ranges'
+    starts as an int64 array and compares every output with every range at once (the pairwise
+    rule of kernel.validation, as numpy broadcasts): ``[lo1, hi1)`` and ``[lo2, hi2)`` overlap
+    exactly when ``|(lo1 + hi1) - (lo2 + hi2)| < (hi1 - lo1) + (hi2 - lo2)``, whose right side is
+    fixed per signature (zero for an output against itself). Starts below 2^61 and extents below
+    2^48 cannot overflow it (:meth:`ShapeTemplate.accept` sends higher addresses the full way)."""
+
+    def __init__(self, spans: Sequence[tuple[int, bool]]):
+        self.extents = np.array([e for e, _ in spans], dtype=np.int64)
+        out = np.array([i for i, (_, o) in enumerate(spans) if o], dtype=np.int64)
+        self.outputs = out
+        self.limits = self.extents[out][:, None] + self.extents[None, :]
+        self.limits[np.arange(len(out)), out] = 0
+
+    def ok(self, starts: np.ndarray) -> bool:
+        if not len(self.outputs):
+            return True
+        centers = starts + starts
+        centers += self.extents
+        distance = np.subtract.outer(centers[self.outputs], centers)
+        return not (np.abs(distance, out=distance) < self.limits).any()
 
 
 def signature_key(config: Any, sizes: Any) -> tuple | None:
@@ -82,6 +172,13 @@ class AuxTemplate:
         """Write the table for the flat pointer array ``pointers`` into ``out`` (uint8, ``nbytes``)."""
         raise NotImplementedError
 
+    def patches(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(bytes, words, sources)`` when the table is ``bytes`` (uint8, ``nbytes``) with the
+        flat pointers ``pointers[sources]`` written at the 64-bit words ``words`` (what
+        :meth:`fill` does, as index arrays the pipeline merges into one gather); None: call
+        :meth:`fill`."""
+        return None
+
 
 @dataclass
 class ShapeTemplate:
@@ -106,6 +203,9 @@ class ShapeTemplate:
     aux_per_problem: bool = False  # the family has a fourth table but no template of it
     launch_protos: dict = field(default_factory=dict)  # stream -> LaunchArgs to rebase (host_pipeline)
     stats: dict = field(default_factory=lambda: {"accepted": 0, "rejected": 0})
+    guard: Any = None  # torch's TensorGuards of the learned tensors (None: the Python comparison alone)
+    overlap: OverlapCheck | None = None  # built from ``spans``
+    layout: Any = field(default=None, repr=False)  # host_pipeline.TableLayout, built on first use
 
     @classmethod
     def learn(cls, caller_config: Any, config: Any, sizes: tuple, tensors: list,
@@ -117,33 +217,49 @@ class ShapeTemplate:
         outputs = {flat_index("c", j, g) for j in range(g)}
         index = np.array([[flat_index(col, grp, g) for col in POINTER_COLUMNS] for grp in plan.group_order],
                          dtype=np.int64).reshape(-1, len(POINTER_COLUMNS))
+        spans = [(ranges[i][1] - ranges[i][0], i in outputs) for i in nonempty]
         return cls(
             caller_config=caller_config, config=config, sizes=sizes, num_groups=g, lens=[3] * g + [2] * g + [2] * g,
             dtypes=list(map(_DTYPE, tensors)), shapes=list(map(_SIZE, tensors)),
             strides=list(map(_STRIDE, tensors)), devices=list(map(_DEVICE, tensors)),
-            nonempty=nonempty,
-            spans=[(ranges[i][1] - ranges[i][0], i in outputs) for i in nonempty],
+            nonempty=nonempty, spans=spans,
             align_mask=constraints.alignment_bytes - 1, plan=plan, pointer_index=index,
+            guard=make_guard(tensors), overlap=OverlapCheck(spans),
         )
 
-    def accept(self, data: Any, tensors: list) -> list[int] | None:
-        """The problem's flat data pointers when its signature matches and the address rules
-        hold, else None."""
+    def __post_init__(self):
+        # the non-empty tensors' flat indices, or None when every tensor has elements (no gather)
+        self._nonempty = None if len(self.nonempty) == len(self.dtypes) else np.array(self.nonempty, dtype=np.int64)
+        if self.overlap is None:
+            self.overlap = OverlapCheck(self.spans)
+
+    def signature_matches(self, tensors: list) -> bool:
+        """The element-by-element comparison (raises on a non-tensor)."""
+        return (list(map(_DTYPE, tensors)) == self.dtypes
+                and list(map(_SIZE, tensors)) == self.shapes
+                and list(map(_STRIDE, tensors)) == self.strides
+                and list(map(_DEVICE, tensors)) == self.devices)
+
+    def accept(self, data: Any, tensors: list) -> np.ndarray | None:
+        """The problem's flat data pointers (int64 array) when its signature matches and the
+        address rules hold, else None."""
         try:
             abc, sfs, blocked, _ = data
-            if (list(map(len, chain(abc, sfs, blocked))) != self.lens
-                    or list(map(_DTYPE, tensors)) != self.dtypes
-                    or list(map(_SIZE, tensors)) != self.shapes
-                    or list(map(_STRIDE, tensors)) != self.strides
-                    or list(map(_DEVICE, tensors)) != self.devices):
+            if list(map(len, chain(abc, sfs, blocked))) != self.lens:
                 return self._reject()
-            pointers = list(map(_PTR, tensors))
+            guard = self.guard
+            # the guard's yes implies the comparison's; its no (stricter) leaves the decision to it
+            if (guard is None or guard.check(*tensors) is not True) and not self.signature_matches(tensors):
+                return self._reject()
+            pointers = np.fromiter(map(_PTR, tensors), dtype=np.int64, count=len(tensors))
         except Exception:
             return self._reject()
-        starts = list(map(pointers.__getitem__, self.nonempty))
-        if starts and functools.reduce(operator.or_, starts) & self.align_mask:
+        starts = pointers if self._nonempty is None else pointers[self._nonempty]
+        # one OR of every start: the alignment rule, and no address at or above 2^61 (those take
+        # the full path; below it the overlap arithmetic cannot overflow)
+        if len(starts) and int(np.bitwise_or.reduce(starts)) & (self.align_mask | _HIGH_ADDRESS):
             return self._reject()
-        if not _outputs_disjoint(starts, self.spans):
+        if not self.overlap.ok(starts):
             return self._reject()
         self.stats["accepted"] += 1
         return pointers

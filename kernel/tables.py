@@ -146,6 +146,18 @@ class TableCache(ImmutableLru):
             key += ("strict",)
         return super().get(key, lambda: build_tables(plan, pointers, device, GUARD_ROWS if strict else 0))
 
+    def immutable(self, plan: LaunchPlan, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(sizes, tile_prefix)`` of ``plan`` alone (every problem of its shapes shares them;
+        the pointers come per problem, kernel.seen_shapes)."""
+        key = ("immutable", plan.sizes, plan.tile_prefix, str(device))
+
+        def build():
+            sizes = torch.tensor(plan.sizes, dtype=torch.int32).reshape(-1, 4)
+            prefix = torch.tensor(plan.tile_prefix, dtype=torch.int32)
+            return sizes.to(device, non_blocking=False), prefix.to(device, non_blocking=False)
+
+        return super().get(key, build)
+
 
 def build_tables(plan: LaunchPlan, pointers: Sequence[Sequence[int]], device: torch.device,
                  guard_rows: int = 0) -> DeviceTables:

@@ -114,12 +114,13 @@ def encode_slots(maps: Sequence[tuple], encoder: Callable[[RowsMap], bytes] = No
 _PROBES = (0x0000_1234_5678_9A00, 0x0000_0F0F_0F0F_0F00)
 
 
-def address_word(rm: RowsMap, encoder: Callable[[RowsMap], bytes] = None) -> int | None:
+def address_word(rm: RowsMap, encoder: Callable[[RowsMap], bytes] = None, encoded: bytes | None = None) -> int | None:
     """Index of the 64-bit word of ``rm``'s descriptor that holds its global address, measured
-    by encoding it at three addresses (None when no word behaves exactly like the address)."""
+    by encoding it at three addresses (None when no word behaves exactly like the address).
+    ``encoded``: ``rm``'s own encoding when the caller has it (two encodes instead of three)."""
     encoder = encoder or encode
-    words = [np.frombuffer(encoder(replace(rm, address=rm.address ^ p)), dtype=np.uint64)
-             for p in (0, *_PROBES)]
+    words = [np.frombuffer(encoder(rm) if encoded is None else encoded, dtype=np.uint64)]
+    words += [np.frombuffer(encoder(replace(rm, address=rm.address ^ p)), dtype=np.uint64) for p in _PROBES]
     differ = np.nonzero((words[0] != words[1]) | (words[0] != words[2]))[0]
     if len(differ) != 1:
         return None
@@ -150,21 +151,30 @@ class MapTemplate(AuxTemplate):
         words[self.slots, 0, self.word] = pointers[self.a_index]
         words[self.slots, 1, self.word] = pointers[self.b_index]
 
+    def patches(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        per_map = TENSOR_MAP_BYTES // 8
+        a_words = self.slots * 2 * per_map + self.word
+        return (self.encoded.reshape(-1), np.concatenate([a_words, a_words + per_map]),
+                np.concatenate([self.a_index, self.b_index]))
+
 
 def map_template(plan: LaunchPlan, groups: Sequence[GroupTensors], box_rows_a: int, box_rows_b: int,
                  encoder: Callable[[RowsMap], bytes] = None) -> MapTemplate | None:
     """The :class:`MapTemplate` of this problem's shapes, or None when the address word cannot be
-    measured (then every problem encodes its maps)."""
+    measured (then every problem encodes its maps). Each map is encoded once (and two maps twice
+    more, at probe addresses, to find the address word)."""
     maps = slot_maps(plan, groups, box_rows_a, box_rows_b)
     present = [s for s, (a, _) in enumerate(maps) if a is not None]
     if not present:
         return None
-    word = address_word(maps[present[0]][0], encoder)
-    if word is None or address_word(maps[present[-1]][1], encoder) != word:
+    encoded = encode_slots(maps, encoder)
+    first, last = present[0], present[-1]
+    word = address_word(maps[first][0], encoder, encoded[first, 0].tobytes())
+    if word is None or address_word(maps[last][1], encoder, encoded[last, 1].tobytes()) != word:
         return None
     g = len(groups)
     return MapTemplate(
-        encode_slots(maps, encoder), word, present,
+        encoded, word, present,
         [flat_index("a", plan.group_order[s], g) for s in present],
         [flat_index("b", plan.group_order[s], g) for s in present],
     )

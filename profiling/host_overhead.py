@@ -174,6 +174,7 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
         "call_compiled_us": compiled_call_us, "replay_us": replay_us,
         "eager_us": eager_us, "graph_us": graph_us, "eager_over_graph": eager_us / graph_us,
         "fast_path": vars(pipeline.fast_path.stats).copy(),
+        "tensor_guards": __import__("kernel.seen_shapes").seen_shapes.tensor_guards() is not None,
         **{f"first_{k}_us": v for k, v in stages.items()},
     }
 

@@ -72,6 +72,13 @@ def main(argv=None) -> int:
     t("align", lambda i: functools.reduce(operator.or_, starts[i]) & 15)
     t("alias", lambda i: ss._outputs_disjoint(starts[i], tpl.spans))
     t("accept", lambda i: tpl.accept(clones[i], ts[i]))
+    print("tensor guard:", tpl.guard is not None)
+    if tpl.guard is not None:
+        t("guard_check", lambda i: tpl.guard.check(*ts[i]))
+    t("signature_compare", lambda i: tpl.signature_matches(ts[i]))
+    t("ptr_fromiter", lambda i: np.fromiter(map(T.data_ptr, ts[i]), dtype=np.int64, count=len(ts[i])))
+    arrs = [np.array(p, dtype=np.int64) for p in ptrs]
+    t("overlap_np", lambda i: tpl.overlap.ok(arrs[i]))
     t("np_gather", lambda i: np.array(ptrs[i], dtype=np.int64)[tpl.pointer_index])
     t("pinned_alloc", lambda i: torch.empty(4096, dtype=torch.uint8, pin_memory=True))
     t("pageable_alloc", lambda i: torch.empty(4096, dtype=torch.uint8))

@@ -1,0 +1,206 @@
+"""Host-path stage times on CPU tensors (no GPU): the fast path's probe, the seen-shape path's
+stages, the full path; for before/after ratios of host-path changes (absolute times differ from
+a GPU host's: there the upload is a pinned non-blocking copy, here a CPU copy).
+
+    python -m profiling.host_cpu [--shapes bench1,bench4] [--reps 400] [--json PATH]
+
+The pipeline is the real :class:`kernel.host_pipeline.HostPipeline` with a CPU family double
+whose fourth table is a tensor-map table from a fake encoder (so the seen path patches maps as
+the Hopper TMA variants do) and whose launch does nothing. Problems have the benchmarks' shapes,
+allocated empty (values are never read): 56 tensors for bench1's 8 groups, 14 for bench4's 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from kernel.fast_path import FastPath, flatten
+from kernel.host_pipeline import AuxTable, HostPipeline
+from kernel.model import ModelConfig
+from kernel.validation import KernelConstraints, blocked_shape, validate_problem
+
+CONSTRAINTS = KernelConstraints(k_granularity=256, device_type="cpu")
+CONFIG = ModelConfig(tile_m=128, tile_n=128, tile_k=256, max_ctas=132)
+
+
+def fake_encoder(rm) -> bytes:
+    """A 128-byte 'descriptor' with the address at word 1 (like the driver's) and shape bytes elsewhere."""
+    words = np.arange(16, dtype=np.uint64) * np.uint64(rm.rows * 7 + rm.row_bytes * 3 + rm.box_rows)
+    words[1] = np.uint64(rm.address)
+    return words.tobytes()
+
+
+class CpuMapHooks:
+    """A family whose 'GPU' is the CPU, with a tensor-map fourth table (fake encoder)."""
+
+    name = "cpu-bench"
+    arch = "none"
+
+    def __init__(self, encoder=fake_encoder):
+        self.encoder = encoder
+
+    def resolve(self, config):
+        return config
+
+    def constraints(self, config):
+        return CONSTRAINTS
+
+    def unavailable_reason(self):
+        return None
+
+    def max_ctas(self, config, *, dry_run):
+        return config.max_ctas
+
+    def aux_table(self, config, plan, groups, device, strict=False):
+        from kernel.tensor_maps import encode_slots, slot_maps
+
+        maps = slot_maps(plan, groups, config.tile_m, config.tile_n)
+        return AuxTable(torch.from_numpy(encode_slots(maps, self.encoder)).to(device, copy=True), "uint8", 64)
+
+    def aux_template(self, config, plan, groups):
+        from kernel.tensor_maps import map_template
+
+        return map_template(plan, groups, config.tile_m, config.tile_n, self.encoder)
+
+    def build(self, config, num_groups, dump_dir=None, perturbation=None, ablation=None):
+        return ("compiled", config, num_groups)
+
+
+class _NoLaunch:
+    def __init__(self, stream):
+        self.stream = stream
+
+    def launch(self):
+        pass
+
+
+class CpuPipeline(HostPipeline):
+    def __init__(self, hooks=None):
+        super().__init__(hooks or CpuMapHooks(), fast_path=FastPath(64, stream_id=lambda device_index: 7))
+
+    def stream_handle(self, stream, device):
+        return 7
+
+    def marshal(self, prepared, handle):
+        return _NoLaunch(handle)
+
+
+def cpu_problem(sizes: Sequence[Sequence[int]]):
+    """Empty CPU tensors of the leaderboard layout for ``sizes`` (validated)."""
+    fp4, fp8 = torch.float4_e2m1fn_x2, torch.float8_e4m3fn
+
+    def blocked(mn, k):
+        _, _, rm, _, rk, _ = blocked_shape(mn, k)
+        return torch.empty((1, rm, rk, 32, 4, 4), dtype=torch.uint8).view(fp8).permute(3, 4, 1, 5, 2, 0)
+
+    abc, sfs, blk = [], [], []
+    for m, n, k, _ in sizes:
+        abc.append((torch.empty((1, m, k // 2), dtype=torch.uint8).view(fp4).permute(1, 2, 0),
+                    torch.empty((1, n, k // 2), dtype=torch.uint8).view(fp4).permute(1, 2, 0),
+                    torch.empty((1, m, n), dtype=torch.float16).permute(1, 2, 0)))
+        sfs.append((torch.empty((1, m, k // 16), dtype=fp8).permute(1, 2, 0),
+                    torch.empty((1, n, k // 16), dtype=fp8).permute(1, 2, 0)))
+        blk.append((blocked(m, k), blocked(n, k)))
+    data = (abc, sfs, blk, [tuple(s) for s in sizes])
+    validate_problem(data, CONSTRAINTS)
+    return data
+
+
+def realias(data):
+    """New tensor objects (own version counters) on the same storage: a 'new problem' for every
+    cache keyed by identity, without allocating the operands again."""
+    def new(t):
+        return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
+
+    abc, sfs, blk, sizes = data
+    return ([tuple(map(new, e)) for e in abc], [tuple(map(new, e)) for e in sfs],
+            [tuple(map(new, e)) for e in blk], list(sizes))
+
+
+def _median_us(fn, reps: int, setup=None) -> float:
+    times = []
+    for i in range(reps):
+        arg = setup(i) if setup is not None else None
+        t0 = time.perf_counter()
+        fn(arg)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
+
+
+def measure(name: str, reps: int) -> dict:
+    from profiling import floors
+
+    sizes = floors.get_shape(name).problem_sizes()
+    base = cpu_problem(sizes)
+    pipe = CpuPipeline()
+    pipe.run(base, CONFIG)  # learns the template
+    data = realias(base)
+    pipe.run(data, CONFIG)  # stores the fast-path entry
+    row = {"shape": name, "groups": len(sizes), "tensors": len(flatten(data))}
+
+    row["repeat_us"] = _median_us(lambda _: pipe.run(data, CONFIG), reps)
+    row["probe_us"] = _median_us(lambda _: pipe.fast_path.probe(data, CONFIG), reps)
+    assert pipe.fast_path.probe(data, CONFIG)[0] is not None
+
+    fresh = [realias(base) for _ in range(reps)]
+    flats = [flatten(d) for d in fresh]
+    template = pipe.templates.find(CONFIG, data[3])
+    row["accept_us"] = _median_us(lambda i: template.accept(fresh[i], flats[i]), reps, lambda i: i)
+    pointers = [template.accept(fresh[i], flats[i]) for i in range(reps)]
+    dev = torch.device("cpu")
+    row["seen_tables_us"] = _median_us(lambda i: pipe.seen_tables(template, pointers[i], dev), reps, lambda i: i)
+    row["prepare_seen_us"] = _median_us(lambda i: pipe.prepare(fresh[i], CONFIG, tensors=flats[i]), reps, lambda i: i)
+    fresh = [realias(base) for _ in range(reps)]
+    accepted = template.stats["accepted"]
+    row["first_call_us"] = _median_us(lambda i: pipe.run(fresh[i], CONFIG), reps, lambda i: i)
+    assert template.stats["accepted"] == accepted + reps, "a first call missed the seen path"
+    fresh = None
+    enc = [0]
+
+    def counting(rm):
+        enc[0] += 1
+        return fake_encoder(rm)
+
+    def full(_):
+        p = CpuPipeline(CpuMapHooks(counting))
+        p.run(realias(base), CONFIG)
+
+    row["full_first_call_us"] = _median_us(full, max(10, reps // 20))
+    enc[0] = 0
+    full(None)
+    row["full_encodes"] = enc[0]
+    row["slots"] = len(sizes)
+    return row
+
+
+COLUMNS = ("shape", "tensors", "repeat_us", "probe_us", "accept_us", "seen_tables_us", "prepare_seen_us",
+           "first_call_us", "full_first_call_us", "full_encodes")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m profiling.host_cpu", description=__doc__.split("\n\n")[0])
+    p.add_argument("--shapes", default="bench1,bench4")
+    p.add_argument("--reps", type=int, default=400)
+    p.add_argument("--json")
+    args = p.parse_args(argv)
+    rows = [measure(s.strip(), args.reps) for s in args.shapes.split(",")]
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
+    for r in rows:
+        print("| " + " | ".join(f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]) for c in COLUMNS) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
