@@ -30,9 +30,11 @@ So the barrier cannot deadlock even when the grid is not co-resident (another ke
 SMs, or a second launch on another stream); with the plan's grid (at most one CTA per SM, the
 kernel takes most of the shared memory) all CTAs are normally resident anyway.
 
-Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows).
-Launches on one stream run one after the other, so they may share it; a launch on another
-stream gets its own. The launch arguments (``kernel.host_pipeline.LaunchArgs``) hold their
+Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows),
+allocated on that stream (so the allocator never hands its memory to another stream's work
+while a launch may still read it), its header written by a copy on that stream. Launches on
+one stream run one after the other, so they may share it; a launch on another stream gets its
+own. The launch arguments (``kernel.host_pipeline.LaunchArgs``) hold their
 workspace, so a fast-path hit replays with the workspace of its own stream.
 """
 
@@ -50,6 +52,7 @@ ITEM_K = 64  # K elements of one item (one 128-byte fp16 run, one wgmma sub-bloc
 ITEM_RAW_BYTES = ITEM_K // 2
 ITEM_FP16_BYTES = ITEM_K * 2
 ITEMS_PER_THREAD = 2  # items per thread and claimed chunk
+HEADER_SLOTS = 64  # page-locked header copies per arena (WorkspacePool)
 
 
 @dataclass(frozen=True)
@@ -137,29 +140,56 @@ class WorkspacePool:
         self._lru = ImmutableLru(capacity)
         self._encoder = encoder
         self.stats = self._lru.stats
+        self._arena, self._arena_next, self._arenas = None, 0, []
 
     def get(self, geom: Geometry, box_rows: int, stream: int, device):
         key = (str(device), stream, geom.rows, geom.pitch, box_rows)
         return self._lru.get(key, lambda: self._allocate(geom, box_rows, stream, device))
 
     def _allocate(self, geom: Geometry, box_rows: int, stream: int, device):
+        """Allocate on ``stream`` itself and write the header there (the counters' zeros and the
+        tensor map, one 256-byte copy from page-locked memory), so it is ordered before every
+        launch on that stream without a host wait, and works inside a CUDA graph capture (the
+        copy is then a graph node, replayed before the kernel; profiling.timing captures on a
+        stream of its own, so its first launch there makes the workspace). The data rows are
+        not initialized: phase 1 writes every row that a stored column reads."""
         import numpy as np
         import torch
 
         from kernel.tensor_maps import TENSOR_MAP_BYTES, encode
 
-        ws = torch.zeros(geom.nbytes, dtype=torch.uint8, device=device)
-        tmap = (self._encoder or encode)(rows_map(ws.data_ptr(), geom, box_rows))
-        host = torch.from_numpy(np.frombuffer(tmap, dtype=np.uint8).copy())
-        ws[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES].copy_(host)
-        if ws.device.type == "cuda":
-            # the zero fill and the map copy ran on torch's current stream: finish them before
-            # any launch on ``stream``, and keep the allocator from reusing the memory while a
-            # launch on ``stream`` may still read it
-            torch.cuda.synchronize(ws.device)
-            if stream:  # 0: the legacy default stream, which waits for every other stream
-                ws.record_stream(torch.cuda.ExternalStream(stream))
+        header = np.zeros(DATA_OFFSET, dtype=np.uint8)
+        device = torch.device(device)
+        if device.type != "cuda":  # the CPU tests
+            ws = torch.empty(geom.nbytes, dtype=torch.uint8, device=device)
+            tmap = (self._encoder or encode)(rows_map(ws.data_ptr(), geom, box_rows))
+            header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
+            ws[:DATA_OFFSET].copy_(torch.from_numpy(header))
+            return ws
+        target = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=device)
+        staged = self._header_slot()
+        with torch.cuda.stream(target):
+            ws = torch.empty(geom.nbytes, dtype=torch.uint8, device=device)
+            tmap = (self._encoder or encode)(rows_map(ws.data_ptr(), geom, box_rows))
+            header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
+            staged.numpy()[:] = header
+            ws[:DATA_OFFSET].copy_(staged, non_blocking=True)
         return ws
+
+    def _header_slot(self):
+        """256 page-locked bytes, never reused: a copy captured into a CUDA graph reads them
+        again at every replay. Taken from arenas of ``HEADER_SLOTS`` slots, so a workspace made
+        while a graph is being captured needs no page-locked allocation (not allowed then)
+        unless the arena of the first workspaces is used up."""
+        import torch
+
+        if self._arena is None or self._arena_next == HEADER_SLOTS:
+            self._arena = torch.empty(HEADER_SLOTS * DATA_OFFSET, dtype=torch.uint8, pin_memory=True)
+            self._arenas.append(self._arena)
+            self._arena_next = 0
+        slot = self._arena[self._arena_next * DATA_OFFSET : (self._arena_next + 1) * DATA_OFFSET]
+        self._arena_next += 1
+        return slot
 
     def clear(self) -> None:
         self._lru.clear()
