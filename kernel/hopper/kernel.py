@@ -19,6 +19,12 @@ Warp roles, in warp order (``HopperConfig.threads``):
   TMA box per operand from per-group tensor maps (kernel/tensor_maps.py; rows past M/N
   zero-filled, raw rows 128-byte swizzled) plus one cp.async.bulk per 128-row scale block.
 
+``y_source="prepass"`` (issue 14p, experimental): before the tile loop every thread of every
+CTA decodes the groups' Y rows (A, swapped) once into a global fp16 workspace
+(kernel/hopper/workspace.py: layout, and why its completion barrier cannot deadlock); the tile
+loop then has a 4-stage ring of raw X (+ scales) and a ring of fp16 Y boxes loaded by TMA, and
+the consumers decode only X (``produce_prepass`` / ``consume_prepass``).
+
 Every copy's global address comes from the device tables (pointer table or tensor-map table),
 so changing group costs nothing. Rows past M (or N) only reach accumulator rows or columns that
 are never stored.
