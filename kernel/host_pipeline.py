@@ -82,6 +82,10 @@ class FamilyHooks(Protocol):
         ``perturbation`` (kernel.perturbation) and ``ablation`` (profiling only), harness builds
         only, where the family supports them (UnsupportedConfigError where it does not)."""
 
+    # optional: ``workspace(config, plan, stream, device) -> torch.Tensor | None``, a device
+    # workspace the kernel takes as one more argument (after the delay table of a harness build),
+    # chosen when the arguments are marshalled for a stream, so that launches on different
+    # streams never share one (kernel.hopper.workspace); a family without it takes none.
     # optional: ``aux_template(config, plan, groups) -> kernel.seen_shapes.AuxTemplate | None``,
     # the fourth table as bytes fixed per shape signature plus the addresses patched in per
     # problem (kernel.tensor_maps.MapTemplate); a family without it gets ``aux_table`` per problem
@@ -127,7 +131,7 @@ class LaunchArgs:
     """The compiled kernel's arguments, marshalled once; :meth:`launch` replays them on ``stream``."""
 
     def __init__(self, compiled: Any, tables: DeviceTables, aux: AuxTable | None, num_ctas: int, stream: int,
-                 delay_table: torch.Tensor | None = None):
+                 delay_table: torch.Tensor | None = None, workspace: torch.Tensor | None = None):
         import cuda.bindings.driver as cuda
         import cutlass
         import cutlass.cute as cute
@@ -145,6 +149,7 @@ class LaunchArgs:
             else ptr(aux.tensor, cutlass.Uint8 if aux.element == "uint8" else cutlass.Int64, aux.align)
         )
         self.stream = stream
+        self.workspace = workspace  # kept alive as long as these arguments (and their rebased copies)
         self.args = (
             ptr(tables.sizes, cutlass.Int32, 16),
             ptr(tables.tile_prefix, cutlass.Int32, 16),
@@ -152,6 +157,8 @@ class LaunchArgs:
             aux_arg,
             # a run-time perturbed build only (kernel.perturbation): its delay table
             *(() if delay_table is None else (ptr(delay_table, cutlass.Int32, 16),)),
+            # a family's per-stream workspace (FamilyHooks.workspace), held with the arguments
+            *(() if workspace is None else (ptr(workspace, cutlass.Uint8, 256),)),
             cutlass.Int32(num_ctas),
             cuda.CUstream(stream),
         )
@@ -182,6 +189,7 @@ class LaunchArgs:
         packed[2] = ctypes.addressof(cells)
         packed[3] = ctypes.addressof(cells) + 8
         new.stream, new.args, new.exe_args, new.adapted, new._run = self.stream, None, None, None, None
+        new.workspace = self.workspace  # the prototype's: same stream, same shape template
         new._packed, new._capi, new._result = packed, self._capi, self._result
         new._keep = (self, cells)  # the other cells live in the prototype
         new.rebasable = False
@@ -502,8 +510,12 @@ class HostPipeline:
             if proto is not None:
                 return proto.rebased(pointers, pointers // 64 * 64 if prepared.aux is None
                                      else prepared.aux.tensor.data_ptr())
+        workspace = None
+        make_workspace = getattr(self.hooks, "workspace", None)
+        if make_workspace is not None:  # one per (stream, workspace geometry): FamilyHooks.workspace
+            workspace = make_workspace(prepared.config, prepared.plan, handle, prepared.tables.sizes.device)
         args = LaunchArgs(prepared.compiled, prepared.tables, prepared.aux, prepared.plan.num_ctas, handle,
-                          prepared.delay_table)
+                          prepared.delay_table, workspace)
         if template is not None and args.rebasable and len(template.launch_protos) < 8:
             template.launch_protos[handle] = args
         return args

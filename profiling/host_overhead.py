@@ -123,8 +123,12 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
     family.launch(prepared)
     # marshalled the ordinary way (a seen-shape preparation gets arguments rebased from a
     # prototype, which keep no Python arguments to call ``compiled(*args)`` with)
-    args = LaunchArgs(prepared.compiled, prepared.tables, prepared.aux, prepared.plan.num_ctas,
-                      pipeline.stream_handle(None, prepared.tables.sizes.device))
+    handle = pipeline.stream_handle(None, prepared.tables.sizes.device)
+    make_workspace = getattr(pipeline.hooks, "workspace", None)  # y_source="prepass" variants: one more argument
+    workspace = (make_workspace(prepared.config, prepared.plan, handle, prepared.tables.sizes.device)
+                 if make_workspace is not None else None)
+    args = LaunchArgs(prepared.compiled, prepared.tables, prepared.aux, prepared.plan.num_ctas, handle,
+                      None, workspace)
     def host_only(fn):
         # few enough calls that the launch queue never fills: the host time, not the GPU's
         out = []

@@ -77,6 +77,9 @@ class Ablation:
         if self.part in REGS_PARTS:
             if config.roles != "cooperative" or config.x_operand != "regs" or config.y_per_warpgroup:
                 return [f"ablation {self.part!r} needs roles='cooperative', x_operand='regs' and one shared Y ring"]
+            if getattr(config, "y_source", "smem_decode") != "smem_decode":
+                return [f"ablation {self.part!r} leaves out parts of the shared-memory Y decode, which "
+                        f"y_source={config.y_source!r} does not have"]
             return []
         if config.roles != "split":
             return [f"ablation {self.part!r} needs roles='split' (the parts are separate warp roles only there)"]

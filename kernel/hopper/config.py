@@ -50,6 +50,15 @@ Roles = Literal["cooperative", "split"]
 # into registers (no fp16 store or wgmma read of X in shared memory); the K order inside each
 # 64-K sub-block follows the fragment (kernel/hopper/ptx.py, rs_physical_k), for both operands.
 XOperand = Literal["smem", "regs"]
+# Where wgmma's B operand (Y) comes from (issue 14p):
+#   "smem_decode": the raw FP4 rows and scales are loaded per stage and decoded into the fp16
+#                  ring in shared memory (every variant before issue 14p);
+#   "prepass":     the same persistent launch first decodes every group's Y rows ONCE into a
+#                  global fp16 workspace (grid-stride, dynamic chunks, then a grid-wide
+#                  completion barrier), and the tile loop TMA-loads Y as fp16 64-K boxes into a
+#                  ring of ``fp16_buffers`` buffers (its own full/empty mbarriers); the raw
+#                  stage holds X and its scales only. Swapped tiles with X in registers only.
+YSource = Literal["smem_decode", "prepass"]
 
 SMEM_CAPACITY_BYTES = 232448  # sm_90: 227 KiB of dynamic shared memory per block
 SMEM_ALIGN = 1024  # swizzle-128 operand buffers need 1024-byte alignment
@@ -106,6 +115,9 @@ class HopperConfig:
     # so the warpgroups drift apart and their wgmmas interleave on the tensor pipe; costs twice
     # the Y decode per warpgroup and ``consumer_warpgroups`` copies of the Y ring.
     y_per_warpgroup: bool = False
+    # issue 14p (experimental): see YSource. "prepass" takes ``fp16_buffers`` as the depth of
+    # the Y ring (64-K fp16 TMA boxes), independent of ``num_ab_stages`` (the X ring)
+    y_source: YSource = "smem_decode"
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -217,6 +229,7 @@ class HopperConfig:
         sched += "" if self.load_unroll == 1 else f"_u{self.load_unroll}"
         sched += "" if self.x_operand == "smem" else "_rs"
         sched += "_ywg" if self.y_per_warpgroup else ""
+        sched += "_pre" if self.y_source == "prepass" else ""
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
@@ -243,13 +256,19 @@ def sf_block_bytes(config: HopperConfig) -> int:
     return config.tile_k // 64 * 512
 
 
+def raw_y_rows(config: HopperConfig) -> int:
+    """Rows of raw (packed FP4) Y a stage holds: none with ``y_source="prepass"`` (Y arrives
+    as fp16 from the workspace, in its own ring)."""
+    return 0 if config.y_source == "prepass" else config.mma_n
+
+
 def raw_stage_layout(config: HopperConfig) -> dict[str, int]:
     """Byte offsets inside one raw stage: X rows, Y rows, X scales, Y scales (16-aligned)."""
     pitch = raw_row_pitch(config)
     x_rows = config.mma_m * pitch
-    y_rows = config.mma_n * pitch
+    y_rows = raw_y_rows(config) * pitch
     x_sf = sf_blocks(config.mma_m) * sf_block_bytes(config)
-    y_sf = sf_blocks(config.mma_n) * sf_block_bytes(config)
+    y_sf = sf_blocks(config.mma_n) * sf_block_bytes(config) if raw_y_rows(config) else 0
     off_x = 0
     off_y = off_x + x_rows
     off_sfx = off_y + y_rows
@@ -261,10 +280,21 @@ def raw_stage_layout(config: HopperConfig) -> dict[str, int]:
 
 
 def stage_tx_bytes(config: HopperConfig) -> int:
-    """Bytes the copy engine writes per stage (what the full barrier expects)."""
-    rows = (config.mma_m + config.mma_n) * (config.tile_k // 2)
-    sf = (sf_blocks(config.mma_m) + sf_blocks(config.mma_n)) * sf_block_bytes(config)
+    """Bytes the copy engine writes per stage (what the full barrier expects); with
+    ``y_source="prepass"`` X and its scales only (:func:`y_box_tx_bytes` per Y buffer)."""
+    rows = (config.mma_m + raw_y_rows(config)) * (config.tile_k // 2)
+    y_blocks = sf_blocks(config.mma_n) if raw_y_rows(config) else 0
+    sf = (sf_blocks(config.mma_m) + y_blocks) * sf_block_bytes(config)
     return rows + sf
+
+
+def y_box_tx_bytes(config: HopperConfig) -> int:
+    """``y_source="prepass"``: bytes one fp16 Y box (mma_n rows x 64 K x 2 B) writes."""
+    return config.mma_n * DEQUANT_SUB_K * 2
+
+
+# ``y_source="prepass"``: the phase-1 claim word's broadcast slots (two int32) in shared memory
+PREPASS_SMEM_SLOT_BYTES = 8
 
 
 def dequant_buffer_bytes(config: HopperConfig) -> int:
@@ -272,15 +302,20 @@ def dequant_buffer_bytes(config: HopperConfig) -> int:
     ``y_copies``) x 64 K x 2 B. The fastest tile (swapped 128x128, X in registers, 2 buffers):
     2 x 128 x 64 x 2 = 32768 B; with ``y_per_warpgroup`` (2 warpgroups) 65536 B, and with its 4
     raw stages of 36864 B (128 + 128 rows x 128 B + 2 x 2048 B scales) 147456 + 65536 + 64 B
-    barriers + 3072 B alignment = 216128 B <= 232448: still 4 stages (5 would need 253008)."""
+    barriers + 3072 B alignment = 216128 B <= 232448: still 4 stages (5 would need 253008).
+    ``y_source="prepass"``: the Y ring of 64-K fp16 TMA boxes, 16384 B a buffer; with 4 X stages
+    of 18432 B (128 rows x 128 B + one 2048 B scale block) and 8 Y buffers: 73728 + 131072 +
+    200 B barriers and claim slots + 3072 B alignment = 208072 B (9 buffers: 224456 B)."""
     x_rows = 0 if config.x_operand == "regs" else config.mma_m
     return config.fp16_buffers * (x_rows + config.mma_n * config.y_copies) * DEQUANT_SUB_K * 2
 
 
 def smem_bytes(config: HopperConfig) -> dict[str, int]:
     barriers = 2 * config.num_ab_stages * 8
-    if config.roles == "split":
+    if config.roles == "split" or config.y_source == "prepass":
         barriers += 2 * config.fp16_buffers * 8
+    if config.y_source == "prepass":
+        barriers += PREPASS_SMEM_SLOT_BYTES
     raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
@@ -325,11 +360,16 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"dequant must be 'shift' or 'prmt', got {config.dequant!r}")
     if config.roles not in ("cooperative", "split"):
         p.append(f"roles must be 'cooperative' or 'split', got {config.roles!r}")
-    elif config.roles == "cooperative":
+    elif config.roles == "cooperative" and config.y_source != "prepass":
         if config.dequant_warpgroups != 0:
             p.append(f"dequant_warpgroups is for roles='split' only, got {config.dequant_warpgroups}")
         if config.fp16_buffers not in (2, 3):
             p.append(f"roles='cooperative' takes 2 or 3 fp16 buffers, got {config.fp16_buffers}")
+    elif config.y_source == "prepass":
+        if config.dequant_warpgroups != 0:
+            p.append(f"dequant_warpgroups is for roles='split' only, got {config.dequant_warpgroups}")
+        if not 2 <= config.fp16_buffers <= 16:
+            p.append(f"y_source='prepass' takes a Y ring of 2..16 fp16 buffers, got {config.fp16_buffers}")
     else:
         if config.dequant_warpgroups not in (1, 2):
             p.append(f"roles='split' needs dequant_warpgroups 1 or 2, got {config.dequant_warpgroups}")
@@ -394,6 +434,19 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_per_warpgroup needs 2 or 3 consumer warpgroups (one warpgroup already owns its Y)")
         if (2 * config.mma_n) % 128:
             p.append(f"y_per_warpgroup splits Y's {2 * config.mma_n} half-row units over 128 threads")
+    if config.y_source not in ("smem_decode", "prepass"):
+        p.append(f"y_source must be 'smem_decode' or 'prepass', got {config.y_source!r}")
+    elif config.y_source == "prepass":
+        if not config.swapped:
+            p.append("y_source='prepass' needs swapped tiles (Y = A, the per-group M side, decoded once)")
+        if config.roles != "cooperative" or config.x_operand != "regs":
+            p.append("y_source='prepass' needs roles='cooperative' and x_operand='regs' (the consumers decode X only)")
+        if config.loader != "tma" or config.dequant != "prmt":
+            p.append("y_source='prepass' needs loader='tma' and dequant='prmt'")
+        if config.y_per_warpgroup or config.consumer_regs:
+            p.append("y_source='prepass' takes neither y_per_warpgroup nor consumer_regs")
+        if config.schedule != "contiguous":
+            p.append("y_source='prepass' is declared for schedule='contiguous' only")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:
@@ -542,6 +595,13 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     HopperConfig(
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", y_per_warpgroup=True, consumer_regs=232,
+    ),
+    # issue 14p (experimental, written and compiled on a CPU, not yet run on a GPU): Y decoded
+    # once per call into a global fp16 workspace (phase 1 of the same launch), then TMA-loaded as
+    # fp16 64-K boxes into an 8-buffer ring; no named barriers in the tile loop
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_source="prepass", fp16_buffers=8,
     ),
 )
 

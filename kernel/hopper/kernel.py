@@ -19,6 +19,12 @@ Warp roles, in warp order (``HopperConfig.threads``):
   TMA box per operand from per-group tensor maps (kernel/tensor_maps.py; rows past M/N
   zero-filled, raw rows 128-byte swizzled) plus one cp.async.bulk per 128-row scale block.
 
+``y_source="prepass"`` (issue 14p, experimental): before the tile loop every thread of every
+CTA decodes the groups' Y rows (A, swapped) once into a global fp16 workspace
+(kernel/hopper/workspace.py: layout, and why its completion barrier cannot deadlock); the tile
+loop then has a 4-stage ring of raw X (+ scales) and a ring of fp16 Y boxes loaded by TMA, and
+the consumers decode only X (``produce_prepass`` / ``consume_prepass``).
+
 Every copy's global address comes from the device tables (pointer table or tensor-map table),
 so changing group costs nothing. Rows past M (or N) only reach accumulator rows or columns that
 are never stored.
@@ -47,6 +53,14 @@ from kernel.hopper.config import HopperConfig
 from kernel.perturbation import JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SLOT_INDEX, Perturbation
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
+    arrive_release_gpu,
+    atom_add_relaxed_gpu,
+    dequant_y_global_rs,
+    fence_proxy_async_global,
+    ld_shared_u32,
+    st_shared_u32,
+    store_relaxed_gpu,
+    wait_geq_acquire_gpu,
     bulk_copy_g2s,
     cp_async_16,
     dequant_unit,
@@ -65,6 +79,10 @@ from kernel.hopper.ptx import (
 )
 
 SUB_K = cfgmod.DEQUANT_SUB_K
+# y_source="prepass": the workspace's layout (kernel.hopper.workspace states it for the host)
+from kernel.hopper.workspace import (  # noqa: E402
+    CLAIM_WORD, DATA_OFFSET, DONE_WORD, ITEMS_PER_THREAD, PASSED_WORD, TENSOR_MAP_OFFSET,
+)
 
 
 class HopperNvfp4GroupedGemm:
@@ -123,7 +141,13 @@ class HopperNvfp4GroupedGemm:
         self.y_per_wg = config.y_per_warpgroup
         self.y_copies = config.y_copies
         y_elems = config.fp16_buffers * self.mma_n * SUB_K * self.y_copies
+        # y_source="prepass": Y arrives as fp16 TMA boxes in a ring of fp16_buffers (its own
+        # full/empty mbarriers); one more 8-byte cell holds phase 1's two claim slots
+        self.prepass = config.y_source == "prepass"
+        self.y_tx_bytes = cfgmod.y_box_tx_bytes(config)
         fp16_bar_count = 2 * config.fp16_buffers if self.split else 1
+        if self.prepass:
+            fp16_bar_count = 2 * config.fp16_buffers + 1
 
         @cute.struct
         class SharedStorage:
@@ -345,9 +369,11 @@ class HopperNvfp4GroupedGemm:
         ptrs_ptr: cute.Pointer,
         tmaps_ptr: cute.Pointer,
         delays_ptr: cute.Pointer = None,
+        ws_ptr: cute.Pointer = None,
     ):
         # delays_ptr: run-time perturbed builds only (HarnessHopperGemm); None, a compile-time
-        # constant, in every other build: no kernel parameter, nothing traced
+        # constant, in every other build: no kernel parameter, nothing traced. ws_ptr: the
+        # y_source="prepass" builds' workspace (kernel.hopper.workspace); None otherwise
         if cutlass.const_expr(delays_ptr is not None):
             self.delay_table = delays_ptr.toint()
         cfg = self.config
@@ -403,7 +429,29 @@ class HopperNvfp4GroupedGemm:
         total = m_prefix[G]
         t_begin, t_end, t_step = self.tile_range(total)
 
-        if warp_idx >= self.producer_warp:
+        if cutlass.const_expr(self.prepass):
+            # ---------------------------------------------- phase 1: Y -> fp16 workspace
+            ws = ws_ptr.toint()
+            claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
+            self.prepass_decode(tidx, m_sizes, m_ptrs, ws, claim_slots)
+            y_pipe = pipeline.PipelineTmaAsync.create(
+                barrier_storage=storage.fp16_bars.data_ptr(),
+                num_stages=self.fp16_buffers,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
+                tx_count=self.y_tx_bytes,
+                cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+            )
+
+        if cutlass.const_expr(self.prepass):
+            # ------------------------------------- phase 2: X raw per stage, Y fp16 by TMA
+            if warp_idx >= self.producer_warp:
+                self.produce_prepass(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
+                                     t_begin, t_end, t_step)
+            else:
+                self.consume_prepass(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+                                     t_begin, t_end, t_step)
+        elif warp_idx >= self.producer_warp:
             # ------------------------------------------------------------ producer warp
             lane = cute.arch.lane_idx()
             pw = warp_idx - self.producer_warp
@@ -738,6 +786,222 @@ class HopperNvfp4GroupedGemm:
                     self.delay("dequant", "release", "after")
                     state.advance()
 
+    # ------------------------------------------------ y_source="prepass" (issue 14p)
+    @cute.jit
+    def prepass_claim(self, tidx: cutlass.Int32, ws: cutlass.Int64, slots: cutlass.Int32, it: cutlass.Int32):
+        """Thread 0 claims the CTA's next chunk (atomic add on the claim word) and broadcasts it
+        through shared slot ``it % 2`` (the other slot may still be read by a slow thread of
+        the previous round, which has not yet reached this round's barrier)."""
+        slot_addr = slots + (it % 2) * 4
+        if tidx == 0:
+            st_shared_u32(slot_addr, atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1)))
+        cute.arch.barrier()
+        return ld_shared_u32(slot_addr)
+
+    @cute.jit
+    def prepass_item(self, item: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor, data: cutlass.Int64,
+                     pitch: cutlass.Int64):
+        """Decode item ``item`` (kernel.hopper.workspace.item_location / item_addresses)."""
+        base = cutlass.Int32(0)
+        roff = cutlass.Int32(0)
+        sel_slot = cutlass.Int32(0)
+        sel_base = cutlass.Int32(0)
+        sel_roff = cutlass.Int32(0)
+        for s in range(self.num_groups):
+            m = m_sizes[s, 0]
+            count = m * (m_sizes[s, 2] // SUB_K)
+            if m_sizes[s, 1] == 0:
+                count = cutlass.Int32(0)
+            if item >= base:
+                if item < base + count:
+                    sel_slot = cutlass.Int32(s)
+                    sel_base = base
+                    sel_roff = roff
+            base = base + count
+            roff = roff + m
+        k = m_sizes[sel_slot, 2]
+        ksub = k // SUB_K
+        local = item - sel_base
+        row = local // ksub
+        sb = local - row * ksub
+        i = row % 128
+        raw = m_ptrs[sel_slot, 0] + cutlass.Int64(row) * cutlass.Int64(k // 2) + cutlass.Int64(sb * (SUB_K // 2))
+        sf = (
+            m_ptrs[sel_slot, 3] + (cutlass.Int64(row // 128) * cutlass.Int64(ksub) + cutlass.Int64(sb)) * 512
+            + cutlass.Int64((i % 32) * 16 + (i // 32) * 4)
+        )
+        dst = data + cutlass.Int64(sel_roff + row) * pitch + cutlass.Int64(sb * (SUB_K * 2))
+        dequant_y_global_rs(raw, sf, dst, self.config.operand_exp_shift)
+
+    @cute.jit
+    def prepass_decode(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor, ws: cutlass.Int64,
+                       slots: cutlass.Int32):
+        """Phase 1, every thread of every CTA: decode every group's Y rows into the workspace,
+        then wait until every chunk is decoded (kernel.hopper.workspace: why this cannot
+        deadlock, and how the counters go back to zero for the next launch)."""
+        threads = self.threads
+        chunk = threads * ITEMS_PER_THREAD
+        items = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        for s in range(self.num_groups):
+            if m_sizes[s, 1] != 0:
+                items = items + m_sizes[s, 0] * (m_sizes[s, 2] // SUB_K)
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        chunks = (items + (chunk - 1)) // chunk
+        pitch = cutlass.Int64(kmax * 2)
+        data = ws + DATA_OFFSET
+        it = cutlass.Int32(0)
+        c = self.prepass_claim(tidx, ws, slots, it)
+        while c < chunks:
+            for j in cutlass.range_constexpr(ITEMS_PER_THREAD):
+                item = c * chunk + tidx + j * threads
+                if item < items:
+                    self.prepass_item(item, m_sizes, m_ptrs, data, pitch)
+            # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
+            fence_proxy_async_global()
+            cute.arch.barrier()
+            if tidx == 0:
+                arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
+            it = it + 1
+            c = self.prepass_claim(tidx, ws, slots, it)
+        if tidx == 0:
+            wait_geq_acquire_gpu(ws + DONE_WORD, chunks)
+            num_ctas, _, _ = cute.arch.grid_dim()
+            passed = atom_add_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(1))
+            if passed == cutlass.Int32(num_ctas) - 1:
+                # every CTA has claimed its last chunk and left the wait: back to zero for the
+                # next launch (the kernel boundary orders these stores before it)
+                store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
+                store_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(0))
+                store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+        cute.arch.barrier()
+
+    @cute.jit
+    def row_offset(self, m_sizes: cute.Tensor, slot: cutlass.Int32):
+        """The slot's first workspace row: the prefix of M over the slots before it."""
+        roff = cutlass.Int32(0)
+        for s in range(slot):
+            roff = roff + m_sizes[s, 0]
+        return roff
+
+    @cute.jit
+    def produce_prepass(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
+                        t_begin, t_end, t_step):
+        """The producer warp of phase 2: per stage X (B rows, TMA) and its scale block (bulk
+        copy) into the raw ring, then Y's four 64-K fp16 boxes (TMA over the workspace) into
+        the Y ring."""
+        cfg = self.config
+        lane = cute.arch.lane_idx()
+        tm_ws = ws + TENSOR_MAP_OFFSET
+        # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
+        fence_proxy_async_global()
+        if lane == 0:
+            tensormap_acquire(tm_ws)
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+        ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
+        for tile in range(t_begin, t_end, t_step):
+            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+            sfx_ptr = m_ptrs[slot, 4]
+            tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
+            y_row = self.row_offset(m_sizes, slot) + m0
+            self.delay("producer", "tensormap", "before")
+            if lane == 0:
+                tensormap_acquire(tm_x)
+            self.delay("producer", "tensormap", "after")
+            rest_k = cutlass.Int64(k // 64)
+            x_blocks = (n + 127) // 128
+            for kt in range(k // cfg.tile_k):
+                self.delay("producer", "acquire", "before")
+                pipe.producer_acquire(state)
+                self.delay("producer", "acquire", "after")
+                stage = raw_base + state.index * self.raw_stage_bytes
+                self.poison_stage_before_fill(lane, stage)
+                sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
+                mbar = pipe.producer_get_barrier(state).toint()
+                if lane == 0:
+                    tma_load_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
+                self.load_sf_bulk(lane, 1, stage + self.off_sfx, sfx_ptr, n0, x_blocks, rest_k, sf_k, mbar, self.mma_m)
+                self.delay("producer", "issue", "before")
+                pipe.producer_commit(state)
+                self.delay("producer", "issue", "after")
+                state.advance()
+                for sb in cutlass.range_constexpr(self.n_sub):
+                    self.delay("producer", "acquire", "before")
+                    y_pipe.producer_acquire(ystate)
+                    self.delay("producer", "acquire", "after")
+                    ybuf = sy_base + ystate.index * self.y_buf_bytes
+                    self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
+                    ybar = y_pipe.producer_get_barrier(ystate).toint()
+                    if lane == 0:
+                        tma_load_rows(ybuf, tm_ws, (kt * self.n_sub + sb) * (SUB_K * 2), y_row, ybar)
+                    y_pipe.producer_commit(ystate)
+                    ystate.advance()
+        self.delay("producer", "tail", "before")
+        pipe.producer_tail(state)
+        y_pipe.producer_tail(ystate)
+
+    @cute.jit
+    def consume_prepass(self, tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+                        t_begin, t_end, t_step):
+        """The consumer warpgroups of phase 2: per 64-K sub-block decode the X fragment from the
+        raw stage (releasing the stage after the last one), wait for Y's fp16 box, issue the
+        wgmmas, and release the previous sub-block's Y buffer once its wgmmas retired (one
+        group in flight). No named barrier: each warp arrives on the empty mbarriers itself."""
+        cfg = self.config
+        thr_mma = tiled_mma.get_slice(tidx)
+        tCrY = tiled_mma.make_fragment_B(thr_mma.partition_B(sY))
+        acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
+        tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
+        filler = self.wgmma_filler(tidx)
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
+        retire_state = ystate.clone()
+        for tile in range(t_begin, t_end, t_step):
+            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+            x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
+            acc.fill(0.0)
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+            warpgroup.fence()
+            for kt in range(k // cfg.tile_k):
+                self.delay("consumer", "wait", "before")
+                pipe.consumer_wait(state)
+                self.delay("consumer", "wait", "after")
+                stage = raw_base + state.index * self.raw_stage_bytes
+                for sb in cutlass.range_constexpr(self.n_sub):
+                    x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
+                    if cutlass.const_expr(sb == self.n_sub - 1):
+                        # every X read of this stage is done (its values are in registers)
+                        cute.arch.sync_warp()  # one elected lane arrives for its warp
+                        self.delay("consumer", "release", "before")
+                        pipe.consumer_release(state)
+                        self.delay("consumer", "release", "after")
+                    self.delay("consumer", "fp16_wait", "before")
+                    y_pipe.consumer_wait(ystate)
+                    self.delay("consumer", "fp16_wait", "after")
+                    warpgroup.fence()  # the fragment registers were just written
+                    self.fill_wgmma(filler, acc, tCrY, ystate.index)
+                    for kb in cutlass.range_constexpr(SUB_K // 16):
+                        cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
+                    warpgroup.commit_group()
+                    ystate.advance()
+                    # the previous sub-block's wgmma has retired: its Y buffer is free
+                    self.delay("consumer", "wgmma_wait", "before")
+                    warpgroup.wait_group(1)
+                    self.delay("consumer", "wgmma_wait", "after")
+                    if cutlass.const_expr(sb > 0):
+                        self.warp_release(y_pipe, retire_state)
+                        retire_state.advance()
+                    elif kt > 0:
+                        self.warp_release(y_pipe, retire_state)
+                        retire_state.advance()
+                state.advance()
+            self.delay("consumer", "wgmma_wait", "before")
+            warpgroup.wait_group(0)
+            self.warp_release(y_pipe, retire_state)
+            retire_state.advance()
+            self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+            self.poison_accumulator(acc)
+
     # ------------------------------------------------------------- consumer helpers
     @cute.jit
     def warp_release(self, fp16_pipe, state):
@@ -810,6 +1074,15 @@ class HopperNvfp4GroupedGemm:
         if not self.poisoning() or self.config.producer_warps != 1:
             return
         self.poison_region(stage, self.raw_stage_bytes, lane, 32)
+        cute.arch.fence_proxy("async.shared", space="cta")
+        cute.arch.sync_warp()
+
+    def poison_stage_before_fill_bytes(self, lane, base, nbytes: int):
+        """y_source="prepass": the producer warp, after the Y ring's empty wait and before the
+        TMA that refills the buffer: poison it, fence the async proxy, sync the warp."""
+        if not self.poisoning():
+            return
+        self.poison_region(base, nbytes, lane, 32)
         cute.arch.fence_proxy("async.shared", space="cta")
         cute.arch.sync_warp()
 
@@ -1032,3 +1305,39 @@ class HarnessHopperGemm(HopperNvfp4GroupedGemm):
         stream: cuda.CUstream,
     ):
         self.launch_kernel(num_ctas, stream, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr, delays_ptr)
+
+
+class PrepassHopperGemm(HopperNvfp4GroupedGemm):
+    """``y_source="prepass"``: the production kernel with one more argument, the workspace
+    (kernel.hopper.workspace), after the four tables."""
+
+    @cute.jit
+    def __call__(
+        self,
+        sizes_ptr: cute.Pointer,
+        prefix_ptr: cute.Pointer,
+        ptrs_ptr: cute.Pointer,
+        tmaps_ptr: cute.Pointer,
+        ws_ptr: cute.Pointer,
+        num_ctas: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        self.launch_kernel(num_ctas, stream, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr, None, ws_ptr)
+
+
+class HarnessPrepassGemm(HarnessHopperGemm):
+    """The run-time perturbed build of a ``y_source="prepass"`` variant: delay table, then workspace."""
+
+    @cute.jit
+    def __call__(
+        self,
+        sizes_ptr: cute.Pointer,
+        prefix_ptr: cute.Pointer,
+        ptrs_ptr: cute.Pointer,
+        tmaps_ptr: cute.Pointer,
+        delays_ptr: cute.Pointer,
+        ws_ptr: cute.Pointer,
+        num_ctas: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        self.launch_kernel(num_ctas, stream, sizes_ptr, prefix_ptr, ptrs_ptr, tmaps_ptr, delays_ptr, ws_ptr)

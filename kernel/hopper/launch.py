@@ -18,6 +18,8 @@ from kernel import device as devmod
 from kernel.host_pipeline import AuxTable, HostPipeline, Prepared
 from kernel.hopper.ablation import check_ablation
 from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes
+from kernel.hopper.workspace import WorkspacePool
+from kernel.hopper.workspace import geometry as workspace_geometry
 from kernel.plan import LaunchPlan
 from kernel.tables import GUARD_BYTE, GUARD_ROWS, guarded
 from kernel.tensor_maps import TensorMapCache, map_template
@@ -68,6 +70,7 @@ class HopperHooks:
 
     def __init__(self):
         self.tensor_map_cache = TensorMapCache()
+        self.workspaces = WorkspacePool()
 
     def resolve(self, config: HopperConfig) -> HopperConfig:
         check_config(config)
@@ -92,6 +95,14 @@ class HopperHooks:
             maps = guarded(maps, GUARD_ROWS, GUARD_BYTE)
         return AuxTable(maps, "uint8", 64)
 
+    def workspace(self, config: HopperConfig, plan: LaunchPlan, stream: int, device: torch.device):
+        """``y_source="prepass"``: the fp16 Y workspace of this plan's geometry for launches on
+        ``stream`` (kernel.hopper.workspace: one per stream, its tensor map encoded once, its
+        barrier counters self-resetting); None for every other variant."""
+        if config.y_source != "prepass":
+            return None
+        return self.workspaces.get(workspace_geometry(plan.sizes), config.mma_n, stream, device)
+
     def aux_template(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors]):
         """The tensor maps of this shape signature with the addresses patched per problem
         (kernel.tensor_maps.MapTemplate), for the seen-shape path; None without a TMA loader."""
@@ -111,11 +122,16 @@ class HopperHooks:
         from kernel.hopper.kernel import HopperNvfp4GroupedGemm
 
         runtime = perturbation is not None and perturbation.runtime
+        prepass = config.y_source == "prepass"
         if runtime:  # one build for every seed: the delays are a device table, an extra argument
-            from kernel.hopper.kernel import HarnessHopperGemm
+            from kernel.hopper.kernel import HarnessHopperGemm, HarnessPrepassGemm
 
             perturbation = perturbation.compile_form
-            gemm = HarnessHopperGemm(config, num_groups, perturbation, ablation)
+            gemm = (HarnessPrepassGemm if prepass else HarnessHopperGemm)(config, num_groups, perturbation, ablation)
+        elif prepass:  # one more argument: the fp16 Y workspace (kernel.hopper.workspace)
+            from kernel.hopper.kernel import PrepassHopperGemm
+
+            gemm = PrepassHopperGemm(config, num_groups, perturbation, ablation)
         else:
             gemm = HopperNvfp4GroupedGemm(config, num_groups, perturbation, ablation)
 
@@ -130,8 +146,10 @@ class HopperHooks:
             warnings.simplefilter("ignore", DSLOptimizationWarning)
             tables = (fake(cutlass.Int32, 16), fake(cutlass.Int32, 16), fake(cutlass.Int64, 16), fake(cutlass.Uint8, 64))
             harness = (fake(cutlass.Int32, 16),) if runtime else ()  # the delay table
+            workspace = (fake(cutlass.Uint8, 256),) if prepass else ()
             return cute.compile(
-                gemm, *tables, *harness, cutlass.Int32(1), cuda.CUstream(0), options=compile_options(dump_dir),
+                gemm, *tables, *harness, *workspace, cutlass.Int32(1), cuda.CUstream(0),
+                options=compile_options(dump_dir),
             )
 
 

@@ -485,3 +485,103 @@ def opaque_zeros_u32(n: int, *, loc=None, ip=None) -> list:
         has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
     )
     return [Int32(llvm.extractvalue(T.i32(), res, [k], loc=loc, ip=ip)) for k in range(n)]
+
+
+# ---- y_source="prepass" (issue 14p): Y decoded once into a global fp16 workspace -----------
+def rs_y_global_asm(exp_shift: int) -> str:
+    """One Y item of the pre-pass: 64 K of one row. ``$0`` the row's 32 packed bytes of the
+    sub-block (global, 16-byte aligned: words W0..W7), ``$1`` its 4 scale bytes (global, the
+    512-byte blocked layout: scale t covers K 16t..16t+15), ``$2`` the 128-byte fp16 run in the
+    workspace (global). Chunk c = 4a + j (16 bytes at ``$2 + 16c``) holds, as 32-bit word t,
+    pair j of word W[a + 2t] times scale t: what :func:`rs_y_units_asm` stores for the row's
+    units a = 0 and a = 1 into chunks 4a..4a+3 (before the 128-byte swizzle), with the same
+    instructions, so the values are bit-identical; a TMA box with the 128-byte swizzle then
+    puts chunk c of box row r at chunk c ^ (r % 8), where the shared-memory decode stores it."""
+    words = ", ".join(f"W{i}" for i in range(8))
+    pairs = ", ".join(f"q{a}_{t}_{j}" for a in range(2) for t in range(4) for j in range(4))
+    lines = ["{", f".reg .b32 {words}, s, c0, c1, c2, c3, {pairs};", *_RS_DECLS]
+    lines += [
+        "ld.global.v4.b32 {W0, W1, W2, W3}, [$0];",
+        "ld.global.v4.b32 {W4, W5, W6, W7}, [$0+16];",
+        "ld.global.b32 s, [$1];",
+    ]
+    for t in range(4):
+        lines += _scale_lines(f"c{t}", "s", t)
+    for a in range(2):
+        for t in range(4):
+            lines += _decode_word_lines(f"W{a + 2 * t}", tuple(f"q{a}_{t}_{j}" for j in range(4)))
+            for j in range(4):
+                lines += _scaled(f"q{a}_{t}_{j}", f"c{t}", exp_shift)
+        for j in range(4):
+            lines.append(f"st.global.v4.b32 [$2+{16 * (4 * a + j)}], {{q{a}_0_{j}, q{a}_1_{j}, q{a}_2_{j}, q{a}_3_{j}}};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+@dsl_user_op
+def dequant_y_global_rs(raw: Int64, sf: Int64, dst: Int64, exp_shift: int, *, loc=None, ip=None) -> None:
+    """One pre-pass item (see :func:`rs_y_global_asm`): global -> global."""
+    _inline_asm(rs_y_global_asm(exp_shift), "l,l,l,~{memory}", _ir(loc, ip, (Int64, raw), (Int64, sf), (Int64, dst)),
+                loc=loc, ip=ip)
+
+
+@dsl_user_op
+def atom_add_relaxed_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> Int32:
+    """``atom.add.relaxed.gpu`` on a global u32; returns the old value (the chunk claim)."""
+    from cutlass.cutlass_dsl import T
+
+    res = llvm.inline_asm(
+        T.i32(), _ir(loc, ip, (Int64, addr), (Int32, value)),
+        "atom.add.relaxed.gpu.global.u32 $0, [$1], $2;", "=r,l,r,~{memory}",
+        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
+    )
+    return Int32(res)
+
+
+@dsl_user_op
+def arrive_release_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> None:
+    """Publish this CTA's writes (ordered before by ``bar.sync``) and add ``value`` to a global
+    u32: ``fence.acq_rel.gpu`` then ``red.release.gpu``."""
+    _inline_asm("fence.acq_rel.gpu;\nred.release.gpu.global.add.u32 [$0], $1;", "l,r,~{memory}",
+                _ir(loc, ip, (Int64, addr), (Int32, value)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def wait_geq_acquire_gpu(addr: Int64, target: Int32, *, loc=None, ip=None) -> None:
+    """Spin (``ld.acquire.gpu``) until the global u32 at ``addr`` is >= ``target``."""
+    asm = (
+        "{\n.reg .u32 v;\n.reg .pred p;\n"
+        "PREPASS_SPIN:\n"
+        "ld.acquire.gpu.global.u32 v, [$0];\n"
+        "setp.lt.u32 p, v, $1;\n"
+        "@p bra PREPASS_SPIN;\n}"
+    )
+    _inline_asm(asm, "l,r,~{memory}", _ir(loc, ip, (Int64, addr), (Int32, target)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def store_relaxed_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> None:
+    _inline_asm("st.relaxed.gpu.global.u32 [$0], $1;", "l,r,~{memory}", _ir(loc, ip, (Int64, addr), (Int32, value)),
+                loc=loc, ip=ip)
+
+
+@dsl_user_op
+def fence_proxy_async_global(*, loc=None, ip=None) -> None:
+    """Order this thread's generic-proxy global accesses with the async proxy (TMA)."""
+    _inline_asm("fence.proxy.async.global;", "~{memory}", [], loc=loc, ip=ip)
+
+
+@dsl_user_op
+def st_shared_u32(addr: Int32, value: Int32, *, loc=None, ip=None) -> None:
+    _inline_asm("st.shared.u32 [$0], $1;", "r,r,~{memory}", _ir(loc, ip, (Int32, addr), (Int32, value)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def ld_shared_u32(addr: Int32, *, loc=None, ip=None) -> Int32:
+    from cutlass.cutlass_dsl import T
+
+    res = llvm.inline_asm(
+        T.i32(), _ir(loc, ip, (Int32, addr)), "ld.shared.u32 $0, [$1];", "=r,r,~{memory}",
+        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
+    )
+    return Int32(res)

@@ -74,3 +74,40 @@ def test_shape_sweep_compiles_once():
         compile_for(prep.config, prep.plan.num_groups)
     assert compile_cache.stats.compiles == 1, compile_cache.stats
     assert compile_cache.stats.hits == 19
+
+
+def test_prepass_variant_sass_structure(tmp_path):
+    """y_source="prepass" (issue 14p, experimental): phase 1 (global decode, claim atomics, the
+    release add and the acquire spin, the generic -> async proxy fences) comes before the tile
+    loop; the tile loop has no CTA barrier (only mbarriers), per 256-K stage one X TMA box, one
+    bulk copy of X's scales and four Y TMA boxes, and 4 sub-blocks x 4 HGMMAs with at most one
+    group in flight before a Y buffer is released; 0 spills."""
+    from profiling import sass
+
+    config = next(c for c in STATIC_MATRIX if c.y_source == "prepass")
+    build = static_build(config, tmp_path, num_groups=8)
+    ins = sass.parse_sass(sass.disassemble(build["cubin"]))
+    fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
+    ins = [i for i in ins if i.function == fn]
+    usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == fn][0]
+    assert usage.stack_bytes == 0 and usage.local_bytes == 0
+    assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
+    ops = [i.opcode for i in ins]
+
+    def first(prefix):
+        return next(n for n, o in enumerate(ops) if o.startswith(prefix))
+
+    def count(prefix):
+        return sum(o.startswith(prefix) for o in ops)
+
+    assert count("HGMMA") == 16
+    assert count("UTMALDG") == 5 and count("UBLKCP") == 1
+    # phase 1: global decode (128-bit loads and stores), claim, release add, acquire spin, fences
+    assert count("STG.E.128") >= 8 and count("ATOMG.E.ADD.STRONG.GPU") >= 2 and count("REDG.E.ADD.STRONG.GPU") == 1
+    assert any(o.startswith("LDG.E.STRONG.GPU") for o in ops)
+    assert count("FENCE.VIEW.ASYNC.G") >= 2
+    tile_loop = first("UTMALDG")
+    assert max(n for n, o in enumerate(ops) if o.startswith("BAR.")) < tile_loop, "a CTA barrier in the tile loop"
+    assert first("REDG") < tile_loop and first("HGMMA") > tile_loop
+    waits = [i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
+    assert waits and all(int(w.split(",")[-1].strip().rstrip(";"), 16) <= 1 for w in waits), waits

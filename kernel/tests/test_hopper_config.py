@@ -300,3 +300,53 @@ def test_split_register_x_pairs_sub_blocks_only_with_a_ring_that_cannot_deadlock
             refused = any("in pairs" in p for p in config_problems(c))
             assert refused == pairing_deadlock, (c.label, config_problems(c))
     assert not HopperConfig().y_pairs_sub_blocks and not HopperConfig(**_WG3, tile_n=192, consumer_regs=160).y_pairs_sub_blocks
+
+# ---- issue 14p: y_source="prepass" (Y decoded once into a global fp16 workspace) --------------
+_PRE = dict(_RS, y_source="prepass", fp16_buffers=8)
+
+
+def test_prepass_smem_arithmetic_and_label():
+    from kernel.hopper.config import (
+        EXPERIMENTAL_VARIANTS, FASTEST_CONFIG, PRODUCTION_VARIANTS, raw_stage_layout, y_box_tx_bytes,
+    )
+
+    pre = HopperConfig(**_PRE)
+    assert pre.label == "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_pre"
+    assert config_problems(pre) == [] and pre in EXPERIMENTAL_VARIANTS and pre not in PRODUCTION_VARIANTS
+    # a raw stage holds X (128 rows x 128 B) and its scale block only; Y comes as 64-K fp16 boxes
+    assert raw_stage_layout(pre)["bytes"] == 16384 + 2048 == stage_tx_bytes(pre)
+    assert y_box_tx_bytes(pre) == 128 * 64 * 2
+    # 4 X stages + 8 Y buffers + barriers (2 x 4 + 2 x 8) x 8 B + 8 B claim slots + 3 x 1024 alignment
+    assert smem_bytes(pre) == {"barriers": 200, "raw_stages": 73728, "dequant_buffers": 131072, "total": 208072}
+    assert config_problems(HopperConfig(**dict(_PRE, fp16_buffers=9))) == []
+    assert any("shared memory" in p for p in config_problems(HopperConfig(**dict(_PRE, fp16_buffers=10))))
+    # the axis is off by default: no other label changes, the production variants decode Y in shared memory
+    assert FASTEST_CONFIG.y_source == "smem_decode" and not any(c.y_source != "smem_decode" for c in PRODUCTION_VARIANTS)
+    assert sum(c.label.endswith("_pre") for c in DECLARED_VARIANTS) == sum(c.y_source == "prepass" for c in DECLARED_VARIANTS)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(_PRE, swapped=False), "needs swapped tiles"),
+        (dict(_PRE, x_operand="smem"), "needs roles='cooperative' and x_operand='regs'"),
+        (dict(_PRE, roles="split", dequant_warpgroups=1), "needs roles='cooperative' and x_operand='regs'"),
+        (dict(_PRE, y_per_warpgroup=True), "takes neither y_per_warpgroup nor consumer_regs"),
+        (dict(_PRE, consumer_regs=232), "takes neither y_per_warpgroup nor consumer_regs"),
+        (dict(_PRE, schedule="strided"), "schedule='contiguous' only"),
+        (dict(_PRE, fp16_buffers=1), "a Y ring of 2..16 fp16 buffers"),
+        (dict(_PRE, dequant_warpgroups=1), "dequant_warpgroups is for roles='split' only"),
+        (dict(_RS, y_source="global"), "y_source must be 'smem_decode' or 'prepass'"),
+    ],
+)
+def test_prepass_rules(kwargs, words):
+    problems = config_problems(HopperConfig(**kwargs))
+    assert any(words in p for p in problems), problems
+
+
+def test_prepass_takes_no_shared_memory_decode_ablation():
+    from kernel.hopper.ablation import REGS_PARTS, Ablation
+
+    pre = HopperConfig(**_PRE)
+    for part in REGS_PARTS:
+        assert Ablation(part).problems(pre), part

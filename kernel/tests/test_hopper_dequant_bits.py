@@ -416,3 +416,35 @@ def test_rs_fragment_check_catches_a_swapped_slot(monkeypatch):
     monkeypatch.setattr(ptx, "rs_x_fragment_asm", lambda exp_shift: bad)
     with pytest.raises(AssertionError):
         test_rs_x_fragment_is_exact_in_the_shared_order(-14)
+
+
+class _GlobalInterp(_Interp):
+    """The pre-pass asm reads and writes global memory: same byte-addressed model."""
+
+    _ld_global_v4_b32 = _Interp._ld_shared_v4_b32
+    _ld_global_b32 = _Interp._ld_shared_b32
+    _st_global_v4_b32 = _Interp._st_shared_v4_b32
+
+
+@pytest.mark.parametrize("exp_shift", [-14, 0])
+def test_prepass_item_is_bit_identical_to_the_shared_decode(exp_shift):
+    """y_source="prepass" (issue 14p): one workspace item (64 K of a row, global -> global)
+    holds, byte for byte, what the two shared-memory Y units of that row store into the
+    unswizzled chunks 0..7 of the row (the TMA box's 128-byte swizzle then moves chunk c of
+    box row r to c ^ (r % 8), as the shared decode's addresses do: test_hopper_prepass_workspace)."""
+    codes, scales = _rows64(np.random.default_rng(13))
+    mem: dict[int, np.ndarray] = {}
+    _row_memory(mem, RAW, SF, codes, scales)
+    DST2 = DST + 0x100
+    for i in range(128):
+        mem[DST + i] = np.zeros(len(codes), dtype=np.uint8)
+        mem[DST2 + i] = np.full(len(codes), 0xA5, dtype=np.uint8)
+    ops = []
+    for a in range(2):
+        ops += [RAW + 4 * a, RAW + 16 + 4 * a, SF] + [DST + 16 * (4 * a + j) for j in range(4)]
+    _Interp(ops, mem, len(codes)).run(ptx.rs_y_units_asm(2, exp_shift))
+    _GlobalInterp([RAW, SF, DST2], mem, len(codes)).run(ptx.rs_y_global_asm(exp_shift))
+    for i in range(128):
+        assert np.array_equal(mem[DST + i], mem[DST2 + i]), i
+    got = np.stack([_f16_at(mem, DST2 + 2 * lk) for lk in range(64)], axis=1)
+    assert np.array_equal(got, _logical(_row_values(codes, scales, exp_shift)))

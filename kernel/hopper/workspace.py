@@ -1,0 +1,195 @@
+"""The fp16 Y workspace of ``y_source="prepass"`` (issue 14p): layout, geometry, ownership. Pure
+Python except :class:`WorkspacePool` (torch tensors, and the driver to encode a tensor map).
+
+One workspace is a device ``uint8`` tensor:
+
+* bytes 0..11: three u32 counters of phase 1's completion barrier (``CLAIM_WORD``: chunks
+  claimed, ``DONE_WORD``: chunks decoded, ``PASSED_WORD``: CTAs through the barrier). Zero
+  between launches: the last CTA through the barrier of a launch sets all three back to 0, so
+  repeated launches (fast path, graph replays) need no host reset;
+* bytes 128..255: the TMA tensor map over the data (encoded once per workspace, at its
+  allocation: the map depends only on the data's address, its rows and its pitch);
+* from byte 256: ``rows`` rows of ``pitch`` bytes (``pitch`` = 2 x the largest K of the problem):
+  slot s's Y rows (the problem's A rows, swapped tiles) start at row ``row_offsets[s]`` = the
+  prefix sum of M in slot order. 64 K of row r (sub-block q) is the 128-byte run at byte
+  ``q * 128`` of the row, in the fragment K order of ``kernel.hopper.ptx.rs_physical_k``
+  (chunk c, 16 bytes, holds what the shared-memory decode stores to chunk c of that row
+  before the 128-byte swizzle). One TMA box of 128 bytes x ``tile_m`` rows at
+  (``q * 128``, ``row_offsets[s] + m0``) with the 128-byte swizzle lands in shared memory exactly
+  as the shared-memory decode lays out one fp16 Y buffer. Rows of a box past the group's M read
+  the next slot's rows (or zero fill past the last row): they reach only accumulator columns
+  that are never stored.
+
+Phase 1 decodes ``items``: item i is (slot, row, sub-block) with the sub-block fastest, then the
+row, then the slot (slots with N == 0 own none), so consecutive threads read consecutive 32-byte
+runs of A and write consecutive 128-byte runs of the workspace. A CTA claims chunks of
+``threads x ITEMS_PER_THREAD`` items with an atomic add, decodes them, and adds 1 to
+``DONE_WORD``; every CTA then waits for ``DONE_WORD == chunks``. No CTA waits for a CTA that has
+not started: a chunk is only counted by the CTA that claimed it, and only a running CTA claims.
+So the barrier cannot deadlock even when the grid is not co-resident (another kernel on the
+SMs, or a second launch on another stream); with the plan's grid (at most one CTA per SM, the
+kernel takes most of the shared memory) all CTAs are normally resident anyway.
+
+Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows),
+allocated on that stream (so the allocator never hands its memory to another stream's work
+while a launch may still read it), its header written by a copy on that stream. Launches on
+one stream run one after the other, so they may share it; a launch on another stream gets its
+own. The launch arguments (``kernel.host_pipeline.LaunchArgs``) hold their
+workspace, so a fast-path hit replays with the workspace of its own stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+CLAIM_WORD = 0
+DONE_WORD = 4
+PASSED_WORD = 8
+TENSOR_MAP_OFFSET = 128
+DATA_OFFSET = 256
+ITEM_K = 64  # K elements of one item (one 128-byte fp16 run, one wgmma sub-block)
+ITEM_RAW_BYTES = ITEM_K // 2
+ITEM_FP16_BYTES = ITEM_K * 2
+ITEMS_PER_THREAD = 2  # items per thread and claimed chunk
+HEADER_SLOTS = 64  # page-locked header copies per arena (WorkspacePool)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The workspace of one problem (slot order, as the kernel's sizes table)."""
+
+    rows: int
+    pitch: int  # bytes per row: 2 x max K
+    row_offsets: tuple[int, ...]  # per slot
+    items: int  # phase 1's items
+
+    @property
+    def data_bytes(self) -> int:
+        return self.rows * self.pitch
+
+    @property
+    def nbytes(self) -> int:
+        return DATA_OFFSET + self.data_bytes
+
+    def chunks(self, threads: int) -> int:
+        per = threads * ITEMS_PER_THREAD
+        return -(-self.items // per)
+
+
+def geometry(sizes: Sequence[Sequence[int]]) -> Geometry:
+    """``sizes``: (m, n, k, l) per slot (``LaunchPlan.sizes``)."""
+    offsets, rows, items = [], 0, 0
+    for m, n, _k, *_ in sizes:
+        offsets.append(rows)
+        rows += m
+        if n > 0:
+            items += m * (_k // ITEM_K)
+    pitch = 2 * max((s[2] for s in sizes), default=0)
+    return Geometry(rows, pitch, tuple(offsets), items)
+
+
+def item_location(sizes: Sequence[Sequence[int]], item: int) -> tuple[int, int, int]:
+    """Item -> (slot, row inside the group, sub-block): the device's search, on the host."""
+    base = 0
+    for slot, (m, n, k, *_) in enumerate(sizes):
+        count = m * (k // ITEM_K) if n > 0 else 0
+        if base <= item < base + count:
+            local = item - base
+            return slot, local // (k // ITEM_K), local % (k // ITEM_K)
+        base += count
+    raise IndexError(f"item {item} outside 0..{base - 1}")
+
+
+def item_addresses(sizes, a_ptrs, sfa_ptrs, data: int, item: int) -> tuple[int, int, int]:
+    """(raw A bytes, scale word, workspace run) of one item: what phase 1 reads and writes.
+    ``a_ptrs`` / ``sfa_ptrs``: per slot. The scale word is the blocked layout's: 128-row block
+    ``row // 128``, 512 bytes per (block, 64-K column), row i of the block at
+    ``(i % 32) * 16 + (i // 32) * 4`` (kernel.hopper.kernel, unit_addresses)."""
+    g = geometry(sizes)
+    slot, row, sb = item_location(sizes, item)
+    k = sizes[slot][2]
+    i = row % 128
+    raw = a_ptrs[slot] + row * (k // 2) + sb * ITEM_RAW_BYTES
+    sf = sfa_ptrs[slot] + ((row // 128) * (k // ITEM_K) + sb) * 512 + (i % 32) * 16 + (i // 32) * 4
+    dst = data + (g.row_offsets[slot] + row) * g.pitch + sb * ITEM_FP16_BYTES
+    return raw, sf, dst
+
+
+def y_box(geom: Geometry, slot: int, m0: int, kt: int, sb: int, tile_k: int = 256) -> tuple[int, int]:
+    """The (byte column, row) of the Y box of tile rows ``m0..``, stage ``kt``, sub-block ``sb``."""
+    return (kt * (tile_k // ITEM_K) + sb) * ITEM_FP16_BYTES, geom.row_offsets[slot] + m0
+
+
+def rows_map(workspace_address: int, geom: Geometry, box_rows: int):
+    """The workspace's tensor map (kernel.tensor_maps.RowsMap): rows x pitch bytes, boxes of
+    ``box_rows`` rows x 128 bytes (the 128-byte swizzle)."""
+    from kernel.tensor_maps import RowsMap
+
+    return RowsMap(workspace_address + DATA_OFFSET, max(1, geom.rows), geom.pitch, box_rows)
+
+
+class WorkspacePool:
+    """Workspaces keyed by (device, stream handle, rows, pitch, box rows); see the module
+    docstring. A workspace is allocated zeroed with its tensor map written in, once; evicted
+    ones stay alive as long as some launch arguments hold them."""
+
+    def __init__(self, capacity: int = 32, encoder: Callable | None = None):
+        from kernel.tables import ImmutableLru
+
+        self._lru = ImmutableLru(capacity)
+        self._encoder = encoder
+        self.stats = self._lru.stats
+        self._arena, self._arena_next, self._arenas = None, 0, []
+
+    def get(self, geom: Geometry, box_rows: int, stream: int, device):
+        key = (str(device), stream, geom.rows, geom.pitch, box_rows)
+        return self._lru.get(key, lambda: self._allocate(geom, box_rows, stream, device))
+
+    def _allocate(self, geom: Geometry, box_rows: int, stream: int, device):
+        """Allocate on ``stream`` itself and write the header there (the counters' zeros and the
+        tensor map, one 256-byte copy from page-locked memory), so it is ordered before every
+        launch on that stream without a host wait, and works inside a CUDA graph capture (the
+        copy is then a graph node, replayed before the kernel; profiling.timing captures on a
+        stream of its own, so its first launch there makes the workspace). The data rows are
+        not initialized: phase 1 writes every row that a stored column reads."""
+        import numpy as np
+        import torch
+
+        from kernel.tensor_maps import TENSOR_MAP_BYTES, encode
+
+        header = np.zeros(DATA_OFFSET, dtype=np.uint8)
+        device = torch.device(device)
+        if device.type != "cuda":  # the CPU tests
+            ws = torch.empty(geom.nbytes, dtype=torch.uint8, device=device)
+            tmap = (self._encoder or encode)(rows_map(ws.data_ptr(), geom, box_rows))
+            header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
+            ws[:DATA_OFFSET].copy_(torch.from_numpy(header))
+            return ws
+        target = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=device)
+        staged = self._header_slot()
+        with torch.cuda.stream(target):
+            ws = torch.empty(geom.nbytes, dtype=torch.uint8, device=device)
+            tmap = (self._encoder or encode)(rows_map(ws.data_ptr(), geom, box_rows))
+            header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
+            staged.numpy()[:] = header
+            ws[:DATA_OFFSET].copy_(staged, non_blocking=True)
+        return ws
+
+    def _header_slot(self):
+        """256 page-locked bytes, never reused: a copy captured into a CUDA graph reads them
+        again at every replay. Taken from arenas of ``HEADER_SLOTS`` slots, so a workspace made
+        while a graph is being captured needs no page-locked allocation (not allowed then)
+        unless the arena of the first workspaces is used up."""
+        import torch
+
+        if self._arena is None or self._arena_next == HEADER_SLOTS:
+            self._arena = torch.empty(HEADER_SLOTS * DATA_OFFSET, dtype=torch.uint8, pin_memory=True)
+            self._arenas.append(self._arena)
+            self._arena_next = 0
+        slot = self._arena[self._arena_next * DATA_OFFSET : (self._arena_next + 1) * DATA_OFFSET]
+        self._arena_next += 1
+        return slot
+
+    def clear(self) -> None:
+        self._lru.clear()

@@ -1,0 +1,201 @@
+"""The fp16 Y workspace of ``y_source="prepass"`` (issue 14p), on a CPU: pure Python plus the
+kernel object's own address helpers (no compile, no GPU).
+
+* geometry: row offsets are the prefix of M in slot order, the pitch is 2 x the largest K, the
+  items cover every (slot with N > 0, row, 64-K sub-block) once, sub-block fastest (coalesced);
+* what phase 1 reads is what the shared-memory decode reads: for every Y unit of a stage, the
+  raw bytes and the scale word behind its shared addresses (TMA 128-byte swizzle of A's rows,
+  the producer's bulk copy of the 512-byte blocked scales) are the global bytes of the item;
+* where a TMA box of the workspace lands is where the shared-memory decode stores: box row r,
+  chunk c at r * 128 + (c ^ r % 8) * 16, the chunk addresses ``y_rs_unit`` writes;
+* the tensor map geometry and the pool: one workspace per (stream, geometry), its map bytes
+  at byte 128, its barrier counters zero.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+from kernel.hopper.config import DECLARED_VARIANTS, HopperConfig  # noqa: E402
+from kernel.hopper import workspace as W  # noqa: E402
+from kernel.plan import make_plan  # noqa: E402
+
+PRE = next(c for c in DECLARED_VARIANTS if c.y_source == "prepass")
+# ragged M, an N == 0 group (rows reserved, no items), different K per group
+SIZES = [(100, 512, 512, 1), (130, 256, 1024, 1), (7, 0, 256, 1), (256, 384, 256, 1)]
+
+
+def _plan(sizes=SIZES):
+    return make_plan(sizes, tile_m=PRE.tile_m, tile_n=PRE.tile_n, tile_k=PRE.tile_k, max_ctas=132)
+
+
+def test_geometry_rows_pitch_offsets_items():
+    plan = _plan()
+    g = W.geometry(plan.sizes)
+    m = [s[0] for s in plan.sizes]
+    assert g.row_offsets == tuple(int(x) for x in np.cumsum([0] + m[:-1]))
+    assert g.rows == sum(m) and g.pitch == 2 * max(s[2] for s in plan.sizes)
+    assert g.items == sum(s[0] * s[2] // 64 for s in plan.sizes if s[1] > 0)
+    assert g.nbytes == W.DATA_OFFSET + g.rows * g.pitch
+    assert g.chunks(288) == -(-g.items // (288 * W.ITEMS_PER_THREAD))
+    # the header: counters, then the 64-byte aligned tensor map, then the 16-byte aligned data
+    assert W.CLAIM_WORD < W.DONE_WORD < W.PASSED_WORD < W.TENSOR_MAP_OFFSET
+    assert W.TENSOR_MAP_OFFSET % 64 == 0 and W.TENSOR_MAP_OFFSET + 128 <= W.DATA_OFFSET and W.DATA_OFFSET % 128 == 0
+
+
+def test_items_cover_every_row_and_sub_block_once_sub_block_fastest():
+    plan = _plan()
+    g = W.geometry(plan.sizes)
+    a_ptrs = [0x10000000 * (s + 1) for s in range(len(plan.sizes))]
+    sf_ptrs = [0x80000000 + 0x1000000 * s for s in range(len(plan.sizes))]
+    seen, prev = set(), None
+    for item in range(g.items):
+        slot, row, sb = W.item_location(plan.sizes, item)
+        m, n, k, _ = plan.sizes[slot]
+        assert n > 0 and 0 <= row < m and 0 <= sb < k // 64
+        seen.add((slot, row, sb))
+        raw, _sf, dst = W.item_addresses(plan.sizes, a_ptrs, sf_ptrs, 0, item)
+        assert dst % 128 == 0 and raw % 32 == 0
+        if prev is not None and prev[0] == slot:  # consecutive items: consecutive runs (coalesced)
+            assert raw == prev[1] + 32 and dst == prev[2] + 128 or sb == 0
+        prev = (slot, raw, dst)
+    assert len(seen) == g.items
+    with pytest.raises(IndexError):
+        W.item_location(plan.sizes, g.items)
+
+
+def _gemm():
+    from kernel.hopper.kernel import HopperNvfp4GroupedGemm
+
+    # the smem-decode twin of the prepass variant: what dequant_y_rs reads and writes today
+    return HopperNvfp4GroupedGemm(HopperConfig(**{**PRE.__dict__, "y_source": "smem_decode", "fp16_buffers": 2}), 8)
+
+
+@pytest.mark.parametrize("m0, kt", [(0, 0), (128, 3), (256, 1)])
+def test_phase1_reads_what_the_shared_decode_reads(m0, kt):
+    """Unit (row r, half a) of sub-block sb reads raw words W[a], W[a+2] (first 16-byte chunk)
+    and W[a+4], W[a+6] (second) and the 4-byte scale word; through the TMA swizzle of A's rows
+    and the bulk copy of the scale blocks these are the item's 32 raw bytes and scale word."""
+    gemm = _gemm()
+    k, m = 1024, 400
+    sizes = [(m, 256, k, 1)]
+    a_ptr, sf_ptr = 1 << 20, 1 << 30
+    rest_k = k // 64
+    for unit in range(2 * gemm.mma_n):
+        for sb in range(4):
+            src0, src1, sf, *_ = gemm.y_rs_unit(unit, 0, 0, m0 % 128, sb)
+            r = (unit // 16) * 8 + unit % 8
+            a = (unit // 8) % 2
+            row = m0 + r
+            if row >= m:
+                continue
+            # shared raw row r, byte offset o -> global byte (swizzle: chunk c holds c ^ (r % 8))
+            def glob_raw(addr):
+                o = addr - gemm.off_y - r * gemm.pitch
+                return a_ptr + row * (k // 2) + kt * 128 + (((o >> 4) ^ (r % 8)) << 4) + (o & 15)
+            # shared scale byte -> global: block b of the stage is scale block m0 // 128 + b
+            def glob_sf(addr):
+                o = addr - gemm.off_sfy
+                b, o = divmod(o, gemm.sf_block_bytes)
+                return sf_ptr + ((m0 // 128 + b) * rest_k + kt * 4) * 512 + o
+            item = row * rest_k + kt * 4 + sb
+            assert W.item_location(sizes, item) == (0, row, kt * 4 + sb)
+            raw, gsf, _dst = W.item_addresses(sizes, [a_ptr], [sf_ptr], 0, item)
+            assert [glob_raw(src0), glob_raw(src0 + 8), glob_raw(src1), glob_raw(src1 + 8)] == [
+                raw + 4 * a, raw + 4 * (a + 2), raw + 4 * (a + 4), raw + 4 * (a + 6)]
+            assert glob_sf(sf) == gsf
+
+
+def _tma_box(ws: np.ndarray, rows: int, pitch: int, col: int, row0: int, box_rows: int) -> np.ndarray:
+    """A 2-D TMA box (box_rows x 128 bytes, 128-byte swizzle, zero fill past the last row)."""
+    out = np.zeros(box_rows * 128, dtype=np.uint8)
+    for r in range(box_rows):
+        if row0 + r >= rows:
+            continue
+        line = ws[(row0 + r) * pitch + col: (row0 + r) * pitch + col + 128]
+        for c in range(8):
+            out[r * 128 + ((c ^ (r % 8)) << 4): r * 128 + ((c ^ (r % 8)) << 4) + 16] = line[c * 16:(c + 1) * 16]
+    return out
+
+
+def test_a_tma_box_of_the_workspace_lands_as_the_shared_decode_stores():
+    gemm = _gemm()
+    plan = _plan()
+    g = W.geometry(plan.sizes)
+    rng = np.random.default_rng(3)
+    ws = rng.integers(0, 256, size=g.rows * g.pitch, dtype=np.uint8)
+    slot, m0, kt, sb = 1, 128, 2, 3
+    col, row0 = W.y_box(g, slot, m0, kt, sb)
+    assert col == (kt * 4 + sb) * 128 and row0 == g.row_offsets[slot] + m0
+    box = _tma_box(ws, g.rows, g.pitch, col, row0, PRE.tile_m)
+    for unit in range(2 * gemm.mma_n):
+        r = (unit // 16) * 8 + unit % 8
+        a = (unit // 8) % 2
+        dsts = gemm.y_rs_unit(unit, 0, 0, 0, sb)[3:]
+        for j, dst in enumerate(dsts):  # shared chunk 4a + j of row r <- workspace chunk 4a + j
+            c = 4 * a + j
+            want = ws[(row0 + r) * g.pitch + col + 16 * c: (row0 + r) * g.pitch + col + 16 * c + 16] \
+                if row0 + r < g.rows else np.zeros(16, np.uint8)
+            assert np.array_equal(box[dst: dst + 16], want), (unit, j)
+    # the last slot's rows past the end are zero-filled
+    last = len(plan.sizes) - 1
+    _, row0 = W.y_box(g, last, 128, 0, 0)
+    assert row0 + PRE.tile_m > g.rows and not _tma_box(ws, g.rows, g.pitch, 0, row0, PRE.tile_m)[-128:].any()
+
+
+def test_workspace_tensor_map_geometry():
+    g = W.geometry(_plan().sizes)
+    rm = W.rows_map(0x7F0000000000, g, PRE.mma_n)
+    assert rm.problems() == []
+    assert (rm.address, rm.rows, rm.row_bytes, rm.box_rows, rm.box_bytes) == (
+        0x7F0000000000 + W.DATA_OFFSET, g.rows, g.pitch, 128, 128)
+    # every Y box starts inside the map: column a multiple of 128 below the pitch, row below rows
+    for slot, (m, n, k, _) in enumerate(_plan().sizes):
+        for m0 in range(0, m, 128):
+            for kt in range(k // 256):
+                for sb in range(4):
+                    col, row = W.y_box(g, slot, m0, kt, sb)
+                    assert col % 128 == 0 and col + 128 <= 2 * k <= g.pitch and row < g.rows
+
+
+def test_pool_one_workspace_per_stream_and_geometry():
+    encoded = []
+
+    def fake_encode(rm):
+        encoded.append(rm)
+        return bytes(range(128))
+
+    pool = W.WorkspacePool(encoder=fake_encode)
+    g = W.geometry(_plan().sizes)
+    a = pool.get(g, 128, stream=7, device=torch.device("cpu"))
+    assert a.dtype == torch.uint8 and a.numel() == g.nbytes
+    assert not a[:W.TENSOR_MAP_OFFSET].any()  # barrier counters start at zero
+    assert bytes(a[W.TENSOR_MAP_OFFSET:W.TENSOR_MAP_OFFSET + 128].tolist()) == bytes(range(128))
+    assert encoded[0].address == a.data_ptr() + W.DATA_OFFSET
+    assert pool.get(g, 128, stream=7, device=torch.device("cpu")) is a  # same stream: shared, encoded once
+    assert len(encoded) == 1
+    b = pool.get(g, 128, stream=8, device=torch.device("cpu"))  # another stream: its own
+    assert b is not a and b.data_ptr() != a.data_ptr() and len(encoded) == 2
+    g2 = W.geometry([(5, 128, 256, 1)])
+    assert pool.get(g2, 128, stream=7, device=torch.device("cpu")) is not a
+
+
+def test_hook_gives_a_workspace_to_prepass_variants_only(monkeypatch):
+    import importlib
+
+    from kernel.hopper.config import FASTEST_CONFIG
+
+    launch = importlib.import_module("kernel.hopper.launch")  # kernel.hopper.launch is also a function
+
+    hooks = launch.HopperHooks()
+    monkeypatch.setattr(hooks.workspaces, "_encoder", lambda rm: bytes(128))
+    plan = _plan()
+    assert hooks.workspace(FASTEST_CONFIG, plan, 1, torch.device("cpu")) is None
+    ws = hooks.workspace(PRE, plan, 1, torch.device("cpu"))
+    assert ws is hooks.workspace(PRE, plan, 1, torch.device("cpu"))
+    assert ws is not hooks.workspace(PRE, plan, 2, torch.device("cpu"))
+    assert ws.numel() == W.geometry(plan.sizes).nbytes
