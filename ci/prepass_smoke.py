@@ -3,7 +3,10 @@ problems, bit-identical to the fastest smem-decode variant (same operand values,
 order), repeated launches (the grid barrier's counters go back to zero by themselves), and two
 streams at once (each its own workspace). Run under ``timeout``: a wrong grid barrier hangs.
 
-    python3 -m ci.prepass_smoke [LABEL]
+    python3 -m ci.prepass_smoke [LABEL ...]
+
+Several labels (issue 14q): each is checked in turn against the same expected outputs (one
+process: one start-up and one reference compile for all).
 """
 
 from __future__ import annotations
@@ -11,16 +14,7 @@ from __future__ import annotations
 import sys
 
 
-def main(argv=None) -> int:
-    import torch
-
-    import oracle
-    from kernel import hopper
-    from kernel.hopper.config import DECLARED_VARIANTS, FASTEST_CONFIG
-
-    argv = sys.argv[1:] if argv is None else argv
-    label = argv[0] if argv else next(c.label for c in DECLARED_VARIANTS if c.y_source == "prepass")
-    pre = next(c for c in DECLARED_VARIANTS if c.label == label)
+def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
     cases = [
         [(40, 512, 256, 1)],
         [(130, 384, 1024, 1), (7, 256, 512, 1), (0, 128, 256, 1), (256, 640, 768, 1)],
@@ -54,6 +48,23 @@ def main(argv=None) -> int:
     same = all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(o1 + o2, w1 + w2))
     print(f"two streams: {'bit-identical' if same else 'DIFFERS'}", flush=True)
     bad += not same
+    return bad
+
+
+def main(argv=None) -> int:
+    import torch
+
+    import oracle
+    from kernel import hopper
+    from kernel.hopper.config import DECLARED_VARIANTS, FASTEST_CONFIG
+
+    argv = sys.argv[1:] if argv is None else argv
+    labels = argv or [next(c.label for c in DECLARED_VARIANTS if c.y_source == "prepass")]
+    bad = 0
+    for label in labels:
+        pre = next(c for c in DECLARED_VARIANTS if c.label == label)
+        print(f"== {label}", flush=True)
+        bad += _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG)
     print("prepass smoke:", "OK" if not bad else f"{bad} FAILED")
     return 1 if bad else 0
 

@@ -100,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--shapes", default="bench1,bench2,bench3,bench4")
     p.add_argument("--samples", type=int, default=15)
     p.add_argument("--json", help="write every row here")
+    p.add_argument("--build-timeout", type=float, default=0.0,
+                   help="seconds one build may take on one shape (check, prepare, timing); past it the rows so far "
+                   "are written (--json, table) with a TIMEOUT row and the process exits 3: a hung kernel cannot be "
+                   "interrupted, so a device script gets the other builds' figures instead of nothing (0: no limit)")
     args = p.parse_args(argv)
 
     from kernel import hopper
@@ -115,33 +119,69 @@ def main(argv: Sequence[str] | None = None) -> int:
         launches_per_replay = timing.launches_for(floors.floor_us(shape), copies)
         for build in builds:
             t0 = time.time()
+            watchdog = _watchdog(args, rows, builds, shape_name, build.label)
             try:
                 problem = None if build.ablation is not None else check_exact(build.config, datas[0])
                 prepared = [] if problem else [prepare_build(build, d) for d in datas]
             except Exception as e:  # a config that cannot launch: report it, time the others
                 problem = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
             if problem:
+                if watchdog is not None:
+                    watchdog.cancel()
                 rows.append({"shape": shape_name, "label": build.label, "us": None, "problem": problem})
                 print(f"[ablation] {shape_name} {build.label}: FAILED {problem}", file=sys.stderr, flush=True)
                 continue
             launches = [lambda p=p: hopper.launch(p) for p in prepared]
             t = timing.time_device(launches, samples=args.samples, launches_per_replay=launches_per_replay)
             rows.append({"shape": shape_name, "label": build.label, "us": t.median_us, "method": t.method})
+            if watchdog is not None:
+                watchdog.cancel()
             print(f"[ablation] {shape_name} {build.label}: {t.median_us:.1f} us ({time.time() - t0:.0f} s)",
                   file=sys.stderr, flush=True)
+    _report(args, rows, builds)
+    return 1 if any(r["us"] is None for r in rows) else 0
+
+
+def _report(args, rows, builds) -> None:
+    """The markdown table (stdout) and the --json rows; a cell not measured reads "-"."""
     shapes = args.shapes.split(",")
     print("| config | " + " | ".join(f"{s} us" for s in shapes) + " |")
     print("|---|" + "---|" * len(shapes))
     for build in builds:
         cells = []
         for s in shapes:
-            r = next(r for r in rows if r["shape"] == s and r["label"] == build.label)
-            cells.append("FAILED" if r["us"] is None else f"{r['us']:.1f}")
-        print(f"| `{build.label}` | " + " | ".join(cells) + " |")
+            r = next((r for r in rows if r["shape"] == s and r["label"] == build.label), None)
+            if r is None:
+                cells.append("-")
+            elif r["us"] is None:
+                cells.append("TIMEOUT" if r.get("problem") == "TIMEOUT" else "FAILED")
+            else:
+                cells.append(f"{r['us']:.1f}")
+        print(f"| `{build.label}` | " + " | ".join(cells) + " |", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
-    return 1 if any(r["us"] is None for r in rows) else 0
+
+
+def _watchdog(args, rows, builds, shape_name, label):
+    """--build-timeout: a timer that, if the build is still running on this shape when it fires,
+    records a TIMEOUT row, writes what was measured and ends the process (exit 3)."""
+    if not args.build_timeout:
+        return None
+    import os
+    import threading
+
+    def fire():
+        rows.append({"shape": shape_name, "label": label, "us": None, "problem": "TIMEOUT"})
+        print(f"[ablation] {shape_name} {label}: TIMEOUT after {args.build_timeout:.0f} s", file=sys.stderr, flush=True)
+        _report(args, rows, builds)
+        sys.stdout.flush()
+        os._exit(3)
+
+    t = threading.Timer(args.build_timeout, fire)
+    t.daemon = True
+    t.start()
+    return t
 
 
 if __name__ == "__main__":

@@ -77,6 +77,11 @@ MMA_OVERHEAD_REGS = 24
 SETMAXNREG_MIN = 24
 SETMAXNREG_MAX = 256
 PRODUCER_REGS_MAX = 40  # what CUTLASS's warp-specialized Hopper kernels give their producer
+# issue 14q, ``prepass_chunk`` > 0: phase 1's items per thread per chunk at most (all loaded
+# before any is decoded), and the smallest chunk (items) the run-time choice may take
+PREPASS_BATCH = 4
+PREPASS_MIN_CHUNK = 32
+PREPASS_CHUNK_SPLITS = (0, 1, 2, 4)
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,17 @@ class HopperConfig:
     # issue 14p (experimental): see YSource. "prepass" takes ``fp16_buffers`` as the depth of
     # the Y ring (64-K fp16 TMA boxes), independent of ``num_ab_stages`` (the X ring)
     y_source: YSource = "smem_decode"
+    # issue 14q (experimental, y_source="prepass" only): phase 1's chunk size. 0: fixed chunks of
+    # threads x 2 items, each thread's two items loaded, decoded and stored one after the other
+    # (the measured 14p build). F > 0: chunk = clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK,
+    # threads x PREPASS_BATCH) items, chosen at run time (so a small problem still gives every
+    # CTA work), each thread's loads of all its items of a chunk issued before any decode, and
+    # the next chunk claimed while the current one is decoded (one CTA barrier per chunk)
+    prepass_chunk: int = 0
+    # issue 14q (experimental, y_source="prepass" only): the producer issues its first tile's X
+    # stages (raw X by TMA, X scales by bulk copy: neither depends on phase 1) before it waits
+    # at phase 1's completion barrier, so the X ring is full when Y becomes readable
+    prepass_x_early: bool = False
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -230,6 +246,8 @@ class HopperConfig:
         sched += "" if self.x_operand == "smem" else "_rs"
         sched += "_ywg" if self.y_per_warpgroup else ""
         sched += "_pre" if self.y_source == "prepass" else ""
+        sched += f"c{self.prepass_chunk}" if self.prepass_chunk else ""
+        sched += "x" if self.prepass_x_early else ""
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
@@ -338,8 +356,11 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"tile_k must be 128 or 256, got {config.tile_k}")
     if config.consumer_warpgroups not in (1, 2, 3):
         p.append(f"consumer_warpgroups must be 1, 2 or 3, got {config.consumer_warpgroups}")
-    elif config.consumer_warpgroups == 3 and (config.x_operand != "regs" or not config.consumer_regs):
-        p.append("3 consumer warpgroups need x_operand='regs' and consumer_regs (setmaxnreg)")
+    elif config.consumer_warpgroups == 3 and (
+        config.x_operand != "regs" or not (config.consumer_regs or config.y_source == "prepass")
+    ):
+        # y_source="prepass": the consumers decode X only (no Y decode), 416 threads at 128 registers
+        p.append("3 consumer warpgroups need x_operand='regs' and consumer_regs (setmaxnreg) or y_source='prepass'")
     if config.producer_warps not in (1, 2, 4):
         p.append(f"producer_warps must be 1, 2 or 4, got {config.producer_warps}")
     elif config.producer_warps != 1 and config.loader != "cp_async":
@@ -398,7 +419,7 @@ def config_problems(config: HopperConfig) -> list[str]:
                     f"x_operand='regs' with roles='split' and {2 * config.mma_n // config.dequant_threads} Y units "
                     f"per dequant thread decodes sub-blocks in pairs: it needs >= 3 fp16_buffers, got {config.fp16_buffers}"
                 )
-        elif (2 * config.mma_n) % config.consumer_threads and not config.consumer_regs:
+        elif (2 * config.mma_n) % config.consumer_threads and not config.consumer_regs and config.y_source != "prepass":
             p.append(
                 f"x_operand='regs' splits Y's {2 * config.mma_n} half-row units evenly over "
                 f"{config.consumer_threads} consumer threads (mma_n {config.mma_n})"
@@ -447,6 +468,14 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_source='prepass' takes neither y_per_warpgroup nor consumer_regs")
         if config.schedule != "contiguous":
             p.append("y_source='prepass' is declared for schedule='contiguous' only")
+    if config.prepass_chunk not in PREPASS_CHUNK_SPLITS:
+        p.append(f"prepass_chunk must be one of {PREPASS_CHUNK_SPLITS}, got {config.prepass_chunk!r}")
+    if not isinstance(config.prepass_x_early, bool):
+        p.append(f"prepass_x_early must be a bool, got {config.prepass_x_early!r}")
+    if (config.prepass_chunk or config.prepass_x_early) and config.y_source != "prepass":
+        p.append("prepass_chunk and prepass_x_early are for y_source='prepass' only")
+    elif config.prepass_x_early and not config.prepass_chunk:
+        p.append("prepass_x_early is built on the prepass_chunk phase 1 (prepass_chunk > 0)")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:
@@ -602,6 +631,23 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     HopperConfig(
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", y_source="prepass", fp16_buffers=8,
+    ),
+    # issue 14q (experimental, not yet run on a GPU): phase 1 with run-time chunks (every CTA
+    # gets work on small problems, each thread's loads issued together, the next chunk claimed
+    # while the current one decodes) and the first tile's X stages issued before phase 1's
+    # completion barrier; without the early X stages (to tell the two apart); and on the
+    # 192 (N) x 128 (M) tile with 3 consumer warpgroups (Y L2 traffic per FLOP / 1.5)
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1, prepass_x_early=True,
+    ),
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
+    ),
+    HopperConfig(
+        tile_m=128, tile_n=192, swapped=True, consumer_warpgroups=3, num_ab_stages=3, dequant="prmt", loader="tma",
+        x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1, prepass_x_early=True,
     ),
 )
 

@@ -56,6 +56,9 @@ from kernel.hopper.ptx import (
     arrive_release_gpu,
     atom_add_relaxed_gpu,
     dequant_y_global_rs,
+    load_y_global_items,
+    store_y_global_item,
+    tid_x_opaque,
     fence_proxy_async_global,
     ld_shared_u32,
     st_shared_u32,
@@ -429,7 +432,30 @@ class HopperNvfp4GroupedGemm:
         total = m_prefix[G]
         t_begin, t_end, t_step = self.tile_range(total)
 
-        if cutlass.const_expr(self.prepass):
+        if cutlass.const_expr(self.prepass and cfg.prepass_chunk):
+            # ------------------------- issue 14q: phase 1 with run-time chunks, then phase 2
+            ws = ws_ptr.toint()
+            claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
+            y_pipe = pipeline.PipelineTmaAsync.create(
+                barrier_storage=storage.fp16_bars.data_ptr(),
+                num_stages=self.fp16_buffers,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
+                tx_count=self.y_tx_bytes,
+                cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+            )
+            chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots)
+            if warp_idx >= self.producer_warp:
+                # (prepass_x_early) the first tile's X stages, then phase 1's completion barrier
+                self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
+                                       t_begin, t_end, t_step, total)
+            else:
+                if tidx == 0:
+                    self.prepass_wait(ws, chunks)
+                cute.arch.barrier()  # phase 1's completion barrier (the producer warp joins it)
+                self.consume_prepass(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+                                     t_begin, t_end, t_step, late_coords=cfg.consumer_warpgroups == 3)
+        elif cutlass.const_expr(self.prepass):
             # ---------------------------------------------- phase 1: Y -> fp16 workspace
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
@@ -443,7 +469,9 @@ class HopperNvfp4GroupedGemm:
                 cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
             )
 
-        if cutlass.const_expr(self.prepass):
+        if cutlass.const_expr(self.prepass and cfg.prepass_chunk):
+            pass  # phase 2 above
+        elif cutlass.const_expr(self.prepass):
             # ------------------------------------- phase 2: X raw per stage, Y fp16 by TMA
             if warp_idx >= self.producer_warp:
                 self.produce_prepass(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
@@ -877,6 +905,124 @@ class HopperNvfp4GroupedGemm:
         cute.arch.barrier()
 
     @cute.jit
+    def prepass_decode_scaled(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
+                              ws: cutlass.Int64, slots: cutlass.Int32):
+        """Issue 14q (``prepass_chunk`` = F > 0), every thread of every CTA: phase 1 with a chunk
+        of clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items,
+        chosen at run time; thread t of a chunk takes items t, t + threads, ... and issues the
+        loads of all of them before decoding any (one asm block). Thread 0 claims the next
+        chunk while the current one is decoded and publishes it with the chunk's end barrier
+        (one CTA barrier per chunk, two shared slots alternating as in ``prepass_claim``).
+        Returns the number of chunks; the completion wait is ``prepass_wait`` (thread 0), then
+        a CTA barrier. The deadlock argument of kernel.hopper.workspace is unchanged: a CTA
+        claims only while running, and decodes every chunk it claimed before it waits."""
+        threads = self.threads
+        batch = cfgmod.PREPASS_BATCH
+        G = self.num_groups
+        # per group: first item, first workspace row (registers for the whole loop)
+        bases = []
+        roffs = []
+        counts = []
+        items = cutlass.Int32(0)
+        roff = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(G):
+            bases.append(items)
+            roffs.append(roff)
+            m = m_sizes[s, 0]
+            count = m * (m_sizes[s, 2] // SUB_K)
+            if m_sizes[s, 1] == 0:
+                count = cutlass.Int32(0)
+            counts.append(count)
+            items = items + count
+            roff = roff + m
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        num_ctas, _, _ = cute.arch.grid_dim()
+        div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
+        chunk = (items + (div - 1)) // div
+        chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
+        chunk = cutlass.min(chunk, cutlass.Int32(threads * batch))
+        chunks = (items + (chunk - 1)) // chunk
+        pitch = cutlass.Int64(kmax * 2)
+        data = ws + DATA_OFFSET
+        it = cutlass.Int32(0)
+        c = self.prepass_claim(tidx, ws, slots, it)
+        while c < chunks:
+            nxt = cutlass.Int32(0)
+            if tidx == 0:
+                # the next claim, in flight while this chunk is loaded and decoded
+                nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
+            first = c * chunk
+            end = cutlass.min(first + chunk, items)
+            loads = []
+            dsts = []
+            oks = []
+            for j in cutlass.range_constexpr(batch):
+                item = first + tidx + j * threads
+                ok = item < end
+                raw, sf, dst = self.prepass_item_addresses(item, bases, roffs, counts, m_sizes, m_ptrs, data,
+                                                             pitch)
+                loads.append((raw, sf, cutlass.Int32(ok)))
+                dsts.append(dst)
+                oks.append(ok)
+            words = load_y_global_items(loads)
+            for j in cutlass.range_constexpr(batch):
+                if oks[j]:
+                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+            # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
+            fence_proxy_async_global()
+            if tidx == 0:
+                st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
+            cute.arch.barrier()
+            if tidx == 0:
+                arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
+            it = it + 1
+            c = ld_shared_u32(slots + (it % 2) * 4)
+        return chunks
+
+    @cute.jit
+    def prepass_item_addresses(self, item: cutlass.Int32, bases: list, roffs: list, counts: list, m_sizes: cute.Tensor,
+                               m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64):
+        """(raw A, scale word, workspace run) of ``item`` (kernel.hopper.workspace.item_addresses),
+        from the per-group first items ``bases``, item ``counts`` and rows ``roffs``: the last group
+        that owns items and whose first item is <= ``item`` (``prepass_item``'s group for every
+        item below the total; an item past it gets an address that is never dereferenced)."""
+        sel_slot = cutlass.Int32(0)
+        sel_base = cutlass.Int32(0)
+        sel_roff = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(self.num_groups):
+            if item >= bases[s]:
+                if counts[s] != 0:
+                    sel_slot = cutlass.Int32(s)
+                    sel_base = bases[s]
+                    sel_roff = roffs[s]
+        k = m_sizes[sel_slot, 2]
+        ksub = k // SUB_K
+        local = item - sel_base
+        row = local // ksub
+        sb = local - row * ksub
+        i = row % 128
+        raw = m_ptrs[sel_slot, 0] + cutlass.Int64(row) * cutlass.Int64(k // 2) + cutlass.Int64(sb * (SUB_K // 2))
+        sf = (
+            m_ptrs[sel_slot, 3] + (cutlass.Int64(row // 128) * cutlass.Int64(ksub) + cutlass.Int64(sb)) * 512
+            + cutlass.Int64((i % 32) * 16 + (i // 32) * 4)
+        )
+        dst = data + cutlass.Int64(sel_roff + row) * pitch + cutlass.Int64(sb * (SUB_K * 2))
+        return raw, sf, dst
+
+    @cute.jit
+    def prepass_wait(self, ws: cutlass.Int64, chunks: cutlass.Int32):
+        """Thread 0: wait until every chunk is decoded, then count this CTA through; the last CTA
+        through sets the three counters back to 0 (see ``prepass_decode``)."""
+        wait_geq_acquire_gpu(ws + DONE_WORD, chunks)
+        num_ctas, _, _ = cute.arch.grid_dim()
+        passed = atom_add_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(1))
+        if passed == cutlass.Int32(num_ctas) - 1:
+            store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
+            store_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(0))
+            store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+
+    @cute.jit
     def row_offset(self, m_sizes: cute.Tensor, slot: cutlass.Int32):
         """The slot's first workspace row: the prefix of M over the slots before it."""
         roff = cutlass.Int32(0)
@@ -941,8 +1087,86 @@ class HopperNvfp4GroupedGemm:
         y_pipe.producer_tail(ystate)
 
     @cute.jit
+    def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
+                          t_begin, t_end, t_step, total):
+        """Issue 14q (``prepass_chunk`` builds): ``produce_prepass`` with the producer warp
+        arriving at phase 1's completion barrier itself, and with ``prepass_x_early`` its first
+        tile's X stages (up to ``num_ab_stages``; they read only B and its scales) issued
+        before it."""
+        cfg = self.config
+        lane = cute.arch.lane_idx()
+        tm_ws = ws + TENSOR_MAP_OFFSET
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+        pre = cutlass.Int32(0)  # X stages of the first tile already issued
+        if cutlass.const_expr(cfg.prepass_x_early):
+            t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
+            slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
+            tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
+            if lane == 0:
+                tensormap_acquire(tm_f)
+            pre = cutlass.min(k_f // cfg.tile_k, cutlass.Int32(self.stages))
+            if t_begin >= t_end:
+                pre = cutlass.Int32(0)
+            for kt_f in range(pre):
+                self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
+                state.advance()
+        cute.arch.barrier()  # phase 1's completion barrier (thread 0 waited before it)
+        # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
+        fence_proxy_async_global()
+        if lane == 0:
+            tensormap_acquire(tm_ws)
+        ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
+        for tile in range(t_begin, t_end, t_step):
+            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+            tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
+            y_row = self.row_offset(m_sizes, slot) + m0
+            self.delay("producer", "tensormap", "before")
+            if lane == 0:
+                tensormap_acquire(tm_x)
+            self.delay("producer", "tensormap", "after")
+            for kt in range(k // cfg.tile_k):
+                if kt >= pre:
+                    self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt)
+                    state.advance()
+                for sb in cutlass.range_constexpr(self.n_sub):
+                    self.delay("producer", "acquire", "before")
+                    y_pipe.producer_acquire(ystate)
+                    self.delay("producer", "acquire", "after")
+                    ybuf = sy_base + ystate.index * self.y_buf_bytes
+                    self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
+                    ybar = y_pipe.producer_get_barrier(ystate).toint()
+                    if lane == 0:
+                        tma_load_rows(ybuf, tm_ws, (kt * self.n_sub + sb) * (SUB_K * 2), y_row, ybar)
+                    y_pipe.producer_commit(ystate)
+                    ystate.advance()
+            pre = cutlass.Int32(0)  # only the first tile's first stages went early
+        self.delay("producer", "tail", "before")
+        pipe.producer_tail(state)
+        y_pipe.producer_tail(ystate)
+
+    @cute.jit
+    def produce_x_stage(self, lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt):
+        """Issue 14q: one X stage of the prepass producer (acquire, TMA of raw X, bulk copy of its
+        scale blocks, commit); the caller advances ``state``."""
+        cfg = self.config
+        self.delay("producer", "acquire", "before")
+        pipe.producer_acquire(state)
+        self.delay("producer", "acquire", "after")
+        stage = raw_base + state.index * self.raw_stage_bytes
+        self.poison_stage_before_fill(lane, stage)
+        sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
+        mbar = pipe.producer_get_barrier(state).toint()
+        if lane == 0:
+            tma_load_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
+        self.load_sf_bulk(lane, 1, stage + self.off_sfx, m_ptrs[slot, 4], n0, (n + 127) // 128,
+                          cutlass.Int64(k // 64), sf_k, mbar, self.mma_m)
+        self.delay("producer", "issue", "before")
+        pipe.producer_commit(state)
+        self.delay("producer", "issue", "after")
+
+    @cute.jit
     def consume_prepass(self, tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                        t_begin, t_end, t_step):
+                        t_begin, t_end, t_step, late_coords=False):
         """The consumer warpgroups of phase 2: per 64-K sub-block decode the X fragment from the
         raw stage (releasing the stage after the last one), wait for Y's fp16 box, issue the
         wgmmas, and release the previous sub-block's Y buffer once its wgmmas retired (one
@@ -999,7 +1223,15 @@ class HopperNvfp4GroupedGemm:
             warpgroup.wait_group(0)
             self.warp_release(y_pipe, retire_state)
             retire_state.advance()
-            self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+            if cutlass.const_expr(late_coords):
+                # issue 14q, 3 consumer warpgroups at the 128-register launch cap: the epilogue's
+                # coordinates from a fresh (opaque) thread index, so none stays live across the
+                # K loop (ptxas spilled one otherwise)
+                thr_late = tiled_mma.get_slice(tid_x_opaque())
+                tCcC_late = thr_late.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
+                self.epilogue(acc, tCcC_late, m_ptrs[slot, 2], m, n, m0, n0)
+            else:
+                self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
             self.poison_accumulator(acc)
 
     # ------------------------------------------------------------- consumer helpers

@@ -505,15 +505,55 @@ def rs_y_global_asm(exp_shift: int) -> str:
         "ld.global.v4.b32 {W4, W5, W6, W7}, [$0+16];",
         "ld.global.b32 s, [$1];",
     ]
+    lines += _rs_y_global_decode_lines([f"W{i}" for i in range(8)], "s", "$2", exp_shift)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _rs_y_global_decode_lines(words: list, s: str, dst: str, exp_shift: int) -> list:
+    """Decode and store one pre-pass item whose 8 raw words and scale word are in registers
+    ``words`` / ``s`` (:func:`rs_y_global_asm`'s instructions after its loads)."""
+    lines = []
     for t in range(4):
-        lines += _scale_lines(f"c{t}", "s", t)
+        lines += _scale_lines(f"c{t}", s, t)
     for a in range(2):
         for t in range(4):
-            lines += _decode_word_lines(f"W{a + 2 * t}", tuple(f"q{a}_{t}_{j}" for j in range(4)))
+            lines += _decode_word_lines(words[a + 2 * t], tuple(f"q{a}_{t}_{j}" for j in range(4)))
             for j in range(4):
                 lines += _scaled(f"q{a}_{t}_{j}", f"c{t}", exp_shift)
         for j in range(4):
-            lines.append(f"st.global.v4.b32 [$2+{16 * (4 * a + j)}], {{q{a}_0_{j}, q{a}_1_{j}, q{a}_2_{j}, q{a}_3_{j}}};")
+            lines.append(f"st.global.v4.b32 [{dst}+{16 * (4 * a + j)}], {{q{a}_0_{j}, q{a}_1_{j}, q{a}_2_{j}, q{a}_3_{j}}};")
+    return lines
+
+
+def rs_y_global_load_asm(n_items: int) -> str:
+    """Issue 14q (``prepass_chunk`` > 0): the global loads of ``n_items`` pre-pass items, all
+    issued before any is decoded. Outputs ``$(9i)..$(9i+7)`` the raw words W0..W7 of item i,
+    ``$(9i+8)`` its scale word; inputs ``$(9n+3i)`` its raw address, ``$(9n+3i+1)`` its scale
+    word's address, ``$(9n+3i+2)`` nonzero when the item exists (the loads are predicated on
+    it; an absent item's outputs are undefined and never decoded)."""
+    n = n_items
+    lines = ["{", ".reg .pred " + ", ".join(f"p{i}" for i in range(n)) + ";"]
+    for i in range(n):
+        raw, sf, ok = f"${9 * n + 3 * i}", f"${9 * n + 3 * i + 1}", f"${9 * n + 3 * i + 2}"
+        o = [f"${9 * i + k}" for k in range(9)]
+        lines += [
+            f"setp.ne.u32 p{i}, {ok}, 0;",
+            f"@p{i} ld.global.v4.b32 {{{o[0]}, {o[1]}, {o[2]}, {o[3]}}}, [{raw}];",
+            f"@p{i} ld.global.v4.b32 {{{o[4]}, {o[5]}, {o[6]}, {o[7]}}}, [{raw}+16];",
+            f"@p{i} ld.global.b32 {o[8]}, [{sf}];",
+        ]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def rs_y_global_store_asm(exp_shift: int) -> str:
+    """Issue 14q: decode and store one pre-pass item loaded by :func:`rs_y_global_load_asm`:
+    ``$0..$7`` the raw words, ``$8`` the scale word, ``$9`` the 128-byte workspace run. The same
+    instructions as :func:`rs_y_global_asm` after its loads (bit-identical values)."""
+    pairs = ", ".join(f"q{a}_{t}_{j}" for a in range(2) for t in range(4) for j in range(4))
+    lines = ["{", f".reg .b32 c0, c1, c2, c3, {pairs};", *_RS_DECLS]
+    lines += _rs_y_global_decode_lines([f"${i}" for i in range(8)], "$8", "$9", exp_shift)
     lines.append("}")
     return "\n".join(lines)
 
@@ -523,6 +563,51 @@ def dequant_y_global_rs(raw: Int64, sf: Int64, dst: Int64, exp_shift: int, *, lo
     """One pre-pass item (see :func:`rs_y_global_asm`): global -> global."""
     _inline_asm(rs_y_global_asm(exp_shift), "l,l,l,~{memory}", _ir(loc, ip, (Int64, raw), (Int64, sf), (Int64, dst)),
                 loc=loc, ip=ip)
+
+
+@dsl_user_op
+def load_y_global_items(items: list, *, loc=None, ip=None) -> list:
+    """Issue 14q: ``items`` = [(raw Int64, sf Int64, valid Int32), ...]; returns per item the 9
+    loaded u32 words (:func:`rs_y_global_load_asm`)."""
+    from cutlass.cutlass_dsl import T
+
+    n = len(items)
+    operands = []
+    for raw, sf, ok in items:
+        operands += _ir(loc, ip, (Int64, raw), (Int64, sf), (Int32, ok))
+    res = llvm.inline_asm(
+        llvm.StructType.get_literal([T.i32()] * (9 * n)),
+        operands,
+        rs_y_global_load_asm(n),
+        ",".join(["=r"] * (9 * n) + ["l", "l", "r"] * n + ["~{memory}"]),
+        has_side_effects=True,
+        is_align_stack=False,
+        asm_dialect=llvm.AsmDialect.AD_ATT,
+        loc=loc,
+        ip=ip,
+    )
+    words = [Int32(llvm.extractvalue(T.i32(), res, [k], loc=loc, ip=ip)) for k in range(9 * n)]
+    return [words[9 * i : 9 * i + 9] for i in range(n)]
+
+
+@dsl_user_op
+def store_y_global_item(words: list, dst: Int64, exp_shift: int, *, loc=None, ip=None) -> None:
+    """Issue 14q: decode one loaded item (9 words) and store it to ``dst`` (:func:`rs_y_global_store_asm`)."""
+    operands = [Int32(w).ir_value(loc=loc, ip=ip) for w in words] + _ir(loc, ip, (Int64, dst))
+    _inline_asm(rs_y_global_store_asm(exp_shift), ",".join(["r"] * 9 + ["l", "~{memory}"]), operands, loc=loc, ip=ip)
+
+
+@dsl_user_op
+def tid_x_opaque(*, loc=None, ip=None) -> Int32:
+    """``%tid.x`` read by a side-effecting asm (never merged with an earlier read), so values
+    derived from it are recomputed where used instead of kept live (issue 14q)."""
+    from cutlass.cutlass_dsl import T
+
+    res = llvm.inline_asm(
+        T.i32(), [], "mov.u32 $0, %tid.x;", "=r",
+        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
+    )
+    return Int32(res)
 
 
 @dsl_user_op

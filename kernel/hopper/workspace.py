@@ -24,7 +24,10 @@ Phase 1 decodes ``items``: item i is (slot, row, sub-block) with the sub-block f
 row, then the slot (slots with N == 0 own none), so consecutive threads read consecutive 32-byte
 runs of A and write consecutive 128-byte runs of the workspace. A CTA claims chunks of
 ``threads x ITEMS_PER_THREAD`` items with an atomic add, decodes them, and adds 1 to
-``DONE_WORD``; every CTA then waits for ``DONE_WORD == chunks``. No CTA waits for a CTA that has
+``DONE_WORD``; every CTA then waits for ``DONE_WORD == chunks``. (Issue 14q,
+``HopperConfig.prepass_chunk`` > 0: the chunk size is chosen at run time from the items and the
+grid, and each CTA claims its next chunk while decoding the current one, so it makes one claim
+past the end; the argument below is unchanged.) No CTA waits for a CTA that has
 not started: a chunk is only counted by the CTA that claimed it, and only a running CTA claims.
 So the barrier cannot deadlock even when the grid is not co-resident (another kernel on the
 SMs, or a second launch on another stream); with the plan's grid (at most one CTA per SM, the

@@ -111,3 +111,41 @@ def test_prepass_variant_sass_structure(tmp_path):
     assert first("REDG") < tile_loop and first("HGMMA") > tile_loop
     waits = [i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
     assert waits and all(int(w.split(",")[-1].strip().rstrip(";"), 16) <= 1 for w in waits), waits
+
+
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.prepass_chunk])
+def test_prepass_chunk_variant_sass_structure(label, tmp_path):
+    """Issue 14q (experimental): the run-time-chunk phase 1 issues every item's loads of a chunk
+    (PREPASS_BATCH items x two 128-bit loads and one scale word, predicated) before its
+    decodes, claims the next chunk inside the loop (two claim atomics and one passed atomic);
+    with ``prepass_x_early`` the producer's first X stages (TMA box and scale bulk copy) come
+    before phase 1's completion barrier and every Y box after it; no CTA barrier after that
+    barrier; 0 spills."""
+    from kernel.hopper.config import PREPASS_BATCH
+    from profiling import sass
+
+    config = next(c for c in STATIC_MATRIX if c.label == label)
+    build = static_build(config, tmp_path, num_groups=8)
+    ins = sass.parse_sass(sass.disassemble(build["cubin"]))
+    fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
+    ins = [i for i in ins if i.function == fn]
+    usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == fn][0]
+    assert usage.stack_bytes == 0 and usage.local_bytes == 0
+    assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
+    ops = [i.opcode for i in ins]
+    assert sum(o.startswith("HGMMA") for o in ops) == 16
+    # the batched loads: predicated 128-bit loads of every item before the first decode store
+    first_stg = next(n for n, o in enumerate(ops) if o.startswith("STG.E.128"))
+    batched = [i for i in ins[:first_stg] if i.opcode.startswith("LDG.E.128") and i.predicate]
+    assert len(batched) == 2 * PREPASS_BATCH, [i.opcode for i in batched]
+    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * PREPASS_BATCH
+    assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 3
+    # after the chunk loop's release add: the producer's barrier (its early X stages before it),
+    # then the consumers' (after thread 0's spin); no other CTA barrier
+    red = next(n for n, o in enumerate(ops) if o.startswith("REDG"))
+    bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and n > red]
+    assert len(bars) == 2 and bars[1] < next(n for n, o in enumerate(ops) if o.startswith("HGMMA"))
+    early = [o for o in ops[red:bars[0]] if o.startswith(("UTMALDG", "UBLKCP"))]
+    assert bool(early) == config.prepass_x_early, early
+    if config.prepass_x_early:
+        assert {o.split(".")[0] for o in early} == {"UTMALDG", "UBLKCP"}

@@ -322,7 +322,7 @@ def test_prepass_smem_arithmetic_and_label():
     assert any("shared memory" in p for p in config_problems(HopperConfig(**dict(_PRE, fp16_buffers=10))))
     # the axis is off by default: no other label changes, the production variants decode Y in shared memory
     assert FASTEST_CONFIG.y_source == "smem_decode" and not any(c.y_source != "smem_decode" for c in PRODUCTION_VARIANTS)
-    assert sum(c.label.endswith("_pre") for c in DECLARED_VARIANTS) == sum(c.y_source == "prepass" for c in DECLARED_VARIANTS)
+    assert sum("_pre" in c.label for c in DECLARED_VARIANTS) == sum(c.y_source == "prepass" for c in DECLARED_VARIANTS)
 
 
 @pytest.mark.parametrize(
@@ -350,3 +350,22 @@ def test_prepass_takes_no_shared_memory_decode_ablation():
     pre = HopperConfig(**_PRE)
     for part in REGS_PARTS:
         assert Ablation(part).problems(pre), part
+
+
+def test_prepass_chunk_and_early_x_rules_and_labels():
+    """Issue 14q: the run-time chunk size and the early X stages are prepass-only axes, off by
+    default (every earlier label unchanged), and the 192 x 128 prepass tile fits at the
+    416-thread launch cap (no Y decode in the consumers) with 3 X stages and 8 Y buffers."""
+    q = HopperConfig(**dict(_PRE, prepass_chunk=1, prepass_x_early=True))
+    assert config_problems(q) == [] and q.label.endswith("_prec1x")
+    assert HopperConfig(**dict(_PRE, prepass_chunk=2)).label.endswith("_prec2")
+    assert any("prepass_chunk must be" in p for p in config_problems(HopperConfig(**dict(_PRE, prepass_chunk=3))))
+    assert any("prepass_x_early is built on" in p for p in config_problems(HopperConfig(**dict(_PRE, prepass_x_early=True))))
+    assert any("y_source='prepass' only" in p for p in config_problems(HopperConfig(prepass_chunk=1)))
+    assert all(c.prepass_chunk == 0 and not c.prepass_x_early for c in DECLARED_VARIANTS if c.y_source != "prepass")
+    wide = HopperConfig(**dict(_PRE, tile_n=192, consumer_warpgroups=3, num_ab_stages=3, prepass_chunk=1,
+                               prepass_x_early=True))
+    assert config_problems(wide) == [] and wide.threads == 416 and wide.launch_register_cap == 128
+    assert smem_bytes(wide)["total"] == 220344
+    assert any("shared memory" in p for p in config_problems(HopperConfig(**dict(_PRE, tile_n=192, consumer_warpgroups=3,
+                                                                                   prepass_chunk=1))))

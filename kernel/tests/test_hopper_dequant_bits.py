@@ -448,3 +448,36 @@ def test_prepass_item_is_bit_identical_to_the_shared_decode(exp_shift):
         assert np.array_equal(mem[DST + i], mem[DST2 + i]), i
     got = np.stack([_f16_at(mem, DST2 + 2 * lk) for lk in range(64)], axis=1)
     assert np.array_equal(got, _logical(_row_values(codes, scales, exp_shift)))
+
+
+@pytest.mark.parametrize("exp_shift", [-14, 0])
+def test_prepass_batched_item_runs_the_single_item_instructions(exp_shift):
+    """Issue 14q (``prepass_chunk`` > 0): the batched pre-pass (all of a thread's loads in one asm
+    block, then one decode-and-store block per item) runs, per item, exactly the loads and the
+    decode/store instructions of :func:`ptx.rs_y_global_asm` (checked above to be bit-identical
+    to the shared-memory decode): the store block with its operands named as the single-item
+    block's registers is the single-item block minus its loads, and the load block loads item
+    i's words and scale word from its own addresses, predicated on its own flag."""
+    import re
+
+    single = [ln for ln in ptx.rs_y_global_asm(exp_shift).splitlines() if not ln.startswith(".reg")]
+    loads = [ln for ln in single if ln.startswith("ld.global")]
+    names = {8: "s", 9: "$2"}
+    store = re.sub(r"\$(\d+)", lambda m: names.get(int(m[1]), f"W{m[1]}"), ptx.rs_y_global_store_asm(exp_shift))
+    assert [ln for ln in store.splitlines() if not ln.startswith(".reg")] == [ln for ln in single if ln not in loads]
+    n = 3
+    batch = ptx.rs_y_global_load_asm(n).splitlines()
+    for i in range(n):
+        raw, sf, ok = (f"${9 * n + 3 * i + k}" for k in range(3))
+        w = [f"${9 * i + k}" for k in range(9)]
+        assert f"setp.ne.u32 p{i}, {ok}, 0;" in batch
+        want = [
+            f"@p{i} ld.global.v4.b32 {{{w[0]}, {w[1]}, {w[2]}, {w[3]}}}, [{raw}];",
+            f"@p{i} ld.global.v4.b32 {{{w[4]}, {w[5]}, {w[6]}, {w[7]}}}, [{raw}+16];",
+            f"@p{i} ld.global.b32 {w[8]}, [{sf}];",
+        ]
+        assert all(x in batch for x in want)
+        single_i = [ln.replace("{W0, W1, W2, W3}", "{" + ", ".join(w[:4]) + "}")
+                    .replace("{W4, W5, W6, W7}", "{" + ", ".join(w[4:8]) + "}")
+                    .replace("s, [$1]", f"{w[8]}, [{sf}]").replace("[$0", f"[{raw}") for ln in loads]
+        assert [f"@p{i} " + ln for ln in single_i] == want

@@ -56,3 +56,25 @@ def test_the_tool_builds_the_ablated_kernel_through_the_build_option(monkeypatch
     assert p.ablation is None and q.ablation == Ablation("no_mma") and p.compiled is not q.compiled
     keys = set(hopper_launch.PIPELINE.compile_cache.keys())
     assert (prod.config, 2) in keys and len(keys) == 2
+
+
+def test_build_timeout_report_marks_missing_and_timed_out_cells(capsys, tmp_path):
+    """--build-timeout (issue 14q): no timer without it; the partial report a firing timer
+    writes shows TIMEOUT for the hung build and "-" for what never ran, and keeps the rows."""
+    import argparse
+    import json
+
+    from profiling import ablation
+
+    args = argparse.Namespace(shapes="bench1,bench4", json=str(tmp_path / "rows.json"), build_timeout=0.0)
+    assert ablation._watchdog(args, [], [], "bench1", "x") is None
+
+    class B:
+        def __init__(self, label):
+            self.label = label
+
+    rows = [{"shape": "bench1", "label": "a", "us": 12.34}, {"shape": "bench1", "label": "b", "us": None, "problem": "TIMEOUT"}]
+    ablation._report(args, rows, [B("a"), B("b")])
+    out = capsys.readouterr().out
+    assert "| `a` | 12.3 | - |" in out and "| `b` | TIMEOUT | - |" in out
+    assert json.loads((tmp_path / "rows.json").read_text()) == rows
