@@ -219,6 +219,14 @@ class Census:
         return d
 
 
+def kernel_code(cubin: str | os.PathLike) -> list[Instruction]:
+    """The instructions of the cubin's main kernel: the function with the most instructions
+    (a CuTe DSL cubin may hold small helper functions next to the kernel)."""
+    ins = parse_sass(disassemble(cubin))
+    fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
+    return [i for i in ins if i.function == fn]
+
+
 def census(cubin: str | os.PathLike, function: str | None = None) -> Census:
     """Resources and instruction families of the (only, or named) kernel in ``cubin``."""
     usage = resource_usage(cubin)

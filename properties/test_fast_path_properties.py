@@ -34,6 +34,7 @@ from kernel.model import ModelConfig
 from kernel.plan import make_plan
 from kernel.tables import slot_pointers
 from kernel.validation import KernelConstraints, validate_problem
+from profiling.host_cpu import CpuMapHooks
 
 pytestmark = pytest.mark.properties
 
@@ -41,29 +42,17 @@ CONSTRAINTS = KernelConstraints(k_granularity=64, device_type="cpu")
 CONFIG = ModelConfig(tile_m=64, tile_n=64, tile_k=64, max_ctas=4)
 
 
-class CpuHooks:
-    """A family whose 'GPU' is the CPU; its compiled kernel is a token."""
+class CpuHooks(CpuMapHooks):
+    """A family whose 'GPU' is the CPU (profiling.host_cpu's double), without a fourth table:
+    its compiled kernel is a token, its launches are recorded."""
 
     name = "cpu-double"
-    arch = "none"
-
-    def resolve(self, config):
-        return config
 
     def constraints(self, config):
         return CONSTRAINTS
 
-    def unavailable_reason(self):
-        return None
-
-    def max_ctas(self, config, *, dry_run):
-        return config.max_ctas
-
     def aux_table(self, config, plan, groups, device, strict=False):
         return None
-
-    def build(self, config, num_groups, dump_dir=None, perturbation=None, ablation=None):
-        return ("compiled", config, num_groups)
 
 
 class RecordedLaunch:

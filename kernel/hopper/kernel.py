@@ -23,7 +23,7 @@ Warp roles, in warp order (``HopperConfig.threads``):
 CTA decodes the groups' Y rows (A, swapped) once into a global fp16 workspace
 (kernel/hopper/workspace.py: layout, and why its completion barrier cannot deadlock); the tile
 loop then has a 4-stage ring of raw X (+ scales) and a ring of fp16 Y boxes loaded by TMA, and
-the consumers decode only X (``produce_prepass`` / ``consume_prepass``).
+the consumers decode only X (``produce_prepass`` / ``consume_x_regs_y_ring``).
 
 Every copy's global address comes from the device tables (pointer table or tensor-map table),
 so changing group costs nothing. Rows past M (or N) only reach accumulator rows or columns that
@@ -453,7 +453,7 @@ class HopperNvfp4GroupedGemm:
                 if tidx == 0:
                     self.prepass_wait(ws, chunks)
                 cute.arch.barrier()  # phase 1's completion barrier (the producer warp joins it)
-                self.consume_prepass(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+                self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
                                      t_begin, t_end, t_step, late_coords=cfg.consumer_warpgroups == 3)
         elif cutlass.const_expr(self.prepass):
             # ---------------------------------------------- phase 1: Y -> fp16 workspace
@@ -477,7 +477,7 @@ class HopperNvfp4GroupedGemm:
                 self.produce_prepass(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
                                      t_begin, t_end, t_step)
             else:
-                self.consume_prepass(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+                self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
                                      t_begin, t_end, t_step)
         elif warp_idx >= self.producer_warp:
             # ------------------------------------------------------------ producer warp
@@ -568,57 +568,10 @@ class HopperNvfp4GroupedGemm:
             filler = self.wgmma_filler(tidx)
             if cutlass.const_expr(self.split and self.x_in_regs):
                 # split, X in registers: the dequant warpgroups fill the fp16 Y ring; these
-                # warpgroups decode their own X fragment from the raw stage (and release it,
-                # with the dequant warps), then wait for Y's buffer and issue the wgmmas
-                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
-                fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
-                retire_state = fp16_state.clone()
-                for tile in range(t_begin, t_end, t_step):
-                    slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
-                    x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
-                    acc.fill(0.0)
-                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                    warpgroup.fence()
-                    for kt in range(k // cfg.tile_k):
-                        self.delay("consumer", "wait", "before")
-                        pipe.consumer_wait(state)
-                        self.delay("consumer", "wait", "after")
-                        stage = raw_base + state.index * self.raw_stage_bytes
-                        for sb in cutlass.range_constexpr(self.n_sub):
-                            x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
-                            if cutlass.const_expr(sb == self.n_sub - 1):
-                                # every X read of this stage is done (its values are in registers)
-                                cute.arch.sync_warp()  # one elected lane arrives for its warp
-                                self.delay("consumer", "release", "before")
-                                pipe.consumer_release(state)
-                                self.delay("consumer", "release", "after")
-                            self.delay("consumer", "fp16_wait", "before")
-                            fp16_pipe.consumer_wait(fp16_state)
-                            self.delay("consumer", "fp16_wait", "after")
-                            warpgroup.fence()  # the fragment registers were just written
-                            self.fill_wgmma(filler, acc, tCrY, fp16_state.index)
-                            for kb in cutlass.range_constexpr(SUB_K // 16):
-                                cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],
-                                          tCrY[(None, None, kb, fp16_state.index)], acc)
-                            warpgroup.commit_group()
-                            fp16_state.advance()
-                            # the previous sub-block's wgmma has retired: its Y buffer is free
-                            self.delay("consumer", "wgmma_wait", "before")
-                            warpgroup.wait_group(1)
-                            self.delay("consumer", "wgmma_wait", "after")
-                            if cutlass.const_expr(sb > 0):
-                                self.warp_release(fp16_pipe, retire_state)
-                                retire_state.advance()
-                            elif kt > 0:
-                                self.warp_release(fp16_pipe, retire_state)
-                                retire_state.advance()
-                        state.advance()
-                    self.delay("consumer", "wgmma_wait", "before")
-                    warpgroup.wait_group(0)
-                    self.warp_release(fp16_pipe, retire_state)
-                    retire_state.advance()
-                    self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
-                    self.poison_accumulator(acc)
+                # warpgroups decode their own X fragment (the prepass consumers' loop, the Y ring
+                # being the fp16 ring; the fragments above go unused)
+                self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, fp16_pipe, raw_base, tidx,
+                                           t_begin, t_end, t_step)
             elif cutlass.const_expr(self.split):
                 fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
                 for tile in range(t_begin, t_end, t_step):
@@ -847,18 +800,7 @@ class HopperNvfp4GroupedGemm:
                     sel_roff = roff
             base = base + count
             roff = roff + m
-        k = m_sizes[sel_slot, 2]
-        ksub = k // SUB_K
-        local = item - sel_base
-        row = local // ksub
-        sb = local - row * ksub
-        i = row % 128
-        raw = m_ptrs[sel_slot, 0] + cutlass.Int64(row) * cutlass.Int64(k // 2) + cutlass.Int64(sb * (SUB_K // 2))
-        sf = (
-            m_ptrs[sel_slot, 3] + (cutlass.Int64(row // 128) * cutlass.Int64(ksub) + cutlass.Int64(sb)) * 512
-            + cutlass.Int64((i % 32) * 16 + (i // 32) * 4)
-        )
-        dst = data + cutlass.Int64(sel_roff + row) * pitch + cutlass.Int64(sb * (SUB_K * 2))
+        raw, sf, dst = self.prepass_run_addresses(item, sel_slot, sel_base, sel_roff, m_sizes, m_ptrs, data, pitch)
         dequant_y_global_rs(raw, sf, dst, self.config.operand_exp_shift)
 
     @cute.jit
@@ -893,15 +835,7 @@ class HopperNvfp4GroupedGemm:
             it = it + 1
             c = self.prepass_claim(tidx, ws, slots, it)
         if tidx == 0:
-            wait_geq_acquire_gpu(ws + DONE_WORD, chunks)
-            num_ctas, _, _ = cute.arch.grid_dim()
-            passed = atom_add_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(1))
-            if passed == cutlass.Int32(num_ctas) - 1:
-                # every CTA has claimed its last chunk and left the wait: back to zero for the
-                # next launch (the kernel boundary orders these stores before it)
-                store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
-                store_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(0))
-                store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+            self.prepass_wait(ws, chunks)
         cute.arch.barrier()
 
     @cute.jit
@@ -996,24 +930,31 @@ class HopperNvfp4GroupedGemm:
                     sel_slot = cutlass.Int32(s)
                     sel_base = bases[s]
                     sel_roff = roffs[s]
-        k = m_sizes[sel_slot, 2]
+        return self.prepass_run_addresses(item, sel_slot, sel_base, sel_roff, m_sizes, m_ptrs, data, pitch)
+
+    def prepass_run_addresses(self, item, slot, first_item, first_row, m_sizes, m_ptrs, data, pitch):
+        """(raw A, scale word, workspace run) of item ``item`` of group slot ``slot``, whose items
+        start at ``first_item`` and whose rows at workspace row ``first_row`` (items are 64-K runs
+        of one row, sub-block fastest; kernel.hopper.workspace.item_addresses). Traced inline."""
+        k = m_sizes[slot, 2]
         ksub = k // SUB_K
-        local = item - sel_base
+        local = item - first_item
         row = local // ksub
         sb = local - row * ksub
         i = row % 128
-        raw = m_ptrs[sel_slot, 0] + cutlass.Int64(row) * cutlass.Int64(k // 2) + cutlass.Int64(sb * (SUB_K // 2))
+        raw = m_ptrs[slot, 0] + cutlass.Int64(row) * cutlass.Int64(k // 2) + cutlass.Int64(sb * (SUB_K // 2))
         sf = (
-            m_ptrs[sel_slot, 3] + (cutlass.Int64(row // 128) * cutlass.Int64(ksub) + cutlass.Int64(sb)) * 512
+            m_ptrs[slot, 3] + (cutlass.Int64(row // 128) * cutlass.Int64(ksub) + cutlass.Int64(sb)) * 512
             + cutlass.Int64((i % 32) * 16 + (i // 32) * 4)
         )
-        dst = data + cutlass.Int64(sel_roff + row) * pitch + cutlass.Int64(sb * (SUB_K * 2))
+        dst = data + cutlass.Int64(first_row + row) * pitch + cutlass.Int64(sb * (SUB_K * 2))
         return raw, sf, dst
 
     @cute.jit
     def prepass_wait(self, ws: cutlass.Int64, chunks: cutlass.Int32):
         """Thread 0: wait until every chunk is decoded, then count this CTA through; the last CTA
-        through sets the three counters back to 0 (see ``prepass_decode``)."""
+        through (every CTA has claimed its last chunk and left the wait) sets the three counters
+        back to 0 for the next launch (the kernel boundary orders these stores before it)."""
         wait_geq_acquire_gpu(ws + DONE_WORD, chunks)
         num_ctas, _, _ = cute.arch.grid_dim()
         passed = atom_add_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(1))
@@ -1072,16 +1013,8 @@ class HopperNvfp4GroupedGemm:
                 self.delay("producer", "issue", "after")
                 state.advance()
                 for sb in cutlass.range_constexpr(self.n_sub):
-                    self.delay("producer", "acquire", "before")
-                    y_pipe.producer_acquire(ystate)
-                    self.delay("producer", "acquire", "after")
-                    ybuf = sy_base + ystate.index * self.y_buf_bytes
-                    self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
-                    ybar = y_pipe.producer_get_barrier(ystate).toint()
-                    if lane == 0:
-                        tma_load_rows(ybuf, tm_ws, (kt * self.n_sub + sb) * (SUB_K * 2), y_row, ybar)
-                    y_pipe.producer_commit(ystate)
-                    ystate.advance()
+                    self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
+                    ystate.advance()  # here, in the loop's own body: the loop carries it
         self.delay("producer", "tail", "before")
         pipe.producer_tail(state)
         y_pipe.producer_tail(ystate)
@@ -1129,20 +1062,26 @@ class HopperNvfp4GroupedGemm:
                     self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt)
                     state.advance()
                 for sb in cutlass.range_constexpr(self.n_sub):
-                    self.delay("producer", "acquire", "before")
-                    y_pipe.producer_acquire(ystate)
-                    self.delay("producer", "acquire", "after")
-                    ybuf = sy_base + ystate.index * self.y_buf_bytes
-                    self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
-                    ybar = y_pipe.producer_get_barrier(ystate).toint()
-                    if lane == 0:
-                        tma_load_rows(ybuf, tm_ws, (kt * self.n_sub + sb) * (SUB_K * 2), y_row, ybar)
-                    y_pipe.producer_commit(ystate)
-                    ystate.advance()
+                    self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
+                    ystate.advance()  # here, in the loop's own body: the loop carries it
             pre = cutlass.Int32(0)  # only the first tile's first stages went early
         self.delay("producer", "tail", "before")
         pipe.producer_tail(state)
         y_pipe.producer_tail(ystate)
+
+    @cute.jit
+    def produce_y_box(self, lane, y_pipe, ystate, sy_base, tm_ws, sub_block, y_row):
+        """The prepass producer: the 64-K fp16 Y box ``sub_block`` of workspace row ``y_row`` into
+        ``ystate``'s Y ring buffer (acquire, TMA, commit); the caller advances ``ystate``."""
+        self.delay("producer", "acquire", "before")
+        y_pipe.producer_acquire(ystate)
+        self.delay("producer", "acquire", "after")
+        ybuf = sy_base + ystate.index * self.y_buf_bytes
+        self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
+        ybar = y_pipe.producer_get_barrier(ystate).toint()
+        if lane == 0:
+            tma_load_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar)
+        y_pipe.producer_commit(ystate)
 
     @cute.jit
     def produce_x_stage(self, lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt):
@@ -1165,10 +1104,11 @@ class HopperNvfp4GroupedGemm:
         self.delay("producer", "issue", "after")
 
     @cute.jit
-    def consume_prepass(self, tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+    def consume_x_regs_y_ring(self, tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
                         t_begin, t_end, t_step, late_coords=False):
-        """The consumer warpgroups of phase 2: per 64-K sub-block decode the X fragment from the
-        raw stage (releasing the stage after the last one), wait for Y's fp16 box, issue the
+        """The consumer warpgroups of phase 2 (prepass; ``y_pipe`` the TMA-filled Y ring) and of
+        ``roles="split"`` with X in registers (``y_pipe`` the dequant warpgroups' fp16 ring): per
+        64-K sub-block decode the X fragment from the raw stage (releasing the stage after the last one), wait for Y's fp16 box, issue the
         wgmmas, and release the previous sub-block's Y buffer once its wgmmas retired (one
         group in flight). No named barrier: each warp arrives on the empty mbarriers itself."""
         cfg = self.config

@@ -79,23 +79,26 @@ def test_production_entry_points_take_no_ablation():
 
 
 # ---- the ablated cubins, from their SASS (one compile each, about 2 s on a CPU) ---------------
-@pytest.fixture(scope="module")
-def sass_of(tmp_path_factory):
+def _sass_getter(config, folder):
+    """part -> the kernel's instructions in ``config``'s build with that ablation (None:
+    production); one compile each, about 2 s on a CPU, cached."""
     from profiling import sass
 
-    folder = tmp_path_factory.mktemp("ablate")
     cache = {}
 
     def get(part):
         if part not in cache:
-            build = launch.static_build(SPLIT, folder / str(part), num_groups=2,
+            build = launch.static_build(config, folder / str(part), num_groups=2,
                                         ablation=None if part is None else Ablation(part))
-            ins = sass.parse_sass(sass.disassemble(build["cubin"]))
-            fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
-            cache[part] = [i for i in ins if i.function == fn]
+            cache[part] = sass.kernel_code(build["cubin"])
         return cache[part]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def sass_of(tmp_path_factory):
+    return _sass_getter(SPLIT, tmp_path_factory.mktemp("ablate"))
 
 
 def _count(code, mnemonic):
@@ -140,21 +143,7 @@ def test_register_x_parts_are_refused_elsewhere():
 
 @pytest.fixture(scope="module")
 def rs_sass_of(tmp_path_factory):
-    from profiling import sass
-
-    folder = tmp_path_factory.mktemp("ablate_rs")
-    cache = {}
-
-    def get(part):
-        if part not in cache:
-            build = launch.static_build(RS, folder / str(part), num_groups=2,
-                                        ablation=None if part is None else Ablation(part))
-            ins = sass.parse_sass(sass.disassemble(build["cubin"]))
-            fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
-            cache[part] = [i for i in ins if i.function == fn]
-        return cache[part]
-
-    return get
+    return _sass_getter(RS, tmp_path_factory.mktemp("ablate_rs"))
 
 
 def _named_barriers(code):

@@ -76,22 +76,27 @@ def test_shape_sweep_compiles_once():
     assert compile_cache.stats.hits == 19
 
 
+def _kernel_without_spills(config, tmp_path):
+    """``config``'s kernel instructions (8 groups), after checking it uses no stack or local
+    memory (no spill stores or loads)."""
+    from profiling import sass
+
+    build = static_build(config, tmp_path, num_groups=8)
+    ins = sass.kernel_code(build["cubin"])
+    usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
+    assert usage.stack_bytes == 0 and usage.local_bytes == 0
+    assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
+    return ins
+
+
 def test_prepass_variant_sass_structure(tmp_path):
     """y_source="prepass" (issue 14p, experimental): phase 1 (global decode, claim atomics, the
     release add and the acquire spin, the generic -> async proxy fences) comes before the tile
     loop; the tile loop has no CTA barrier (only mbarriers), per 256-K stage one X TMA box, one
     bulk copy of X's scales and four Y TMA boxes, and 4 sub-blocks x 4 HGMMAs with at most one
     group in flight before a Y buffer is released; 0 spills."""
-    from profiling import sass
-
     config = next(c for c in STATIC_MATRIX if c.y_source == "prepass")
-    build = static_build(config, tmp_path, num_groups=8)
-    ins = sass.parse_sass(sass.disassemble(build["cubin"]))
-    fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
-    ins = [i for i in ins if i.function == fn]
-    usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == fn][0]
-    assert usage.stack_bytes == 0 and usage.local_bytes == 0
-    assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
+    ins = _kernel_without_spills(config, tmp_path)
     ops = [i.opcode for i in ins]
 
     def first(prefix):
@@ -122,16 +127,9 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     before phase 1's completion barrier and every Y box after it; no CTA barrier after that
     barrier; 0 spills."""
     from kernel.hopper.config import PREPASS_BATCH
-    from profiling import sass
 
     config = next(c for c in STATIC_MATRIX if c.label == label)
-    build = static_build(config, tmp_path, num_groups=8)
-    ins = sass.parse_sass(sass.disassemble(build["cubin"]))
-    fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
-    ins = [i for i in ins if i.function == fn]
-    usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == fn][0]
-    assert usage.stack_bytes == 0 and usage.local_bytes == 0
-    assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
+    ins = _kernel_without_spills(config, tmp_path)
     ops = [i.opcode for i in ins]
     assert sum(o.startswith("HGMMA") for o in ops) == 16
     # the batched loads: predicated 128-bit loads of every item before the first decode store

@@ -82,9 +82,7 @@ class _Builds(dict):
     def __missing__(self, key):
         label, name = key
         build = launch.static_build(self.configs[label], self.folder / name, perturbation=BUILDS[name])
-        ins = sass.parse_sass(sass.disassemble(build["cubin"]))
-        kernel_fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
-        self[key] = [i for i in ins if i.function == kernel_fn]
+        self[key] = sass.kernel_code(build["cubin"])
         return self[key]
 
 
@@ -241,9 +239,8 @@ configs = {c.label: c for c in DECLARED_VARIANTS}
 out = {}
 for label in sys.argv[2:]:
     for name, pert in (("production", None), ("property", runtime_perturbation(1).compile_form)):
-        ins = sass.parse_sass(sass.disassemble(launch.static_build(configs[label], sys.argv[1] + "/" + name, perturbation=pert)["cubin"]))
-        fn = max({i.function for i in ins}, key=lambda f: sum(i.function == f for i in ins))
-        out[label, name] = [i.operands.rstrip(" ;") for i in ins if i.function == fn and i.opcode.startswith("WARPGROUP.DEPBAR")]
+        ins = sass.kernel_code(launch.static_build(configs[label], sys.argv[1] + "/" + name, perturbation=pert)["cubin"])
+        out[label, name] = [i.operands.rstrip(" ;") for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
 print(json.dumps([[k[0], k[1], v] for k, v in out.items()]))
 """
 
