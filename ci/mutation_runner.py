@@ -251,7 +251,8 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
         try:
             proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
-            out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            out = "".join((x or b"").decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                          for x in (e.stdout, e.stderr))
             wall = round(time.perf_counter() - start, 1)
             modes = ("plain", "perturbed") if mode == PROPS else (mode,)
             results = [Result(name, subject, kind, "timeout", mode=md, wall_s=wall, command=f"python {shown}",
@@ -268,7 +269,10 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
             checked = (fails[0] + 1) if fails else len(lines)
         res = Result(name, subject, kind, "", mode=mode, wall_s=wall, command=f"python {shown}",
                      checked_examples=checked, output_tail=output[-4000:])
-        if mode == "sanitizer":
+        if mode == "sanitizer" or mode.startswith("sanitizer:"):
+            # ci.sanitize's exit status, not pytest's: the runner's sanitizer tasks are one per
+            # tool ("sanitizer:TOOL"); judged as pytest runs, a clean baseline (exit 0, no
+            # "N passed" line) read as "error: nothing ran" and a mutant's timed-out tool as caught
             return _sanitizer_verdict(res, proc.returncode, output, mutant is not None)
         if proc.returncode == 0:
             res.verdict = "SURVIVED" if mutant else "passed"
@@ -355,6 +359,9 @@ def _sanitizer_verdict(res: Result, code: int, output: str, mutated: bool) -> Re
     else:
         res.verdict = "skipped" if "SKIP" in output else "error"
     res.detail = (clean.group(0) if clean else "") + ("; " + " | ".join(found[:4]) if found and code == 1 else "")
+    if res.verdict == "error":
+        res.detail = f"ci.sanitize exit status {code}" + (f"; {res.detail}" if res.detail else "") + (
+            "" if output.strip() else "; no output")
     return res
 
 
@@ -413,6 +420,11 @@ def _merge_sanitizer(name: str, subject: str, kind: str, tool_results: list[Resu
         else:
             merged.verdict = verdicts[0] if verdicts else "not-run"
     merged.detail = ", ".join(f"{t} {v}" for t, v in zip(tools, verdicts))
+    # every tool's output tail where it did not come out clean (an error's above all: the JSON
+    # record is the only trace of why), so the merged verdict never loses it
+    merged.output_tail = "\n".join(f"--- {t} [{r.verdict}] {r.detail}\n{r.output_tail[-2000:]}"
+                                    for t, r in zip(tools, tool_results)
+                                    if r.verdict not in ("passed", "SURVIVED", "not-run"))
     if verdicts and all(v == "not-run" for v in verdicts) and tool_results[0].detail:
         merged.detail = tool_results[0].detail  # why none ran (a hang, or a property caught it)
     return merged

@@ -174,3 +174,46 @@ def test_schedule_runs_long_tasks_first_and_the_unobservable_last(monkeypatch):
     assert order.index(unobservable.name) > order.index(value.name)
     assert all(n == unobservable.name or n == "baseline" for n in order[order.index(unobservable.name):])
     assert sum(md == "sanitizer" for n, md in started if n == survivor.name) == len(mr.SANITIZER_TOOLS)
+
+
+_CLEAN = """/usr/local/cuda/bin/compute-sanitizer: 1 sanitized processes (memcheck x V), cases ragged, empty_group
+
+tool      variant  case         check  sanitizer records  process
+memcheck  V        ragged       PASS   0                  ERROR SUMMARY 0, 20 s
+memcheck  V        empty_group  PASS   0                  ERROR SUMMARY 0, 20 s
+
+1 of 1 sanitized processes clean"""
+_TIMED_OUT = """tool       variant  case    check    sanitizer records  process
+racecheck  V        ragged  NOT RUN  0                  timed out, 120 s
+
+0 of 1 sanitized processes clean"""
+
+
+@pytest.mark.parametrize("mutated, code, out, verdict", [
+    (False, 0, _CLEAN, "passed"),           # was "error: nothing ran" (judged as a pytest run)
+    (True, 0, _CLEAN, "SURVIVED"),
+    (True, 1, _TIMED_OUT, "timeout"),       # was "caught": a tool that ran out of time proves nothing
+    (False, 2, "", "error"),                # a status ci.sanitize never returns on its own: kept, with why
+])
+def test_a_sanitizer_task_is_judged_by_ci_sanitize_s_exit_status(monkeypatch, mutated, code, out, verdict):
+    """The runner's sanitizer tasks (mode ``sanitizer:TOOL``, one per tool) run ci.sanitize and are
+    judged by its exit status (0 clean, 1 found, 2 skipped), baselines and mutants alike; before,
+    they fell through to the pytest rules, so every clean baseline read ``error`` (no ``N passed``
+    line: "nothing ran"), the first H200 catalog run's two baseline rows. An ``error`` keeps the
+    output tail, in the tool's record and in the merged sanitizer verdict."""
+    import sys as _sys
+
+    m = next(x for x in SYNC_MUTANTS if not x.equivalent_because)
+    script = f"import sys; sys.stdout.write({out!r}); sys.exit({code})"
+    monkeypatch.setattr(mr, "pytest_command", lambda *a, **k: ([_sys.executable, "-c", script], {}))
+    r = mr.run_one(m if mutated else None, "hopper", carry=[], timeout=60, keep=False, files=["ci/__init__.py", m.target],
+                   mode="sanitizer:racecheck", baseline_of=None if mutated else m)
+    assert r.verdict == verdict, (r.verdict, r.detail)
+    if out:
+        assert out.splitlines()[-1] in r.output_tail
+    if verdict == "error":
+        assert f"exit status {code}" in r.detail and "no output" in r.detail
+    merged = mr._merge_sanitizer(r.name, "hopper", r.kind, [r])
+    assert merged.verdict == verdict
+    if verdict not in ("passed", "SURVIVED"):
+        assert f"racecheck [{verdict}]" in merged.output_tail and r.detail in merged.output_tail

@@ -76,7 +76,7 @@ POISON_WORD = 0xFFFFFFFF  # E4M3 0xFF: NaN; fp16 0xFFFF: NaN; FP4 0xF: -6
 Jitter = Literal["none", "cta", "warp"]
 JITTERS = ("none", "cta", "warp")
 _TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)"
-                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?P<rt>-rt)?$")
+                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<rt>-rt)?$")
 # the run-time delay table (Perturbation.device_words): one int32 per (role, site, when) of
 # SLOTS, in this order, then the jitter bound (ns), the jitter mode (JITTERS index) and the seed
 SLOTS: tuple[tuple[str, str, str], ...] = tuple(
@@ -90,19 +90,30 @@ TABLE_WORDS = 64  # 256 bytes, zero-padded
 # buffers and ring slots are reused many times, the ring phase runs on across tiles and the
 # producer runs ahead into the next tile while the consumers store the last one
 PALETTE_CTAS = (0, 2, 1)
-# the filler wgmmas per real wgmma group (Perturbation.wgmma_fill) of a perturbation that has them:
+# the filler wgmmas per filled wgmma group (Perturbation.wgmma_fill) of a perturbation that has them:
 # real-shape wgmmas (zero A, the real Y, into the real accumulator) queued in the real group, so it
-# retires after 4x its own tensor work (16 fillers per 4 real k16 steps); ptxas keeps them
-# asynchronous (properties/MUTANTS.md "Fourth pass", kernel/tests/test_hopper_perturbed_sass.py).
-# Compiled in (part of the compile form): a run of the perturbed property uses two builds, with
-# and without fillers. A run-time gate does not work: a branch around the fillers makes ptxas
-# close a wgmma group at the branch (the fillers' own gsb0), so they no longer share the group
-FILL = 16
-# the compile-time palette cycles them like the caps (third seed: fillers); the run-time strategy
-# turns them on for one seed in FILL_EVERY (seed % FILL_EVERY == FILL_EVERY - 1: independent of the
-# jitter (seed % 3) and the cap ((seed // 3) % 3), and seed 3 of a 3-seed palette has them)
-PALETTE_FILL = (0, 0, FILL)
+# retires after that much more tensor work; ptxas keeps them asynchronous (properties/MUTANTS.md
+# "Fourth pass", kernel/tests/test_hopper_perturbed_sass.py). Compiled in (part of the compile
+# form). A run-time gate does not work: a branch around the fillers makes ptxas close a wgmma group
+# at the branch (the fillers' own gsb0), so they no longer share the group
+FILL = 32
+# the run-time "window" build fills one sub-block in FILL_STRIDE (the even ones): a filled group
+# followed by an unfilled one. The race of a lax wait or a missing reuse barrier needs the group
+# of sub-block s-1 still reading its buffer after the group of sub-block s has been *issued*; if
+# the tensor pipe takes only a few wgmmas ahead of the one executing, issuing a long group blocks
+# the warp until the group before it retired, so filling every group closes the window it was
+# meant to open (properties/MUTANTS.md, "Sixth pass"); a short group after a long one does not
+FILL_STRIDE = 2
+# the compile-time palette cycles fillers like the caps (third seed: fillers in every group)
+PALETTE_FILL = (0, 0, 16)
+# the run-time strategy (runtime_perturbation) gives each seed one of three builds, by seed % 4:
+# "delays" (0, 1: seeded delays at every site, poison), "quiet" (2: no delay site traced, poison:
+# production's schedule, so every race the plain property can meet it meets too, with poison
+# and guarded tables on top) and "window" (3: no delay site, poison, FILL fillers in every
+# FILL_STRIDE-th wgmma group: consumers as fast as production, a slow tensor pipe). Independent of
+# the jitter (seed % 3) and the cap ((seed // 3) % 3); seed 3 of a 3-seed palette is a window seed
 FILL_EVERY = 4
+KINDS = ("delays", "delays", "quiet", "window")
 
 
 @dataclass(frozen=True)
@@ -121,6 +132,8 @@ class Perturbation:
     # tensor pipe runs them first, so the real group retires late and a reuse of its operands
     # before the protocol's wait reads poison (0: none; a multiple of 4; compiled in)
     wgmma_fill: int = 0
+    # fillers in one wgmma group of every fill_stride (the sub-blocks sb % fill_stride == 0; 1: all)
+    fill_stride: int = 1
     # delays read at run time from the build's device table (one build serves every seed)
     runtime: bool = False
 
@@ -134,6 +147,8 @@ class Perturbation:
             problems.append(f"density_pct must be in [0, 100], got {self.density_pct}")
         if not 0 <= self.wgmma_fill <= 4096:
             problems.append(f"wgmma_fill must be in [0, 4096], got {self.wgmma_fill}")
+        if not 1 <= self.fill_stride <= 8:
+            problems.append(f"fill_stride must be in [1, 8], got {self.fill_stride}")
         if not 0 <= self.max_ctas <= 100_000:
             problems.append(f"max_ctas must be in [0, 1e5], got {self.max_ctas}")
         if self.jitter not in JITTERS:
@@ -165,12 +180,23 @@ class Perturbation:
     @property
     def compile_form(self) -> "Perturbation":
         """What the build depends on (its compile-cache key and what the build is traced with):
-        itself for a compile-time perturbation; for a run-time one only poison and the filler
-        wgmmas (seed, delays, jitter and the CTA cap are data), so every seed shares one build."""
+        itself for a compile-time perturbation; for a run-time one poison, the filler wgmmas and
+        whether delay sites are traced at all (``delays=False``: none, the production schedule;
+        seed, delay amounts, jitter and the CTA cap are data), so every seed of a kind shares
+        one build."""
         if not self.runtime:
             return self
-        return Perturbation(0, 0, 0, poison=self.poison, jitter="none", delays=True, max_ctas=0,
-                            wgmma_fill=self.wgmma_fill, runtime=True)
+        return Perturbation(0, 0, 0, poison=self.poison, jitter="none", delays=self.delays, max_ctas=0,
+                            wgmma_fill=self.wgmma_fill, fill_stride=self.fill_stride if self.wgmma_fill else 1,
+                            runtime=True)
+
+    @property
+    def kind(self) -> str:
+        """What schedule the build runs: "delays" (delay sites), "window" (no delay site, filler
+        wgmmas), "quiet" (no delay site, no filler: production's schedule, plus poison)."""
+        if self.delays:
+            return "delays"
+        return "window" if self.wgmma_fill else "quiet"
 
     def device_words(self) -> list[int]:
         """The run-time build's table (int32 words, :data:`TABLE_WORDS` of them): the delay of
@@ -190,7 +216,8 @@ class Perturbation:
     def tag(self) -> str:
         return (f"s{self.seed}-d{self.max_delay_ns}-p{self.density_pct}-{'poison' if self.poison else 'clean'}"
                 f"-{self.jitter}{'' if self.delays else '-nodelay'}{f'-c{self.max_ctas}' if self.max_ctas else ''}"
-                f"{f'-w{self.wgmma_fill}' if self.wgmma_fill else ''}{'-rt' if self.runtime else ''}")
+                f"{f'-w{self.wgmma_fill}' if self.wgmma_fill else ''}{f'-e{self.fill_stride}' if self.fill_stride != 1 else ''}"
+                f"{'-rt' if self.runtime else ''}")
 
     @classmethod
     def from_tag(cls, tag: str) -> "Perturbation":
@@ -199,7 +226,7 @@ class Perturbation:
             raise ValueError(f"not a perturbation tag: {tag!r} (expected e.g. s3-d4000-p50-poison-none)")
         return cls(int(m["seed"]), int(m["max"]), int(m["density"]), m["poison"] == "poison", m["jitter"],
                    m["nodelay"] is None, int(m["ctas"] or 0),
-                   int(m["fill"] or 0), m["rt"] is not None)
+                   int(m["fill"] or 0), int(m["every"] or 1), m["rt"] is not None)
 
 
 def palette(size: int, *, max_delay_ns: int = 4000, runtime: bool = False) -> tuple[Perturbation, ...]:
@@ -215,8 +242,12 @@ def palette(size: int, *, max_delay_ns: int = 4000, runtime: bool = False) -> tu
 
 def runtime_perturbation(seed: int, *, max_delay_ns: int = 4000, density_pct: int = 50) -> Perturbation:
     """The run-time perturbation of ``seed`` that the perturbed property draws: poison on, the
-    jitter mode, the grid cap and the filler wgmmas picked by the seed; every seed runs on one of
-    two builds (with and without fillers: the fillers are compiled in)."""
+    jitter mode and the grid cap picked by the seed, and its kind (:data:`KINDS`, ``seed % 4``):
+    "delays" (seeded delays at every sync site), "quiet" (no delay site: production's schedule)
+    or "window" (no delay site, :data:`FILL` filler wgmmas in every :data:`FILL_STRIDE`-th group).
+    Three builds in all (a kind's seeds share one: the seed is data)."""
+    kind = KINDS[seed % FILL_EVERY]
+    window = kind == "window"
     return Perturbation(seed, max_delay_ns, density_pct, poison=True, jitter=JITTERS[seed % 3],
-                        max_ctas=PALETTE_CTAS[(seed // 3) % len(PALETTE_CTAS)],
-                        wgmma_fill=FILL if seed % FILL_EVERY == FILL_EVERY - 1 else 0, runtime=True)
+                        delays=kind == "delays", max_ctas=PALETTE_CTAS[(seed // 3) % len(PALETTE_CTAS)],
+                        wgmma_fill=FILL if window else 0, fill_stride=FILL_STRIDE if window else 1, runtime=True)

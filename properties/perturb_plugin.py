@@ -4,8 +4,9 @@
   deselected), so existing selections (``-k test_subject_matches_oracle`` matches both) and the
   ci budget stay as they were;
 * ``on``: both; the perturbed property draws run-time perturbations (any seed, or seeds
-  1..``--perturb-palette``; one build per group count serves them all: the seed's delay table is
-  data) and always 3 groups, so it compiles once per run; ``--hypothesis-profile=nightly`` draws more examples from it;
+  1..``--perturb-palette``) of three kinds (delays, quiet, window: kernel.perturbation.KINDS);
+  one build per kind and group count serves all its seeds (the seed's delay table is data) and
+  always 3 groups, so it compiles three times per run; ``--hypothesis-profile=nightly`` draws more examples from it;
 * ``only``: only the perturbed properties (what ``ci.mutation_runner`` uses for its perturbed
   verdict), the plain kernel properties deselected.
 

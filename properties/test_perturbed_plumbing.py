@@ -16,7 +16,8 @@ from kernel.validation import KernelConstraints
 from properties import isolation
 from properties.failures import SubjectCheckFailed
 from properties.perturbed import build_name, perturbed, resolve_perturbed, split_name
-from properties.strategies import STRESS_CTAS, Example, perturbed_examples, stress_sizes
+from properties.strategies import (STRESS_CTAS, WINDOW_SUB_BLOCKS, Example, perturbed_examples, stress_sizes,
+                                   sub_blocks_per_tile)
 from properties.subjects import resolve_subject
 
 P = Perturbation(5, 2000, 60, poison=True, jitter="cta")
@@ -72,13 +73,53 @@ def test_perturbed_examples_use_the_palette_and_few_groups(data):
     (variant, *_) = resolve_subject("hopper")
     p, ex = data.draw(perturbed_examples(variant, palette_size=3, max_groups=3))
     assert p in [runtime_perturbation(s) for s in (1, 2, 3)]
-    q, _ = data.draw(perturbed_examples(variant, max_groups=3))  # any seed
-    # run-time perturbations: every seed is data for one of two builds (filler wgmmas or not)
-    forms = {runtime_perturbation(s).compile_form for s in (1, 3)}
+    q, ex2 = data.draw(perturbed_examples(variant, max_groups=3))  # any seed
+    # run-time perturbations: every seed is data for one of three builds (its kind)
+    forms = {runtime_perturbation(s).compile_form for s in (1, 2, 3)}
     assert p.runtime and q.runtime and p.compile_form in forms and q.compile_form in forms
-    assert len(ex.sizes) == 3  # padded with empty groups: one compile in all
-    assert any(m and n for m, n, _, _ in ex.sizes)
-    assert all(k % variant.constraints.k_granularity == 0 and k > 0 for _, _, k, _ in ex.sizes)
+    for e, pert in ((ex, p), (ex2, q)):
+        assert len(e.sizes) == 3  # padded with empty groups: one compile in all
+        assert any(m and n for m, n, _, _ in e.sizes)
+        assert all(k % variant.constraints.k_granularity == 0 and k > 0 for _, _, k, _ in e.sizes)
+        if pert.kind == "window":  # a long tile: dozens of filled / unfilled wgmma group pairs
+            assert sub_blocks_per_tile(e.sizes) >= WINDOW_SUB_BLOCKS, e.sizes
+
+
+def test_perturbed_examples_cover_the_plain_property_and_spread_the_kinds():
+    """The perturbed property's draws are a superset of the plain property's (every pointer layout
+    and distribution, on "quiet" seeds too: production's schedule with poison), its kinds come out
+    each at least a tenth of a derandomized 60-example run (a kind drawn on its own came out 23:2:0
+    in one 25-example run), and the padded shared layouts stay valid inputs."""
+    import collections
+
+    import oracle
+    from hypothesis import HealthCheck
+
+    (variant, *_) = resolve_subject("hopper")
+    seen = []
+
+    @settings(max_examples=60, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(perturbed_examples(variant, max_groups=3))
+    def collect(drawn):
+        seen.append(drawn)
+
+    collect()
+    kinds = collections.Counter(p.kind for p, _ in seen)
+    assert set(kinds) == {"delays", "quiet", "window"} and min(kinds.values()) >= len(seen) // 10, kinds
+    from hypothesis import find
+
+    strategy = perturbed_examples(variant, max_groups=3)
+    quick = settings(max_examples=400, derandomize=True, database=None, deadline=None,
+                     suppress_health_check=list(HealthCheck))
+    for layout in oracle.LAYOUTS:  # every layout of the plain property, on a quiet seed too
+        p, e = find(strategy, lambda d, layout=layout: d[0].kind == "quiet" and d[1].layout == layout, settings=quick)
+        assert len(e.sizes) == 3
+        if layout in ("shared_a", "shared_b"):
+            shared = {(m, k) if layout == "shared_a" else (n, k) for m, n, k, _ in e.sizes}
+            assert len(shared) == 1, e  # one A (one B) for every group, the padding included
+    for dist in oracle.DISTRIBUTIONS:
+        find(strategy, lambda d, dist=dist: d[0].kind == "quiet" and d[1].distribution == dist, settings=quick)
 
 
 @settings(max_examples=40, derandomize=True, database=None, deadline=None)
@@ -182,7 +223,7 @@ def test_run_time_seeds_share_one_worker_and_reach_it_as_themselves(tmp_path):
     path = tmp_path / "recording.py"
     path.write_text(RECORDING_SUBJECT.format(log=str(log)))
     (base,) = resolve_subject(str(path))
-    a, b = runtime_perturbation(13), runtime_perturbation(4242)  # neither has filler wgmmas
+    a, b = runtime_perturbation(13), runtime_perturbation(4240)  # two "delays" seeds: one build
     va, vb = perturbed(base, a), perturbed(base, b)
     assert build_name(va.source) == build_name(vb.source) == f"{path}~{a.compile_form.tag}"
     assert build_name(f"{path}~{P.tag}") == f"{path}~{P.tag}"  # compile-time: its own build

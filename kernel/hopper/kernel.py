@@ -384,7 +384,7 @@ class HopperNvfp4GroupedGemm:
         tidx, _, _ = cute.arch.thread_idx()
         tidx = cutlass.Int32(tidx)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        if cutlass.const_expr(delays_ptr is not None):
+        if cutlass.const_expr(delays_ptr is not None and self.perturbation.delays):
             # this thread's jitter share, once: every delay site adds it (ptx.sleep_ns_from_table)
             self.delay_jitter = delay_jitter_from_table(self.delay_table, warp_idx, JITTER_NS_WORD, JITTER_MODE_WORD,
                                                         SEED_WORD)
@@ -668,12 +668,12 @@ class HopperNvfp4GroupedGemm:
                                 self.delay("consumer", "release", "after")
                             if cutlass.const_expr(self.x_in_regs):
                                 warpgroup.fence()  # the fragment registers were just written
-                                self.fill_wgmma(filler, acc, tCrY, buf)
+                                self.fill_wgmma(filler, acc, tCrY, buf, sb)
                                 for kb in cutlass.range_constexpr(SUB_K // 16):
                                     cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, buf)], acc)
                                 warpgroup.commit_group()
                             else:
-                                self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, buf, filler)
+                                self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, buf, filler, sb)
                             self.delay("consumer", "wgmma_wait", "before")
                             warpgroup.wait_group(1)
                             self.delay("consumer", "wgmma_wait", "after")
@@ -1143,7 +1143,7 @@ class HopperNvfp4GroupedGemm:
                     y_pipe.consumer_wait(ystate)
                     self.delay("consumer", "fp16_wait", "after")
                     warpgroup.fence()  # the fragment registers were just written
-                    self.fill_wgmma(filler, acc, tCrY, ystate.index)
+                    self.fill_wgmma(filler, acc, tCrY, ystate.index, sb)
                     for kb in cutlass.range_constexpr(SUB_K // 16):
                         cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
                     warpgroup.commit_group()
@@ -1195,6 +1195,8 @@ class HopperNvfp4GroupedGemm:
         if p is None:
             return
         if p.runtime:
+            if not p.delays:
+                return  # a "quiet" or "window" build: no delay site traced (production's schedule)
             if self.delay_table is None:
                 raise RuntimeError("a run-time perturbation needs the harness build (HarnessHopperGemm)")
             if (role, site, when) not in SLOT_INDEX:
@@ -1300,7 +1302,7 @@ class HopperNvfp4GroupedGemm:
         mma.set(warpgroup.Field.ACCUMULATE, True)
         return mma, zero
 
-    def fill_wgmma(self, filler, acc, tCrY, buf):
+    def fill_wgmma(self, filler, acc, tCrY, buf, sb=None):
         """Queue ``wgmma_fill`` filler wgmmas ahead of a real wgmma group (same commit group, the
         real shape, into the real accumulator, after the group's ``wgmma.fence``): the tensor
         pipe executes in order, so the real wgmmas read their operands, and retire, that much
@@ -1314,6 +1316,8 @@ class HopperNvfp4GroupedGemm:
         run-time loop (properties/MUTANTS.md, "Fourth pass")."""
         if filler is None:
             return
+        if sb is not None and sb % self.perturbation.fill_stride != 0:
+            return  # fill_stride: a filled group, then unfilled ones (kernel/perturbation.py FILL_STRIDE)
         mma, zero = filler
         for _i in range(self.perturbation.wgmma_fill // (SUB_K // 16)):  # traced inline: Python loops
             for kb in range(SUB_K // 16):
@@ -1427,9 +1431,9 @@ class HopperNvfp4GroupedGemm:
         for b0 in range(0, len(units), 2):
             dequant_y_units_rs(units[b0 : b0 + 2], self.config.operand_exp_shift)
 
-    def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf, filler=None):
+    def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf, filler=None, sb=None):
         """Issue the wgmmas of one 64-K sub-block from fp16 buffer ``buf`` and commit them."""
-        self.fill_wgmma(filler, acc, tCrY, buf)
+        self.fill_wgmma(filler, acc, tCrY, buf, sb)
         if self.ablation is None or not self.ablation.skips_mma:
             for kb in range(SUB_K // 16):  # traced inline: a Python loop
                 cute.gemm(tiled_mma, acc, tCrX[(None, None, kb, buf)], tCrY[(None, None, kb, buf)], acc)

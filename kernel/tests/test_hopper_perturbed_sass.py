@@ -54,8 +54,13 @@ FILLED = Perturbation(3, poison=True, wgmma_fill=16, runtime=True)
 # what the perturbed property runs on the seeds without fillers: poison on, every delay from the table
 PROPERTY = runtime_perturbation(1).compile_form
 assert PROPERTY.wgmma_fill == 0 and PROPERTY.poison and PROPERTY.runtime
+# the property's other two run-time builds: "quiet" (no delay site: production's schedule, plus
+# poison) and "window" (no delay site, FILL fillers in every FILL_STRIDE-th wgmma group)
+QUIET = runtime_perturbation(2).compile_form
+WINDOW = runtime_perturbation(3).compile_form
+assert (QUIET.kind, WINDOW.kind) == ("quiet", "window") and QUIET.poison and WINDOW.poison
 BUILDS = {"production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED,
-          "runtime": RUNTIME, "filled": FILLED, "property": PROPERTY}
+          "runtime": RUNTIME, "filled": FILLED, "property": PROPERTY, "quiet": QUIET, "window": WINDOW}
 # the run-time build's wgmma waits: LABELS and the 5 variants whose run-time build once serialized
 # every wgmma (a predicated nanosleep per delay site; properties/MUTANTS.md "Fourth pass", "Fifth
 # pass"); every declared variant with NVFP4_SASS_ALL_VARIANTS=1
@@ -197,6 +202,43 @@ def test_filler_wgmmas_stay_asynchronous(code, label):
     assert shapes == {i.opcode for i in prod if i.opcode.startswith("HGMMA")}, shapes  # the real shape only
 
 
+def _groups(ins):
+    """HGMMAs per wgmma group, in code order (a group ends at its ``gsb0``; a wait inside a run of
+    HGMMAs cuts it: what a serialized build looks like)."""
+    out, cur = [], 0
+    for i in ins:
+        if i.opcode.startswith("HGMMA"):
+            cur += 1
+            if "gsb0" in i.operands:
+                out.append(cur)
+                cur = 0
+        elif i.opcode.startswith("WARPGROUP.DEPBAR") and cur:
+            out.append(-cur)
+            cur = 0
+    return out
+
+
+@pytest.mark.parametrize("label", COOPERATIVE)
+def test_quiet_and_window_builds_run_production_s_schedule_with_slow_groups(code, label):
+    """The "quiet" and "window" builds trace no delay site (no ``NANOSLEEP``: the consumers run as
+    fast as production) and keep production's wgmma waits; "window" fills every second group
+    (the even sub-blocks: FILL x atoms real-shape HGMMAs ahead of the real ones, in the group) and
+    leaves the next one as production has it, so a long group is followed by a short one whose
+    issue does not wait for the long one to drain (properties/MUTANTS.md, "Sixth pass")."""
+    from kernel.perturbation import FILL, FILL_STRIDE
+
+    prod = code[label, "production"]
+    cfg = code.configs[label]
+    atoms = (cfg.tile_n if cfg.swapped else cfg.tile_m) // (64 * cfg.consumer_warpgroups)
+    for name in ("quiet", "window"):
+        build = code[label, name]
+        assert not _delays(build), f"{label} [{name}]: {len(_delays(build))} delay instructions"
+        assert _waits(build) == _waits(prod), (label, name, _waits(build), _waits(prod))
+    assert _groups(code[label, "quiet"]) == _groups(prod)
+    want = [n + (FILL * atoms if i % FILL_STRIDE == 0 else 0) for i, n in enumerate(_groups(prod))]
+    assert _groups(code[label, "window"]) == want, (label, _groups(code[label, "window"]), want)
+
+
 def _waits(ins):
     return [i.operands.rstrip(" ;") for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
 
@@ -238,7 +280,8 @@ launch = importlib.import_module("kernel.hopper.launch")
 configs = {c.label: c for c in DECLARED_VARIANTS}
 out = {}
 for label in sys.argv[2:]:
-    for name, pert in (("production", None), ("property", runtime_perturbation(1).compile_form)):
+    for name, pert in (("production", None), ("property", runtime_perturbation(1).compile_form),
+                       ("window", runtime_perturbation(3).compile_form)):
         ins = sass.kernel_code(launch.static_build(configs[label], sys.argv[1] + "/" + name, perturbation=pert)["cubin"])
         out[label, name] = [i.operands.rstrip(" ;") for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
 print(json.dumps([[k[0], k[1], v] for k, v in out.items()]))
@@ -271,3 +314,5 @@ def test_wgmma_wait_mutants_run_time_builds_keep_their_waits(tmp_path):
         drains = lambda w: sum(x.endswith("0x0") for x in w)  # noqa: E731
         assert set(build) == set(prod) and len(build) <= len(prod) and drains(build) <= drains(prod), (
             f"{m.name}: run-time build waits {build}, the mutant's production {prod}")
+        # the window build (no delay site, fillers) keeps the mutant's lax waits exactly
+        assert got[m.variant, "window"] == prod, f"{m.name}: window build waits {got[m.variant, 'window']}, {prod}"

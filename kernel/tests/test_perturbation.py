@@ -82,20 +82,27 @@ def test_run_time_table_words_are_the_seed_table_then_jitter_and_seed():
 
 
 def test_run_time_seeds_share_one_compile_form():
-    """Every seed runs on one of two builds: without and with the filler wgmmas (compiled in)."""
-    from kernel.perturbation import FILL, FILL_EVERY, runtime_perturbation
+    """Every seed runs on one of three builds, its kind (seed % 4): "delays" (delay sites),
+    "quiet" (no delay site traced) and "window" (no delay site, filler wgmmas in every
+    FILL_STRIDE-th group, compiled in)."""
+    from kernel.perturbation import FILL, FILL_EVERY, FILL_STRIDE, KINDS, SLOTS, runtime_perturbation
 
-    forms = {runtime_perturbation(s).compile_form for s in range(1, 40)} | {p.compile_form for p in palette(5, runtime=True)}
-    assert {f.wgmma_fill for f in forms} == {0, FILL} and len(forms) == 2
-    filled = [s for s in range(1, 40) if runtime_perturbation(s).wgmma_fill]
-    assert filled == [s for s in range(1, 40) if s % FILL_EVERY == FILL_EVERY - 1]
-    assert {runtime_perturbation(s).jitter for s in filled} == {"none", "cta", "warp"}  # independent of the fill
-    assert {runtime_perturbation(s).max_ctas for s in filled} == {0, 1, 2}
-    (form,) = {f for f in forms if not f.wgmma_fill}
-    assert form.runtime and form.poison and form.seed == 0 and form.max_ctas == 0
+    forms = {runtime_perturbation(s).compile_form for s in range(1, 40)}
+    assert len(forms) == 3 and {f.kind for f in forms} == {"delays", "quiet", "window"}
+    for s in range(1, 40):
+        p = runtime_perturbation(s)
+        assert p.kind == KINDS[s % FILL_EVERY] and p.compile_form.kind == p.kind
+        assert (p.wgmma_fill, p.fill_stride) == ((FILL, FILL_STRIDE) if p.kind == "window" else (0, 1))
+        assert p.delays == (p.kind == "delays") and p.poison  # poison always on, fillers or not
+    windows = [s for s in range(1, 40) if runtime_perturbation(s).kind == "window"]
+    assert {runtime_perturbation(s).max_ctas for s in windows} == {0, 1, 2}  # independent of the kind
+    (form,) = {f for f in forms if f.kind == "delays"}
+    assert form.runtime and form.poison and form.seed == 0 and form.max_ctas == 0 and not form.wgmma_fill
     assert {runtime_perturbation(s).max_ctas for s in range(1, 10)} == {0, 1, 2}  # caps and jitters still vary
     assert {runtime_perturbation(s).jitter for s in range(1, 4)} == {"none", "cta", "warp"}
-    assert len({tuple(runtime_perturbation(s).device_words()) for s in range(1, 40)}) == 39  # the seed is data
+    delayed = [s for s in range(1, 40) if runtime_perturbation(s).delays]
+    assert len({tuple(runtime_perturbation(s).device_words()) for s in delayed}) == len(delayed)  # the seed is data
+    assert not any(any(runtime_perturbation(s).device_words()[:len(SLOTS)]) for s in range(1, 40) if s not in delayed)
     assert Perturbation(1, poison=False, runtime=True).compile_form != form  # poison is compiled in
     assert Perturbation(3).compile_form == Perturbation(3)  # compile-time: the perturbation itself
     p = runtime_perturbation(77)
