@@ -110,8 +110,11 @@ def build(verbose: bool = False) -> Path:
         try:
             from torch.utils import cpp_extension
 
-            cpp_extension.load(name=name, sources=[str(SOURCE)], extra_cflags=CFLAGS, build_directory=str(work),
-                               verbose=verbose, is_python_module=True)
+            if cpp_extension.is_ninja_available() and os.environ.get("NVFP4_NATIVE_NO_NINJA") != "1":
+                cpp_extension.load(name=name, sources=[str(SOURCE)], extra_cflags=CFLAGS, build_directory=str(work),
+                                   verbose=verbose, is_python_module=True)
+            else:  # torch's JIT build needs ninja; one compiler command needs only the compiler
+                _build_without_ninja(name, work, verbose)
             built = work / (name + ".so")
             if not built.exists():
                 raise RuntimeError(f"the build left no {built.name}")
@@ -120,6 +123,33 @@ def build(verbose: bool = False) -> Path:
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def _build_without_ninja(name: str, work: Path, verbose: bool) -> None:
+    """One ``c++`` command with the include and library paths of torch's extension mechanism
+    (``cpp_extension.include_paths``/``library_paths``), for a machine without ninja."""
+    import sysconfig
+
+    import torch
+    from torch.utils import cpp_extension
+
+    compiler = os.environ.get("CXX", "c++")
+    abi = getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", None)
+    flags = [f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", "-shared", *CFLAGS]
+    if abi is not None:
+        flags.append(f"-D_GLIBCXX_USE_CXX11_ABI={int(abi)}")
+    includes = [f"-isystem{p}" for p in (*cpp_extension.include_paths(), sysconfig.get_paths()["include"])]
+    libs = [f"-L{p}" for p in cpp_extension.library_paths()] + ["-lc10", "-ltorch_cpu", "-ltorch", "-ltorch_python"]
+    errors = []
+    for std in ("-std=c++20", "-std=c++17"):
+        cmd = [compiler, std, *flags, *includes, str(SOURCE), "-o", str(work / (name + ".so")), *libs]
+        if verbose:
+            print(" ".join(cmd), file=sys.stderr)
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if proc.returncode == 0:
+            return
+        errors.append((proc.stderr or proc.stdout).strip())
+    raise RuntimeError(f"{compiler} failed: {errors[-1][-2000:]}")
 
 
 def load(*, build_if_missing: bool = True, verbose: bool = False, force: bool = False) -> Callable | None:

@@ -176,6 +176,52 @@ def test_the_walk_check_catches_a_wrong_native_walk(native):
     assert identity_key(regrouped, CONFIGS[0]) != key
 
 
+@pytest.mark.parametrize("edit", ["clear", "shorter_entry", "more_entries", "other_tensors"])
+def test_a_finalizer_editing_the_problem_during_the_walk_never_corrupts_it(native, edit):
+    """The walk's allocations may run the cyclic GC (Python 3.11 collects inside an allocation),
+    hence a finalizer that edits the very lists being walked: the result is None or the walk of
+    the problem before or after the edit, never a mix (an earlier build that trusted its first
+    pass wrote past its buffers here and crashed the interpreter)."""
+    pool = [torch.zeros(2) for _ in range(12)]
+    abc = [tuple(pool[0:3]), tuple(pool[3:6])]
+    data = [abc, [tuple(pool[6:8])], [tuple(pool[8:10])], [(1, 2, 3, 4)]]
+    ran = []
+
+    class Editor:
+        def __del__(self):
+            ran.append(edit)
+            if edit == "clear":
+                abc.clear()
+            elif edit == "shorter_entry":
+                abc[1] = (pool[10],)
+            elif edit == "more_entries":
+                abc.extend([tuple(pool[0:3])] * 50)
+            else:
+                abc[0] = (pool[11], pool[10], pool[9])
+
+    def walk():
+        flat = flatten(data)
+        return identity_key(data, None), [id(t) for t in flat], sum(t._version for t in flat)
+
+    before = walk()
+    threshold = gc.get_threshold()
+    gc.collect()
+    editor = Editor()
+    editor.cycle = editor
+    del editor
+    keep = [[] for _ in range(200)]  # empties the list free list: the walk's list is a GC allocation
+    gc.set_threshold(1)
+    try:
+        got = native(data, None)
+    finally:
+        gc.set_threshold(*threshold)
+    del keep
+    gc.collect()
+    assert ran == [edit]
+    if got is not None:
+        assert (got[0], [id(t) for t in got[2]], got[1]) in (before, walk())
+
+
 # ---- two caches, one native, one Python, against the contract ------------------------------
 
 PARTS = 3

@@ -57,6 +57,9 @@ PyObject* probe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (!PyTuple_CheckExact(size_items[i])) Py_RETURN_NONE;
 
   const Py_ssize_t words = 4 + entries + ntensors + nsizes;
+  // these allocations may run the cyclic GC, hence finalizers and weakref callbacks (Python
+  // code that could edit the containers): the pass below checks everything again, against the
+  // counts it allocated for, and runs no Python code itself
   PyObject* key = PyBytes_FromStringAndSize(nullptr, words * (Py_ssize_t)sizeof(uint64_t));
   if (key == nullptr) return nullptr;
   PyObject* tensors = PyList_New(ntensors);
@@ -65,19 +68,37 @@ PyObject* probe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   uint64_t* w = reinterpret_cast<uint64_t*>(PyBytes_AS_STRING(key));
-  uint64_t* ids = w + 4 + entries;
-  *w++ = (uint64_t)(uintptr_t)config;
-  for (int p = 0; p < 3; ++p) *w++ = (uint64_t)PySequence_Fast_GET_SIZE(parts[p]);
+  uint64_t* const lens_end = w + 4 + entries;
+  uint64_t* ids = lens_end;
   uint64_t versions = 0;
   Py_ssize_t t = 0;
-  bool ok = true;
+  bool ok = seq(data) && PySequence_Fast_GET_SIZE(data) == 4 && PySequence_Fast_ITEMS(data) == parts &&
+            parts[3] == sizes && seq(sizes) && PySequence_Fast_GET_SIZE(sizes) == nsizes &&
+            PySequence_Fast_ITEMS(sizes) == size_items;
+  if (ok) {
+    *w++ = (uint64_t)(uintptr_t)config;
+    for (int p = 0; p < 3; ++p) *w++ = (uint64_t)PySequence_Fast_GET_SIZE(parts[p]);
+  }
   for (int p = 0; p < 3 && ok; ++p) {
     PyObject* part = parts[p];
+    if (!seq(part)) {
+      ok = false;
+      break;
+    }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(part);
     PyObject** items = PySequence_Fast_ITEMS(part);
     for (Py_ssize_t i = 0; i < n && ok; ++i) {
-      Py_ssize_t m = PySequence_Fast_GET_SIZE(items[i]);
-      PyObject** objs = PySequence_Fast_ITEMS(items[i]);
+      PyObject* entry = items[i];
+      if (!seq(entry) || w >= lens_end) {
+        ok = false;
+        break;
+      }
+      Py_ssize_t m = PySequence_Fast_GET_SIZE(entry);
+      PyObject** objs = PySequence_Fast_ITEMS(entry);
+      if (m > ntensors - t) {
+        ok = false;
+        break;
+      }
       *w++ = (uint64_t)m;
       for (Py_ssize_t j = 0; j < m; ++j) {
         PyObject* o = objs[j];
@@ -97,7 +118,8 @@ PyObject* probe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       }
     }
   }
-  if (!ok) {  // the list's unset slots are NULL, which list_dealloc skips
+  for (Py_ssize_t i = 0; i < nsizes && ok; ++i) ok = PyTuple_CheckExact(size_items[i]);
+  if (!ok || w != lens_end || t != ntensors) {  // the list's unset slots are NULL, which list_dealloc skips
     Py_DECREF(tensors);
     Py_DECREF(key);
     Py_RETURN_NONE;
