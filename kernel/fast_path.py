@@ -12,7 +12,9 @@ device tables, tensor maps and marshalled arguments).
   callback evicts the entry when the tensor is freed, so an ``id`` found in the cache always
   names the very object that was validated (a freed tensor whose address, or whose ``id``, is
   reused by a new one can never hit);
-* the structure of the tuple (how many tensors each group entry holds); the problem sizes
+* the structure of the tuple (how many group entries each of its three lists holds, and how many
+  tensors each entry holds: the same tensors in the same flat order, grouped differently, never
+  hit); the problem sizes
   (:func:`sizes_key`: the size tuples by identity, held by the entry, or by value and type); the
   config object (held, so its ``id`` cannot be reused); the current CUDA stream;
 * each tensor's version counter (``Tensor._version``), which PyTorch bumps on every in-place
@@ -25,6 +27,12 @@ validation, with the same sizes, config and stream; every bad problem takes the 
 gets the same typed error as without the cache. Values written in place through another view
 of the same memory need nothing: the kernel reads memory, the cache holds only addresses.
 
+The key's walk over the problem (flatten, ids, lengths, sizes, the sum of the version counters)
+is done in one C++ pass by the optional native probe (:mod:`kernel.native_probe`) once it is built
+and loaded (in the background; ``NVFP4_NATIVE_PROBE=0`` turns it off): it returns the very key
+bytes and sum the Python walk computes, or None for any problem of another shape, which the
+Python walk then decides, so the decisions never depend on which probe ran.
+
 Not detected: replacing a tensor's storage behind its back with ``tensor.data = other`` or
 ``torch.utils.swap_tensors`` (neither bumps the version counter). Call :meth:`FastPath.clear`
 (``kernel.family.clear_caches()``) after doing that.
@@ -35,6 +43,7 @@ from __future__ import annotations
 import operator
 import threading
 import weakref
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from itertools import chain, repeat
@@ -42,8 +51,21 @@ from typing import Any, Callable
 
 import torch
 
+from kernel import native_probe
+
 _getter = getattr(torch._C, "_cuda_getCurrentStream", None)
 _flat = chain.from_iterable
+
+
+def build_native(verbose: bool = True) -> bool:
+    """Build (unless cached) and load the native probe now, blocking (see
+    :mod:`kernel.native_probe`); True when the fast path now probes natively."""
+    return native_probe.build_native(verbose)
+
+
+def probe_in_use() -> str:
+    """Which probe :meth:`FastPath.probe` uses now: ``native``, or ``python (why)``."""
+    return native_probe.describe()
 
 
 def current_stream_id(device_index: int) -> Any:
@@ -77,19 +99,27 @@ def sizes_key(sizes: Any) -> tuple:
     return ("value", *(tuple((type(x), x) for x in s) for s in sizes))
 
 
-def identity_key(data: Any, config: Any, tensors: list | None = None) -> tuple | None:
+assert array("Q").itemsize == 8
+
+
+def identity_key(data: Any, config: Any, tensors: list | None = None) -> bytes | tuple | None:
     """The key :meth:`FastPath.probe` computes, or None when ``data`` is not shaped like a problem:
-    the config's id, every tensor's id, the structure (how many tensors each group entry holds,
-    so that regrouped tensors never hit) and :func:`sizes_key`."""
+    the config's id, the structure (how many group entries each of ``abc``, ``sfs``, ``blocked``
+    holds and how many tensors each entry holds, so that regrouped tensors never hit, within a
+    list or across lists), every tensor's id and :func:`sizes_key`.
+
+    With size tuples (the usual case) it is these numbers as bytes (native-endian 64-bit words,
+    in that order; the counts say where each part ends), the very bytes the native probe
+    (:mod:`kernel.native_probe`) builds; with other sizes a tuple (never equal to bytes)."""
     try:
         abc, sfs, blocked, sizes = data
         if tensors is None:
             tensors = [*_flat(abc), *_flat(sfs), *_flat(blocked)]
         if set(map(type, sizes)) == _TUPLES:  # sizes_key, inline (the probe's hot path)
-            return (id(config), *map(id, tensors), *map(len, abc), *map(len, sfs), *map(len, blocked),
-                    "id", *map(id, sizes))
-        return (id(config), *map(id, tensors), *map(len, abc), *map(len, sfs), *map(len, blocked),
-                *sizes_key(sizes))
+            return array("Q", (id(config), len(abc), len(sfs), len(blocked), *map(len, abc), *map(len, sfs),
+                               *map(len, blocked), *map(id, tensors), *map(id, sizes))).tobytes()
+        return (id(config), len(abc), len(sfs), len(blocked), *map(len, abc), *map(len, sfs), *map(len, blocked),
+                *map(id, tensors), *sizes_key(sizes))
     except Exception:  # anything odd goes the full way, where validation names the problem
         return None
 
@@ -125,11 +155,16 @@ class FastPathStats:
 class FastPath:
     """Bounded LRU of ready launches keyed by problem identity (see the module docstring)."""
 
-    def __init__(self, capacity: int = 64, *, stream_id: Callable[[int], Any] | None = None):
+    def __init__(self, capacity: int = 64, *, stream_id: Callable[[int], Any] | None = None, native: bool = True):
         self.capacity = capacity
+        # the native probe (kernel.native_probe) once it is loaded, unless native=False;
+        # switching it on or off never changes a decision (same key, same sum of versions)
+        self.native = native
+        if native:
+            native_probe.start()
         self._stream_id = stream_id or current_stream_id
         self.stats = FastPathStats()
-        self._entries: OrderedDict[tuple, Entry] = OrderedDict()
+        self._entries: OrderedDict[bytes | tuple, Entry] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -138,6 +173,27 @@ class FastPath:
     def probe(self, data: Any, config: Any, stream: Any = None) -> tuple[Entry | None, list | None, tuple | None]:
         """``(entry or None, the flat tensors, the key)``: the entry of this very problem, and
         what was computed on the way (the miss path reuses it)."""
+        native = native_probe.PROBE if self.native else None
+        if native is not None:
+            try:
+                walked = native(data, config)  # (key, sum of versions, flat tensors) or None
+            except Exception:
+                walked = None
+            if walked is not None:
+                key, versions, tensors = walked
+                entry = self._entries.get(key)
+                if entry is not None:
+                    try:
+                        fresh = (versions == entry.versions
+                                 and (self._stream_id(entry.device_index) if stream is None
+                                      else _explicit_stream_id(stream)) == entry.stream_id)
+                    except Exception:
+                        fresh = False
+                    if fresh:
+                        self.stats.hits += 1
+                        return entry, tensors, key
+                self.stats.misses += 1
+                return None, tensors, key
         try:
             abc, sfs, blocked, _ = data
             tensors = [*_flat(abc), *_flat(sfs), *_flat(blocked)]

@@ -245,7 +245,10 @@ class ShapeTemplate:
         address rules hold, else None."""
         try:
             abc, sfs, blocked, _ = data
-            if list(map(len, chain(abc, sfs, blocked))) != self.lens:
+            # every list holds num_groups entries (not only the same entry lengths in a row: an
+            # entry moved from abc's list to sfs's keeps those) of 3, 2 and 2 tensors
+            g = self.num_groups
+            if len(abc) != g or len(sfs) != g or len(blocked) != g or list(map(len, chain(abc, sfs, blocked))) != self.lens:
                 return self._reject()
             guard = self.guard
             # the guard's yes implies the comparison's; its no (stricter) leaves the decision to it

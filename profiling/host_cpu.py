@@ -2,7 +2,10 @@
 stages, the full path; for before/after ratios of host-path changes (absolute times differ from
 a GPU host's: there the upload is a pinned non-blocking copy, here a CPU copy).
 
-    python -m profiling.host_cpu [--shapes bench1,bench4] [--reps 400] [--json PATH]
+    python -m profiling.host_cpu [--shapes bench1,bench4] [--reps 400] [--probe native|python] [--json PATH]
+
+``probe_us``/``repeat_us`` use the native fast-path probe (kernel.native_probe; built or loaded
+first), ``probe_py_us``/``repeat_py_us`` the Python one; ``probe`` says which is in use.
 
 The pipeline is the real :class:`kernel.host_pipeline.HostPipeline` with a CPU family double
 whose fourth table is a tensor-map table from a fake encoder (so the seen path patches maps as
@@ -22,6 +25,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from kernel import native_probe
 from kernel.fast_path import FastPath, flatten
 from kernel.host_pipeline import AuxTable, HostPipeline
 from kernel.model import ModelConfig
@@ -146,9 +150,19 @@ def measure(name: str, reps: int) -> dict:
     pipe.run(data, CONFIG)  # stores the fast-path entry
     row = {"shape": name, "groups": len(sizes), "tensors": len(flatten(data))}
 
-    row["repeat_us"] = _median_us(lambda _: pipe.run(data, CONFIG), reps)
-    row["probe_us"] = _median_us(lambda _: pipe.fast_path.probe(data, CONFIG), reps)
-    assert pipe.fast_path.probe(data, CONFIG)[0] is not None
+    # the repeated call and the probe alone (a hit) with each probe: the native one
+    # (kernel.native_probe) where it is loaded, the Python one always
+    fp = pipe.fast_path
+    for suffix, native in (("", True), ("_py", False)):
+        fp.native = native
+        assert fp.probe(data, CONFIG)[0] is not None
+        if native and native_probe.PROBE is None:
+            row["repeat_us"] = row["probe_us"] = None
+            continue
+        row[f"repeat{suffix}_us"] = _median_us(lambda _: pipe.run(data, CONFIG), reps)
+        row[f"probe{suffix}_us"] = _median_us(lambda _: fp.probe(data, CONFIG), reps)
+    fp.native = True
+    row["probe"] = native_probe.describe()
 
     fresh = [realias(base) for _ in range(reps)]
     flats = [flatten(d) for d in fresh]
@@ -181,7 +195,7 @@ def measure(name: str, reps: int) -> dict:
     return row
 
 
-COLUMNS = ("shape", "tensors", "repeat_us", "probe_us", "accept_us", "seen_tables_us", "prepare_seen_us",
+COLUMNS = ("shape", "tensors", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us", "accept_us", "seen_tables_us", "prepare_seen_us",
            "first_call_us", "full_first_call_us", "full_encodes")
 
 
@@ -190,7 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--shapes", default="bench1,bench4")
     p.add_argument("--reps", type=int, default=400)
     p.add_argument("--json")
+    p.add_argument("--probe", choices=("native", "python"), default="native",
+                   help="native (default): build or load kernel.native_probe first (its columns stay empty "
+                        "where it cannot be built); python: the Python probe only")
     args = p.parse_args(argv)
+    if args.probe == "native":
+        native_probe.build_native()
     rows = [measure(s.strip(), args.reps) for s in args.shapes.split(",")]
     if args.json:
         with open(args.json, "w") as f:
@@ -198,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     for r in rows:
-        print("| " + " | ".join(f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]) for c in COLUMNS) + " |")
+        print("| " + " | ".join(f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]) for c in COLUMNS) + " |")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Host time of one ``custom_kernel(data)`` call, and what the fast path saves (GPU needed).
 
     python -m profiling.host_overhead [--family hopper] [--variant LABEL] [--shapes bench1,bench4]
-                                      [--calls 300] [--json PATH]
+                                      [--calls 300] [--probe native|python] [--json PATH]
 
 Per shape set, on the family's fastest production variant by default:
 
@@ -11,6 +11,9 @@ Per shape set, on the family's fastest production variant by default:
 * ``full_us``: the same loop with the fast path and the shape templates cleared before every
   call (full validation, plan, table lookup, marshalling): what every call cost without them;
   ``seen_us``: the fast path cleared, the templates kept (the seen-shape path, same tensors);
+* ``probe``: which fast-path probe the rows used (``native``: kernel.native_probe, built or loaded
+  before measuring; else ``python (why)``); ``repeat_py_us``: ``repeat_us`` again with the Python
+  probe; ``probe_us`` and ``probe_py_us``: the probe alone (``FastPath.probe``, a hit), each way;
 * ``first_call_us``: the first call with new tensors of already seen shapes (compile excluded:
   the variant is compiled and warm), the median over fresh copies; ``first_*_us``: its stages on
   the seen-shape path (kernel.seen_shapes), and what full validation would have cost;
@@ -41,16 +44,18 @@ def _per_call_us(fn, calls: int) -> float:
     return (time.perf_counter() - t0) / calls * 1e6
 
 
-def measure(family_name: str, label: str | None, shape_name: str, calls: int) -> dict:
+def measure(family_name: str, label: str | None, shape_name: str, calls: int, native: bool = True) -> dict:
     import torch
 
     import oracle
+    from kernel import native_probe
     from kernel.family import get_family
     from profiling import floors
 
     family = get_family(family_name)
     config = family.find(label) if label else family.production_variants[min(1, len(family.production_variants) - 1)]
     pipeline = family.pipeline
+    pipeline.fast_path.native = native
     shape = floors.get_shape(shape_name)
     data = oracle.make_inputs(shape.problem_sizes(), 1111, distribution="uniform", device="cuda")
     fresh = [oracle.clone_data(data) for _ in range(8)]
@@ -142,6 +147,22 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
     repeat_us = min(repeat_us, host_only(run))
     torch.cuda.synchronize()
 
+    # the same repeated call and the probe alone with each probe (kernel.native_probe): the native
+    # one where it is loaded, the Python one always (same decisions, other cost)
+    fast_path = pipeline.fast_path
+    probe = lambda: fast_path.probe(data, config)  # noqa: E731
+    native_in_use = native and native_probe.PROBE is not None
+    probe_us = statistics.median(_per_call_us(probe, calls) for _ in range(5))
+    fast_path.native = False
+    try:
+        torch.cuda.synchronize()
+        repeat_py_us = min(statistics.median(_per_call_us(run, calls) for _ in range(5)), host_only(run))
+        torch.cuda.synchronize()
+        probe_py_us = statistics.median(_per_call_us(probe, calls) for _ in range(5))
+    finally:
+        fast_path.native = native
+    assert fast_path.probe(data, config)[0] is not None, "the probe no longer hits"
+
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     eagers = []
     for _ in range(3):
@@ -174,7 +195,9 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int) ->
     graph_us = start.elapsed_time(end) * 1e3 / (reps * 20)
     return {
         "family": family_name, "variant": config.label, "shape": shape_name, "groups": shape.num_groups,
-        "repeat_us": repeat_us, "full_us": full_us, "seen_us": seen_us, "first_call_us": statistics.median(firsts),
+        "probe": "native" if native_in_use else ("python (--probe python)" if not native else native_probe.describe()),
+        "repeat_us": repeat_us, "repeat_py_us": repeat_py_us, "probe_us": probe_us, "probe_py_us": probe_py_us,
+        "full_us": full_us, "seen_us": seen_us, "first_call_us": statistics.median(firsts),
         "call_compiled_us": compiled_call_us, "replay_us": replay_us,
         "eager_us": eager_us, "graph_us": graph_us, "eager_over_graph": eager_us / graph_us,
         "fast_path": vars(pipeline.fast_path.stats).copy(),
@@ -223,7 +246,7 @@ def first_call_stages(family, config, fresh: list) -> dict:
     return {k: statistics.median(v) for k, v in totals.items()}
 
 
-COLUMNS = ("shape", "groups", "repeat_us", "full_us", "seen_us", "first_call_us", "first_template_us", "first_flatten_us",
+COLUMNS = ("shape", "groups", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us", "full_us", "seen_us", "first_call_us", "first_template_us", "first_flatten_us",
            "first_address_checks_us", "first_tables_us", "first_prepare_seen_us", "first_marshal_us", "first_launch_us",
            "first_full_validation_us", "call_compiled_us", "replay_us", "eager_us", "graph_us", "eager_over_graph")
 
@@ -242,6 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--variant", help="a declared label (default: the family's fastest production variant)")
     p.add_argument("--shapes", default="bench1,bench2,bench3,bench4")
     p.add_argument("--calls", type=int, default=300)
+    p.add_argument("--probe", choices=("native", "python"), default="native",
+                   help="native (default): build or load kernel.native_probe first; python: the Python probe")
     p.add_argument("--json")
     args = p.parse_args(argv)
     from kernel.family import get_family
@@ -250,14 +275,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reason:
         print(f"python -m profiling.host_overhead: {reason}", file=sys.stderr)
         return 2
+    from kernel import fast_path
+
+    native = args.probe == "native"
+    if native:  # build (unless cached) and load it now: the rows then measure it
+        fast_path.build_native()
+    print(f"[host_overhead] fast-path probe: {fast_path.probe_in_use() if native else 'python (--probe python)'}",
+          file=sys.stderr, flush=True)
     rows = []
     for shape in args.shapes.split(","):
-        rows.append(measure(args.family, args.variant, shape.strip(), args.calls))
+        rows.append(measure(args.family, args.variant, shape.strip(), args.calls, native))
         print(f"[host_overhead] {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
-    print(f"{rows[0]['family']} {rows[0]['variant']}")
+    print(f"{rows[0]['family']} {rows[0]['variant']}; fast-path probe: {rows[0]['probe']}")
     print(table(rows))
     return 0
 

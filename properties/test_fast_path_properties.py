@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import oracle
+from kernel import native_probe
 from kernel.errors import InvalidProblemError
 from kernel.fast_path import FastPath
 from kernel.host_pipeline import HostPipeline
@@ -35,6 +36,7 @@ from kernel.plan import make_plan
 from kernel.tables import slot_pointers
 from kernel.validation import KernelConstraints, validate_problem
 from profiling.host_cpu import CpuMapHooks
+from properties.native import Counting, native_or_skip
 
 pytestmark = pytest.mark.properties
 
@@ -67,8 +69,8 @@ class RecordedLaunch:
 
 
 class RecordingPipeline(HostPipeline):
-    def __init__(self):
-        super().__init__(CpuHooks(), fast_path=FastPath(8, stream_id=lambda device_index: STREAM[0]))
+    def __init__(self, native: bool = False):
+        super().__init__(CpuHooks(), fast_path=FastPath(8, stream_id=lambda device_index: STREAM[0], native=native))
         self.launched: list = []
 
     def stream_handle(self, stream, device):
@@ -105,9 +107,11 @@ def _mutable(data):
 
 
 class FastPathMachine(RuleBasedStateMachine):
+    NATIVE = False  # the Python probe; NativeFastPathMachine below: the native one
+
     def __init__(self):
         super().__init__()
-        self.pipeline = RecordingPipeline()
+        self.pipeline = RecordingPipeline(native=self.NATIVE)
         self.data: list = []
         self.calls = 0
         self.kept: list = []  # tensors the "caller" still holds after replacing them
@@ -255,9 +259,51 @@ FastPathMachine.TestCase.settings = settings(max_examples=60, stateful_step_coun
 test_fast_path_never_stale = FastPathMachine.TestCase
 
 
-def test_repeated_call_hits_and_evicts_on_free():
+class NativeFastPathMachine(FastPathMachine):
+    """The same machine, every probe through the native walk (kernel.native_probe), counted."""
+
+    NATIVE = True
+
+    def __init__(self):
+        self.native_fn = native_or_skip()
+        self.counting = Counting(self.native_fn)
+        native_probe.PROBE = self.counting
+        super().__init__()
+
+    def teardown(self):
+        native_probe.PROBE = self.native_fn
+        NATIVE_WALKS.append(self.counting.decided)
+
+
+NATIVE_WALKS: list = []
+NativeFastPathMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
+
+
+def test_fast_path_never_stale_with_the_native_probe():
+    native_or_skip()
+    NATIVE_WALKS.clear()
+    NativeFastPathMachine.TestCase().runTest()
+    assert sum(NATIVE_WALKS) > 0, "the native probe was never used"
+
+
+@pytest.fixture(params=[False, True], ids=["python-probe", "native-probe"])
+def native(request):
+    """Each test below runs with the Python probe and with the native one (skipped, with the
+    reason, where it cannot be built)."""
+    if not request.param:
+        yield False
+        return
+    fn = native_or_skip()
+    counting = Counting(fn)
+    native_probe.PROBE = counting
+    yield True
+    native_probe.PROBE = fn
+    assert counting.decided + counting.declined > 0, "the native probe was never consulted"
+
+
+def test_repeated_call_hits_and_evicts_on_free(native):
     """The cache is used at all (hits), and a freed tensor evicts its entry at once."""
-    pipeline = RecordingPipeline()
+    pipeline = RecordingPipeline(native)
     data = _mutable(oracle.make_inputs([(16, 24, 64, 1), (8, 8, 128, 1)], 5, device="cpu"))
     for _ in range(5):
         pipeline.run(data, CONFIG)
@@ -270,8 +316,8 @@ def test_repeated_call_hits_and_evicts_on_free():
     assert len(pipeline.fast_path) == 0, "the entry of a freed tensor must be evicted"
 
 
-def test_cache_is_bypassed_by_inference_tensors():
-    pipeline = RecordingPipeline()
+def test_cache_is_bypassed_by_inference_tensors(native):
+    pipeline = RecordingPipeline(native)
     with torch.inference_mode():
         data = _mutable(oracle.make_inputs([(16, 24, 64, 1)], 5, device="cpu"))
     pipeline.run(data, CONFIG)
@@ -281,9 +327,9 @@ def test_cache_is_bypassed_by_inference_tensors():
 
 @pytest.mark.parametrize("container", [tuple, list])
 @pytest.mark.parametrize("bad", [1.0, True])
-def test_a_size_of_another_type_after_a_hit_is_refused(container, bad):
+def test_a_size_of_another_type_after_a_hit_is_refused(container, bad, native):
     """``1.0 == 1`` and ``True == 1``: a key by value alone would hit; validation refuses both."""
-    pipeline = RecordingPipeline()
+    pipeline = RecordingPipeline(native)
     data = _mutable(oracle.make_inputs([(16, 24, 64, 1), (8, 8, 128, 1)], 5, device="cpu"))
     data[3] = [container(s) for s in data[3]]
     pipeline.run(data, CONFIG)
@@ -299,9 +345,9 @@ def test_a_size_of_another_type_after_a_hit_is_refused(container, bad):
     assert (info.value.rule, info.value.group) == ("size_format", 1)
 
 
-def test_regrouped_tensors_never_hit():
+def test_regrouped_tensors_never_hit(native):
     """The same tensors in the same flat order, grouped differently: a structure error, hit or not."""
-    pipeline = RecordingPipeline()
+    pipeline = RecordingPipeline(native)
     data = _mutable(oracle.make_inputs([(16, 16, 64, 1), (16, 16, 64, 1)], 5, device="cpu"))
     pipeline.run(data, CONFIG)
     pipeline.run(data, CONFIG)
@@ -310,3 +356,20 @@ def test_regrouped_tensors_never_hit():
     with pytest.raises(InvalidProblemError) as info:
         pipeline.run(data, CONFIG)
     assert info.value.rule == "structure"
+
+
+def test_tensors_regrouped_across_the_lists_never_hit(native):
+    """The same flat tensors and the same entry lengths, but one entry moved from ``abc``'s list to
+    ``sfs``'s (so the group counts of the lists differ): a structure error, never a hit. A key of
+    ids and entry lengths alone (without how many entries each list holds) hit here."""
+    pipeline = RecordingPipeline(native)
+    data = _mutable(oracle.make_inputs([(16, 16, 64, 1), (16, 16, 64, 1)], 5, device="cpu"))
+    pipeline.run(data, CONFIG)
+    pipeline.run(data, CONFIG)
+    assert pipeline.fast_path.stats.hits == 1
+    # abc: [3, 3], sfs: [2, 2], blocked: [2, 2]  ->  abc: [3], sfs: [3, 2, 2], blocked: [2, 2]
+    regrouped = [data[0][:1], [data[0][1], *data[1]], data[2], data[3]]
+    with pytest.raises(InvalidProblemError) as info:
+        pipeline.run(regrouped, CONFIG)
+    assert info.value.rule == "structure"
+    assert pipeline.fast_path.stats.hits == 1
