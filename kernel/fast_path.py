@@ -181,19 +181,7 @@ class FastPath:
                 walked = None
             if walked is not None:
                 key, versions, tensors = walked
-                entry = self._entries.get(key)
-                if entry is not None:
-                    try:
-                        fresh = (versions == entry.versions
-                                 and (self._stream_id(entry.device_index) if stream is None
-                                      else _explicit_stream_id(stream)) == entry.stream_id)
-                    except Exception:
-                        fresh = False
-                    if fresh:
-                        self.stats.hits += 1
-                        return entry, tensors, key
-                self.stats.misses += 1
-                return None, tensors, key
+                return self._lookup(key, tensors, versions, stream)
         try:
             abc, sfs, blocked, _ = data
             tensors = [*_flat(abc), *_flat(sfs), *_flat(blocked)]
@@ -204,10 +192,15 @@ class FastPath:
         if key is None:
             self.stats.misses += 1
             return None, None, None
+        return self._lookup(key, tensors, None, stream)
+
+    def _lookup(self, key: tuple, tensors: list, versions: int | None, stream: Any):
+        """``probe``'s answer for ``key``: the entry when it is fresh (the same version sum,
+        computed here when ``versions`` is None, and the same stream), else a miss."""
         entry = self._entries.get(key)
         if entry is not None:
             try:
-                fresh = (sum(map(_VERSION, tensors)) == entry.versions
+                fresh = ((sum(map(_VERSION, tensors)) if versions is None else versions) == entry.versions
                          and (self._stream_id(entry.device_index) if stream is None
                               else _explicit_stream_id(stream)) == entry.stream_id)
             except Exception:
