@@ -442,9 +442,9 @@ _SYNC_EDITS = (
     ("wgmma_wait_lax", "wgmma wait too lax: wait_group(2) lets the wgmma that read the buffer "
      "about to be rewritten stay in flight", _K,
      f'{_I28}warpgroup.wait_group(1)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
-     f'{_I28}if cutlass.const_expr(self.ablates("skips_y_sync")):',
+     f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):',
      f'{_I28}warpgroup.wait_group(2)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
-     f'{_I28}if cutlass.const_expr(self.ablates("skips_y_sync")):', ("default", "rs")),
+     f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):', ("default", "rs")),
     ("consumer_wrong_parity", "wrong mbarrier phase: the consumers' raw-stage state starts with the "
      "producer's parity (the first waits pass on empty stages)", _K,
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)\n"

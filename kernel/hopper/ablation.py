@@ -33,6 +33,15 @@ Part = Literal["no_mma", "no_dequant", "load_only", "no_fence", "no_y_dequant", 
 SPLIT_PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
 REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
 PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS
+# what the kernel may leave out -> the parts that leave it out
+LEAVES_OUT: dict[str, tuple[str, ...]] = {
+    "mma": ("no_mma", "load_only"),
+    "dequant": ("no_dequant", "load_only"),
+    "fence": ("no_fence",),
+    "y_dequant": ("no_y_dequant", "no_y_sync", "mma_only"),
+    "y_sync": ("no_y_sync", "mma_only"),
+    "x_dequant": ("no_x_dequant", "mma_only"),
+}
 
 
 @dataclass(frozen=True)
@@ -48,29 +57,9 @@ class Ablation:
         """A printable name: ``LABEL~TAG`` names an ablated build (tables, cubin folders)."""
         return f"ablate-{self.part}"
 
-    @property
-    def skips_mma(self) -> bool:
-        return self.part in ("no_mma", "load_only")
-
-    @property
-    def skips_dequant(self) -> bool:
-        return self.part in ("no_dequant", "load_only")
-
-    @property
-    def skips_fence(self) -> bool:
-        return self.part == "no_fence"
-
-    @property
-    def skips_y_dequant(self) -> bool:
-        return self.part in ("no_y_dequant", "no_y_sync", "mma_only")
-
-    @property
-    def skips_y_sync(self) -> bool:
-        return self.part in ("no_y_sync", "mma_only")
-
-    @property
-    def skips_x_dequant(self) -> bool:
-        return self.part in ("no_x_dequant", "mma_only")
+    def skips(self, what: str) -> bool:
+        """Whether this ablation leaves ``what`` out of the build (``LEAVES_OUT``'s keys)."""
+        return self.part in LEAVES_OUT[what]
 
     def problems(self, config) -> list[str]:
         """Why ``config`` cannot be built with this ablation (empty: it can)."""

@@ -641,7 +641,7 @@ class HopperNvfp4GroupedGemm:
                                 buf = ybuf0 + sb % 2  # this warpgroup's ring
                             if cutlass.const_expr(self.x_in_regs):
                                 x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
-                                if cutlass.const_expr(self.ablates("skips_y_dequant")):
+                                if cutlass.const_expr(self.ablates("y_dequant")):
                                     pass  # profiling only: Y's buffers keep what they hold
                                 elif cutlass.const_expr(self.y_per_wg):
                                     self.dequant_y_rs(wtid, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb, 128)
@@ -655,7 +655,7 @@ class HopperNvfp4GroupedGemm:
                                     x_sf_row0, y_sf_row0, sb,
                                 )
                             # generic-proxy stores -> visible to wgmma's async proxy
-                            if cutlass.const_expr(not self.ablates("skips_y_sync")):
+                            if cutlass.const_expr(not self.ablates("y_sync")):
                                 self.delay("consumer", "fence", "before")
                                 cute.arch.fence_proxy("async.shared", space="cta")
                                 self.delay("consumer", "fence", "after")
@@ -677,7 +677,7 @@ class HopperNvfp4GroupedGemm:
                             self.delay("consumer", "wgmma_wait", "before")
                             warpgroup.wait_group(1)
                             self.delay("consumer", "wgmma_wait", "after")
-                            if cutlass.const_expr(self.ablates("skips_y_sync")):
+                            if cutlass.const_expr(self.ablates("y_sync")):
                                 pass  # profiling only
                             elif cutlass.const_expr(self.fp16_buffers == 2):
                                 self.delay("consumer", "bar_reuse", "before")
@@ -751,7 +751,7 @@ class HopperNvfp4GroupedGemm:
                             )
                         # generic-proxy stores -> visible to wgmma's async proxy, then publish
                         self.delay("dequant", "fence", "before")
-                        if cutlass.const_expr(self.ablation is None or not self.ablation.skips_fence):
+                        if cutlass.const_expr(not self.ablates("fence")):
                             cute.arch.fence_proxy("async.shared", space="cta")
                         self.delay("dequant", "fence", "after")
                         cute.arch.sync_warp()
@@ -1336,7 +1336,7 @@ class HopperNvfp4GroupedGemm:
 
     def dequant_sub_block(self, tidx, stage, x_dst, y_dst, x_sf_row0, y_sf_row0, sb: int):
         """This thread's share of one 64-K sub-block of both operands: raw stage -> fp16 buffers."""
-        if self.ablation is not None and self.ablation.skips_dequant:
+        if self.ablates("dequant"):
             return
         if self.batched_dequant():
             units = self.operand_units(
@@ -1350,13 +1350,13 @@ class HopperNvfp4GroupedGemm:
 
     def ablates(self, what: str) -> bool:
         """Profiling builds only (kernel/hopper/ablation.py): whether the ablation leaves ``what`` out."""
-        return self.ablation is not None and getattr(self.ablation, what)
+        return self.ablation is not None and self.ablation.skips(what)
 
     def x_fragment(self, thr_mma, tidx, stage, x_sf_row0, sb: int):
         """x_operand="regs": this thread's wgmma A fragment of sub-block ``sb`` (64 K), decoded
         from the raw stage: rows g and g+8 of its warp's 16, bytes 8t..8t+7 of each (t = lane
         % 4; 128-byte swizzled TMA rows), scale t of each."""
-        if self.ablates("skips_x_dequant"):
+        if self.ablates("x_dequant"):
             # profiling only: a fixed fragment ptxas cannot fold (one opaque word per register)
             frag = cute.make_rmem_tensor(thr_mma.partition_shape_A((self.mma_m, SUB_K)), cutlass.Float16)
             frag32 = cute.recast_tensor(frag, cutlass.Uint32)
@@ -1434,7 +1434,7 @@ class HopperNvfp4GroupedGemm:
     def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf, filler=None, sb=None):
         """Issue the wgmmas of one 64-K sub-block from fp16 buffer ``buf`` and commit them."""
         self.fill_wgmma(filler, acc, tCrY, buf, sb)
-        if self.ablation is None or not self.ablation.skips_mma:
+        if not self.ablates("mma"):
             for kb in range(SUB_K // 16):  # traced inline: a Python loop
                 cute.gemm(tiled_mma, acc, tCrX[(None, None, kb, buf)], tCrY[(None, None, kb, buf)], acc)
         warpgroup.commit_group()

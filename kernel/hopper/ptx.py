@@ -42,6 +42,19 @@ def _inline_asm(asm: str, constraints: str, operands: list, *, loc=None, ip=None
     )
 
 
+def _inline_asm_u32(n: int, asm: str, constraints: str, operands: list, *, loc=None, ip=None) -> list:
+    """A side-effecting inline-PTX statement with ``n`` u32 results (``$0 .. $n-1``; the
+    constraints list the ``=r`` outputs first): the results as a list of Int32."""
+    from cutlass.cutlass_dsl import T
+
+    result_type = T.i32() if n == 1 else llvm.StructType.get_literal([T.i32()] * n)
+    res = llvm.inline_asm(result_type, operands, asm, constraints, has_side_effects=True, is_align_stack=False,
+                          asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
+    if n == 1:
+        return [Int32(res)]
+    return [Int32(llvm.extractvalue(T.i32(), res, [k], loc=loc, ip=ip)) for k in range(n)]
+
+
 def _ir(loc, ip, *typed) -> list:
     """``(DslType, value)`` pairs -> MLIR values, in order (the inline asm's ``$i``)."""
     return [t(v).ir_value(loc=loc, ip=ip) for t, v in typed]
@@ -355,21 +368,9 @@ def dequant_y_units_rs(units: list, exp_shift: int, *, loc=None, ip=None) -> Non
 @dsl_user_op
 def dequant_x_fragment_rs(raw0: Int32, raw1: Int32, sf0: Int32, sf1: Int32, exp_shift: int, *, loc=None, ip=None) -> list:
     """The 16 u32 registers of this thread's X fragment for one sub-block (see the asm)."""
-    from cutlass.cutlass_dsl import T
-
     operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in (raw0, raw1, sf0, sf1)]
-    res = llvm.inline_asm(
-        llvm.StructType.get_literal([T.i32()] * 16),
-        operands,
-        rs_x_fragment_asm(exp_shift),
-        ",".join(["=r"] * 16 + ["r"] * 4 + ["~{memory}"]),
-        has_side_effects=True,
-        is_align_stack=False,
-        asm_dialect=llvm.AsmDialect.AD_ATT,
-        loc=loc,
-        ip=ip,
-    )
-    return [Int32(llvm.extractvalue(T.i32(), res, [i], loc=loc, ip=ip)) for i in range(16)]
+    return _inline_asm_u32(16, rs_x_fragment_asm(exp_shift), ",".join(["=r"] * 16 + ["r"] * 4 + ["~{memory}"]),
+                           operands, loc=loc, ip=ip)
 
 
 # ---- schedule perturbation (non-production builds only: kernel/perturbation.py) ------------
@@ -413,7 +414,6 @@ def delay_jitter_from_table(table: Int64, warp: Int32, jitter_ns_word: int, jitt
     share depends on no site, and a site that reads ``%tid`` itself makes ptxas serialize every
     wgmma in the variants with the tightest register budgets (properties/MUTANTS.md "Fifth pass").
     ``warp`` is the kernel's warp-uniform warp index."""
-    from cutlass.cutlass_dsl import T
 
     asm = (
         "{\n.reg .u32 j, m, s, h, w, q;\n.reg .pred pw;\n"
@@ -430,10 +430,7 @@ def delay_jitter_from_table(table: Int64, warp: Int32, jitter_ns_word: int, jitt
         "max.u32 q, j, 1;\n"
         "rem.u32 $0, h, q;\n}"
     )
-    res = llvm.inline_asm(T.i32(), _ir(loc, ip, (Int64, table), (Int32, warp)), asm, "=r,l,r",
-                          has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
-                          loc=loc, ip=ip)
-    return Int32(res)
+    return _inline_asm_u32(1, asm, "=r,l,r", _ir(loc, ip, (Int64, table), (Int32, warp)), loc=loc, ip=ip)[0]
 
 
 @dsl_user_op
@@ -476,15 +473,10 @@ def opaque_zeros_u32(n: int, *, loc=None, ip=None) -> list:
     with a literal 0, or one value in every word, ptxas rematerializes or copies the words next
     to each wgmma that reads them, and those copies serialize the wgmmas (tests only: the
     filler wgmmas' zero A fragment)."""
-    from cutlass.cutlass_dsl import T
 
     body = "".join(f"add.u32 t, s, {k};\nshr.u32 ${k}, t, 31;\n" for k in range(n))
-    res = llvm.inline_asm(
-        llvm.StructType.get_literal([T.i32()] * n), [],
-        "{\n.reg .u32 s, t;\nmov.u32 s, %nsmid;\n" + body + "}", ",".join(["=r"] * n),
-        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
-    )
-    return [Int32(llvm.extractvalue(T.i32(), res, [k], loc=loc, ip=ip)) for k in range(n)]
+    return _inline_asm_u32(n, "{\n.reg .u32 s, t;\nmov.u32 s, %nsmid;\n" + body + "}", ",".join(["=r"] * n), [],
+                           loc=loc, ip=ip)
 
 
 # ---- y_source="prepass" (issue 14p): Y decoded once into a global fp16 workspace -----------
@@ -569,24 +561,13 @@ def dequant_y_global_rs(raw: Int64, sf: Int64, dst: Int64, exp_shift: int, *, lo
 def load_y_global_items(items: list, *, loc=None, ip=None) -> list:
     """Issue 14q: ``items`` = [(raw Int64, sf Int64, valid Int32), ...]; returns per item the 9
     loaded u32 words (:func:`rs_y_global_load_asm`)."""
-    from cutlass.cutlass_dsl import T
 
     n = len(items)
     operands = []
     for raw, sf, ok in items:
         operands += _ir(loc, ip, (Int64, raw), (Int64, sf), (Int32, ok))
-    res = llvm.inline_asm(
-        llvm.StructType.get_literal([T.i32()] * (9 * n)),
-        operands,
-        rs_y_global_load_asm(n),
-        ",".join(["=r"] * (9 * n) + ["l", "l", "r"] * n + ["~{memory}"]),
-        has_side_effects=True,
-        is_align_stack=False,
-        asm_dialect=llvm.AsmDialect.AD_ATT,
-        loc=loc,
-        ip=ip,
-    )
-    words = [Int32(llvm.extractvalue(T.i32(), res, [k], loc=loc, ip=ip)) for k in range(9 * n)]
+    words = _inline_asm_u32(9 * n, rs_y_global_load_asm(n), ",".join(["=r"] * (9 * n) + ["l", "l", "r"] * n + ["~{memory}"]),
+                            operands, loc=loc, ip=ip)
     return [words[9 * i : 9 * i + 9] for i in range(n)]
 
 
@@ -601,26 +582,16 @@ def store_y_global_item(words: list, dst: Int64, exp_shift: int, *, loc=None, ip
 def tid_x_opaque(*, loc=None, ip=None) -> Int32:
     """``%tid.x`` read by a side-effecting asm (never merged with an earlier read), so values
     derived from it are recomputed where used instead of kept live (issue 14q)."""
-    from cutlass.cutlass_dsl import T
 
-    res = llvm.inline_asm(
-        T.i32(), [], "mov.u32 $0, %tid.x;", "=r",
-        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
-    )
-    return Int32(res)
+    return _inline_asm_u32(1, "mov.u32 $0, %tid.x;", "=r", [], loc=loc, ip=ip)[0]
 
 
 @dsl_user_op
 def atom_add_relaxed_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> Int32:
     """``atom.add.relaxed.gpu`` on a global u32; returns the old value (the chunk claim)."""
-    from cutlass.cutlass_dsl import T
 
-    res = llvm.inline_asm(
-        T.i32(), _ir(loc, ip, (Int64, addr), (Int32, value)),
-        "atom.add.relaxed.gpu.global.u32 $0, [$1], $2;", "=r,l,r,~{memory}",
-        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
-    )
-    return Int32(res)
+    return _inline_asm_u32(1, "atom.add.relaxed.gpu.global.u32 $0, [$1], $2;", "=r,l,r,~{memory}",
+                           _ir(loc, ip, (Int64, addr), (Int32, value)), loc=loc, ip=ip)[0]
 
 
 @dsl_user_op
@@ -663,10 +634,6 @@ def st_shared_u32(addr: Int32, value: Int32, *, loc=None, ip=None) -> None:
 
 @dsl_user_op
 def ld_shared_u32(addr: Int32, *, loc=None, ip=None) -> Int32:
-    from cutlass.cutlass_dsl import T
 
-    res = llvm.inline_asm(
-        T.i32(), _ir(loc, ip, (Int32, addr)), "ld.shared.u32 $0, [$1];", "=r,r,~{memory}",
-        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
-    )
-    return Int32(res)
+    return _inline_asm_u32(1, "ld.shared.u32 $0, [$1];", "=r,r,~{memory}", _ir(loc, ip, (Int32, addr)),
+                           loc=loc, ip=ip)[0]
