@@ -63,7 +63,7 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool) 
     if ablate:
         builds += [Build(b.config, Ablation(a)) for b in list(builds) if b.config.roles == "split" for a in ABLATIONS]
         builds += [Build(b.config, Ablation(a)) for b in list(builds)
-                   if b.ablation is None and not Ablation(REGS_PARTS[0]).problems(b.config) for a in REGS_PARTS]
+                   if b.ablation is None for a in REGS_PARTS if not Ablation(a).problems(b.config)]
     for b in builds:
         check_ablation(b.config, b.ablation)
     return builds

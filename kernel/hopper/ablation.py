@@ -22,6 +22,9 @@ and, together, Y into shared memory):
   is left when Y arrives in shared memory ready to use, e.g. from a pre-pass);
 * ``no_x_dequant``: the X fragment is a fixed register fragment (no shared reads, no decode);
 * ``mma_only``: ``no_x_dequant`` and ``no_y_sync``: waits, wgmma and the epilogue only.
+
+A ``y_source="prepass"`` config (Y arrives in shared memory by TMA, already fp16) takes
+``no_x_dequant`` only: it is then its own ``mma_only``.
 """
 
 from __future__ import annotations
@@ -66,9 +69,9 @@ class Ablation:
         if self.part in REGS_PARTS:
             if config.roles != "cooperative" or config.x_operand != "regs" or config.y_per_warpgroup:
                 return [f"ablation {self.part!r} needs roles='cooperative', x_operand='regs' and one shared Y ring"]
-            if getattr(config, "y_source", "smem_decode") != "smem_decode":
+            if getattr(config, "y_source", "smem_decode") != "smem_decode" and self.part != "no_x_dequant":
                 return [f"ablation {self.part!r} leaves out parts of the shared-memory Y decode, which "
-                        f"y_source={config.y_source!r} does not have"]
+                        f"y_source={config.y_source!r} does not have (only 'no_x_dequant' applies)"]
             return []
         if config.roles != "split":
             return [f"ablation {self.part!r} needs roles='split' (the parts are separate warp roles only there)"]

@@ -164,3 +164,34 @@ def test_register_x_parts_leave_out_what_they_name(rs_sass_of):
     # X's fragment decode reads the raw stage: fewer shared loads without it, Y's stores stay
     assert _count(rs_sass_of("no_x_dequant"), "LDS") < n_lds and _count(rs_sass_of("no_x_dequant"), "STS") == n_sts
     assert _count(rs_sass_of("mma_only"), "LDS") == 0 and _count(rs_sass_of("mma_only"), "PRMT") == 0
+
+
+# ---- a prepass variant (Y arrives by TMA, already fp16): only X's decode can be left out ----
+PRE_LABEL = "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1x"
+PRE = next(c for c in DECLARED_VARIANTS if c.label == PRE_LABEL)
+
+
+def test_prepass_takes_no_x_dequant_only():
+    from kernel.hopper.ablation import PARTS
+
+    accepted = [p for p in PARTS if not Ablation(p).problems(PRE)]
+    assert accepted == ["no_x_dequant"]
+    assert "only 'no_x_dequant' applies" in Ablation("no_y_sync").problems(PRE)[0]
+
+
+def test_ablate_flag_adds_every_part_a_build_takes():
+    from profiling.ablation import parse_builds
+
+    tags = sorted(b.ablation.tag for b in parse_builds([PRE_LABEL], [], ablate=True) if b.ablation)
+    assert tags == ["ablate-no_x_dequant"]
+    tags = sorted(b.ablation.tag for b in parse_builds([RS_LABEL], [], ablate=True) if b.ablation)
+    assert tags == sorted(f"ablate-{p}" for p in ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only"))
+
+
+@pytest.mark.compile
+def test_prepass_no_x_dequant_drops_the_x_decode(tmp_path_factory):
+    sass_of = _sass_getter(PRE, tmp_path_factory.mktemp("ablate_pre"))
+    prod, code = sass_of(None), sass_of("no_x_dequant")
+    assert _real_wgmma(code) == _real_wgmma(prod) > 0
+    # the consumers' PRMT decode of X is gone; phase 1's Y decode (PRMT too) stays
+    assert 0 < _count(code, "PRMT") < _count(prod, "PRMT")
