@@ -222,14 +222,20 @@ class FastPath:
         device = tensors[0].device if tensors else None
         device_index = (device.index or 0) if device is not None and device.type == "cuda" else 0
         evict = self._evictor(key)
+        # the version sum and the weak references in one C call (kernel.native_probe.REFS), or
+        # None: the Python code below decides (it raises RuntimeError on inference tensors)
+        native = native_probe.REFS if self.native else None
+        made = native(tensors, evict) if native is not None else None
         try:
+            if made is None:
+                made = (sum(map(_VERSION, tensors)), list(map(weakref.ref, tensors, repeat(evict, len(tensors)))))
             entry = Entry(
                 launch_args=launch_args,
-                versions=sum(map(_VERSION, tensors)),
+                versions=made[0],
                 device_index=device_index,
                 stream_id=self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
                 config=config,
-                refs=list(map(weakref.ref, tensors, repeat(evict, len(tensors)))),
+                refs=made[1],
                 keep=keep,
                 sizes=list(data[3]),
                 outputs_slice=slice(2, 3 * len(data[3]), 3),

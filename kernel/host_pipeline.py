@@ -41,6 +41,7 @@ from typing import Any, Hashable, Protocol
 import numpy as np
 import torch
 
+from kernel import native_probe
 from kernel.compile_cache import CompileCache
 from kernel.errors import DeviceUnavailableError
 from kernel.fast_path import FastPath
@@ -309,6 +310,12 @@ class HostPipeline:
         self.table_cache = TableCache(table_capacity)
         self.fast_path = fast_path if fast_path is not None else FastPath()
         self.templates = ShapeTemplates()
+        # the seen-shape path's native pass where kernel.native_probe is loaded (False: the Python
+        # path only; same decisions, same tables). It stages and uploads as host_buffer and upload
+        # do, so a subclass that replaces either of them keeps the Python path
+        self.native_seen = True
+        self._production_staging = (type(self).host_buffer is HostPipeline.host_buffer
+                                    and type(self).upload is HostPipeline.upload)
 
     # ---- compile ----------------------------------------------------------------------------
     def compile_key(self, config: Any, num_groups: int, perturbation: Any = None, ablation: Any = None) -> Hashable:
@@ -422,11 +429,31 @@ class HostPipeline:
                 tensors = flatten(data)
             except Exception:
                 return None
+        # the native pass (kernel.native_probe.SEEN_TABLES): accept and seen_tables in one C++ call
+        # for problems in its domain; None (a broken rule, anything unusual) leaves the decision to
+        # the Python accept below, so the accepted set and every error are the Python path's
+        native = native_probe.SEEN_TABLES if self.native_seen and self._production_staging else None
+        if native is not None:
+            state = template.native_state
+            if state is None:
+                state = template.native_state = _native_state(template)
+            done = native(state, data, tensors) if state else None
+            if done is not None:
+                template.stats["accepted"] += 1
+                device = template.devices[2]  # group 0's c: what tensors[2].device equals
+                pointer_view, aux_view = done
+                tables = DeviceTables(template.sizes_table, template.prefix_table, pointer_view)
+                aux = None if aux_view is None else AuxTable(aux_view, template.aux.element, 64)
+                upload_stream = self.stream_handle(None, device) if device.type == "cuda" else None
+                return self._seen_prepared(template, data, tensors, device, tables, aux, upload_stream)
         pointers = template.accept(data, tensors)
         if pointers is None:
             return None
         device = tensors[2].device  # group 0's c: every tensor is on the template's device
         tables, aux, upload_stream = self.seen_tables(template, pointers, device)
+        return self._seen_prepared(template, data, tensors, device, tables, aux, upload_stream)
+
+    def _seen_prepared(self, template, data, tensors, device, tables, aux, upload_stream) -> Prepared:
         groups = template.groups(data)
         if template.aux_per_problem:
             aux = self.hooks.aux_table(template.config, template.plan, groups, device)
@@ -549,6 +576,33 @@ class HostPipeline:
         self.table_cache.clear()
         self.templates.clear()
         self.fast_path.clear()
+
+
+def _native_state(template: ShapeTemplate) -> Any:
+    """The native pass's capsule of ``template`` (kernel.native_probe.SEEN_STATE: its signature,
+    address-check arrays and :class:`TableLayout`), or False: no native module, a fourth table
+    filled by code (``AuxTemplate.fill``), or anything the module refuses."""
+    make = native_probe.SEEN_STATE
+    if make is None:
+        return False
+    layout = template.layout
+    if layout is None:
+        layout = template.layout = TableLayout(template)
+    if layout.fill is not None:
+        return False
+    overlap = template.overlap
+
+    def words(a) -> bytes:
+        return np.ascontiguousarray(a, dtype=np.int64).tobytes()
+
+    try:
+        return make(template.num_groups, template.dtypes, template.shapes, template.strides, template.devices,
+                    words(template.nonempty), words(overlap.extents), words(overlap.outputs),
+                    words(overlap.limits.reshape(-1)), template.align_mask, words(layout.base),
+                    words(layout.words), words(layout.sources), layout.pointer_shape, layout.pointer_strides,
+                    layout.aux_at, layout.aux_shape, layout.aux_strides, template.devices[2])
+    except Exception:
+        return False
 
 
 def _after_upload(prepared: Prepared, handle: int) -> None:

@@ -44,6 +44,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from kernel import native_probe
 from kernel.plan import LaunchPlan
 from kernel.tables import POINTER_COLUMNS
 from kernel.validation import GroupTensors, KernelConstraints, _byte_range
@@ -206,6 +207,8 @@ class ShapeTemplate:
     guard: Any = None  # torch's TensorGuards of the learned tensors (None: the Python comparison alone)
     overlap: OverlapCheck | None = None  # built from ``spans``
     layout: Any = field(default=None, repr=False)  # host_pipeline.TableLayout, built on first use
+    # the native pass's capsule (kernel.native_probe.SEEN_STATE), built on first use; False: none
+    native_state: Any = field(default=None, repr=False)
 
     @classmethod
     def learn(cls, caller_config: Any, config: Any, sizes: tuple, tensors: list,
@@ -328,7 +331,9 @@ class ShapeTemplates:
         self._entries: OrderedDict[tuple, ShapeTemplate] = OrderedDict()
 
     def find(self, config: Any, sizes: Any) -> ShapeTemplate | None:
-        key = signature_key(config, sizes)
+        native = native_probe.SIZES_KEY  # the same key in one C call, or None: the Python one decides
+        sizes_part = native(sizes) if native is not None else None
+        key = (id(config), sizes_part) if sizes_part is not None else signature_key(config, sizes)
         hit = self._entries.get(key) if key is not None else None
         if hit is not None and hit.caller_config is config:
             return hit
