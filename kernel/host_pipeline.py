@@ -35,7 +35,7 @@ per-call Python argument conversion of ``compiled(...)``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Hashable, Protocol
 
 import numpy as np
@@ -128,6 +128,24 @@ class Prepared:
     template: Any = field(default=None, compare=False, repr=False)
 
 
+# the seen-shape path's Prepared without the frozen dataclass __init__ (one object.__setattr__
+# per field, a third of that path's Python time on the CPU model): every field with a default
+# gets it, the others are those _prepared takes (checked here, so a new field cannot be missed)
+_PREPARED_DEFAULTS = {f.name: f.default for f in fields(Prepared) if f.default is not MISSING}
+assert [f.name for f in fields(Prepared) if f.default is MISSING and f.default_factory is MISSING] == [
+    "config", "groups", "plan", "tables", "aux", "compiled", "outputs"]
+
+
+def _prepared(config, groups, plan, tables, aux, compiled, outputs, upload_stream, template) -> Prepared:
+    """``Prepared(config, groups, plan, tables, aux, compiled, outputs, upload_stream=...,
+    template=...)``, equal to it field for field (properties/test_native_seen_properties.py)."""
+    obj = object.__new__(Prepared)
+    object.__setattr__(obj, "__dict__", {
+        **_PREPARED_DEFAULTS, "config": config, "groups": groups, "plan": plan, "tables": tables, "aux": aux,
+        "compiled": compiled, "outputs": outputs, "upload_stream": upload_stream, "template": template})
+    return obj
+
+
 class LaunchArgs:
     """The compiled kernel's arguments, marshalled once; :meth:`launch` replays them on ``stream``."""
 
@@ -167,7 +185,7 @@ class LaunchArgs:
         self.exe_args, self.adapted = compiled.generate_execution_args(*self.args)
         self._run = compiled.run_compiled_program
         self._packed, self._capi, self._result = _prepacked(compiled, self.exe_args)
-        self._keep = None
+        self._keep = self._image = None
         # whether each table argument is a 64-bit cell holding the table's address (checked, not
         # assumed: then :meth:`rebased` may point two of them at other cells)
         self.rebasable = self._packed is not None and _cells_hold(self._packed, [
@@ -183,17 +201,22 @@ class LaunchArgs:
 
         if not self.rebasable:
             raise ValueError("these launch arguments cannot be rebased")
+        image = self._image
+        if image is None:  # the packed array and two cells, as bytes, made once per prototype
+            n = len(self._packed)
+            image = self._image = (ctypes.c_void_p * (n + 2), bytes(self._packed) + bytes(16), n)
+        array, raw, n = image
         new = object.__new__(LaunchArgs)
-        cells = (ctypes.c_uint64 * 2)(pointers, aux)
-        packed = (ctypes.c_void_p * len(self._packed))()
-        ctypes.memmove(packed, self._packed, ctypes.sizeof(packed))
-        packed[2] = ctypes.addressof(cells)
-        packed[3] = ctypes.addressof(cells) + 8
+        # one ctypes array: the prototype's argument addresses, then the two new 64-bit cells,
+        # which entries 2 and 3 (the pointer table and the fourth table) point at
+        packed = array.from_buffer_copy(raw)
+        cells = ctypes.addressof(packed) + 8 * n
+        packed[2], packed[3], packed[n], packed[n + 1] = cells, cells + 8, pointers, aux
         new.stream, new.args, new.exe_args, new.adapted, new._run = self.stream, None, None, None, None
         new.workspace = self.workspace  # the prototype's: same stream, same shape template
         new._packed, new._capi, new._result = packed, self._capi, self._result
-        new._keep = (self, cells)  # the other cells live in the prototype
-        new.rebasable = False
+        new._keep = self  # the other cells live in the prototype
+        new.rebasable, new._image = False, None
         return new
 
     def launch(self) -> None:
@@ -459,8 +482,8 @@ class HostPipeline:
             aux = self.hooks.aux_table(template.config, template.plan, groups, device)
         if template.compiled is None:
             template.compiled = self.compile_for(template.config, template.num_groups)
-        return Prepared(template.config, groups, template.plan, tables, aux, template.compiled,
-                        tensors[2:3 * template.num_groups:3], upload_stream=upload_stream, template=template)
+        return _prepared(template.config, groups, template.plan, tables, aux, template.compiled,
+                         tensors[2:3 * template.num_groups:3], upload_stream, template)
 
     def seen_tables(self, template: ShapeTemplate, pointers: Any,
                     device: torch.device) -> tuple[DeviceTables, "AuxTable | None", int | None]:

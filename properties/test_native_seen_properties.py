@@ -524,3 +524,42 @@ def test_native_pass_on_the_gpu_stages_each_problem_in_its_own_block(native):
         assert native_one.tables.pointers.tolist() == [[getattr(groups[g], c).data_ptr() for c in
                                                         ("a", "b", "c", "sfa_blocked", "sfb_blocked")]
                                                        for g in native_one.plan.group_order]
+
+
+def test_rebased_arguments_point_at_their_own_cells():
+    """``LaunchArgs.rebased`` (the seen-shape marshalling): a copy of the prototype's packed
+    arguments whose entries 2 and 3 point at two 64-bit cells holding the new table addresses;
+    every other entry and the prototype itself unchanged, each copy independent."""
+    import ctypes
+
+    from kernel.host_pipeline import LaunchArgs, _cells_hold
+
+    cells = [(ctypes.c_uint64 * 1)(v) for v in (11, 22, 33, 44)]
+    packed = (ctypes.c_void_p * 9)(*[ctypes.addressof(c) for c in cells], 5, 6, 7, 8, 9)
+    proto = object.__new__(LaunchArgs)
+    proto._packed, proto._capi, proto._result, proto.stream, proto.workspace = packed, None, None, 7, None
+    proto.rebasable, proto._image = True, None
+    before = list(packed)
+    one, two = proto.rebased(0x1000, 0x2040), proto.rebased(0x3000, 0x4040)
+    assert _cells_hold(one._packed, [11, 22, 0x1000, 0x2040]) and _cells_hold(two._packed, [11, 22, 0x3000, 0x4040])
+    assert list(one._packed)[4:9] == list(two._packed)[4:9] == before[4:9] and list(packed) == before
+    assert isinstance(one._packed, ctypes.Array) and one._packed._type_ is ctypes.c_void_p
+    assert not one.rebasable and one.stream == 7 and one._keep is proto
+    with pytest.raises(ValueError):
+        one.rebased(1, 2)
+
+
+def test_the_seen_paths_prepared_is_the_dataclasss():
+    from dataclasses import fields
+
+    from kernel.host_pipeline import Prepared, _prepared
+
+    args = [object() for _ in range(7)]
+    fast = _prepared(*args, 11, "template")
+    slow = Prepared(*args, upload_stream=11, template="template")
+    assert type(fast) is Prepared and fast == slow
+    assert {f.name: getattr(fast, f.name) for f in fields(Prepared)} == {f.name: getattr(slow, f.name) for f in fields(Prepared)}
+    with pytest.raises(AttributeError):
+        fast.plan = None  # still frozen
+    object.__setattr__(fast, "launch_args", 5)  # what launch() does
+    assert fast.launch_args == 5 and slow.launch_args is None
