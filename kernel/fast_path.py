@@ -31,7 +31,8 @@ The key's walk over the problem (flatten, ids, lengths, sizes, the sum of the ve
 is done in one C++ pass by the optional native probe (:mod:`kernel.native_probe`) once it is built
 and loaded (in the background; ``NVFP4_NATIVE_PROBE=0`` turns it off): it returns the very key
 bytes and sum the Python walk computes, or None for any problem of another shape, which the
-Python walk then decides, so the decisions never depend on which probe ran.
+Python walk then decides, so the decisions never depend on which probe ran. A store's version sum
+and weak references come from the same module (``REFS``) where it is loaded, the same way.
 
 Not detected: replacing a tensor's storage behind its back with ``tensor.data = other`` or
 ``torch.utils.swap_tensors`` (neither bumps the version counter). Call :meth:`FastPath.clear`

@@ -9,7 +9,10 @@ may launch, the fourth table its kernel reads, and how to compile). Everything e
   ``(config, group count)``); ``dry_run=True`` does all of that on CPU tensors, without a GPU.
   A production preparation learns the problem's shape template (:mod:`kernel.seen_shapes`) and
   builds its pointer table and fourth table through it (one host block, one copy), exactly as
-  every later problem of those shapes gets them; harness builds and dry runs use the table cache;
+  every later problem of those shapes gets them (in one C++ pass, address checks included, where
+  the native module of :mod:`kernel.native_probe` is loaded; ``native_seen=False`` or
+  ``NVFP4_NATIVE_PROBE=0``: the Python code, same decisions and bytes); harness builds and dry
+  runs use the table cache;
 * :meth:`HostPipeline.launch` launches a prepared problem on a stream and returns the caller's
   ``c`` tensors in the caller's order (every family, same contract);
 * :meth:`HostPipeline.run` is ``custom_kernel``: prepare + launch behind the fast path of
@@ -460,7 +463,10 @@ class HostPipeline:
             state = template.native_state
             if state is None:
                 state = template.native_state = _native_state(template)
-            done = native(state, data, tensors) if state else None
+            try:
+                done = native(state, data, tensors) if state else None
+            except Exception:  # e.g. out of memory: the Python path below meets it again, or not
+                done = None
             if done is not None:
                 template.stats["accepted"] += 1
                 device = template.devices[2]  # group 0's c: what tensors[2].device equals

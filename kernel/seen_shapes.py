@@ -30,6 +30,15 @@ Everything else is a miss: a signature not seen, any element that differs (a str
 size-1 dimension, a subclass, a non-tensor), an address rule broken, any exception. A miss takes
 the full path, which raises the error :func:`validate_problem` raises; so this path can only
 accept problems that full validation accepts, and it never names an error itself.
+
+Where the native module of :mod:`kernel.native_probe` is loaded, a first call runs
+:meth:`ShapeTemplate.accept` and the table block of
+:meth:`kernel.host_pipeline.HostPipeline.seen_tables` as one C++ pass (``SEEN_TABLES``, on the
+template's ``native_state``): the same structure and signature comparison (that of
+:meth:`ShapeTemplate.signature_matches`, for exact lists/tuples and exact tensors), the same
+pointers, the same alignment and overlap arithmetic, the same block bytes. It accepts or returns
+None; on None :meth:`ShapeTemplate.accept` decides, so the accepted set and every error stay the
+Python path's (properties/test_native_seen_properties.py).
 """
 
 from __future__ import annotations

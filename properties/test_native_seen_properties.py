@@ -563,3 +563,19 @@ def test_the_seen_paths_prepared_is_the_dataclasss():
         fast.plan = None  # still frozen
     object.__setattr__(fast, "launch_args", 5)  # what launch() does
     assert fast.launch_args == 5 and slow.launch_args is None
+
+
+def test_a_native_pass_that_raises_falls_back_to_the_python_path(monkeypatch):
+    def raising(state, data, tensors):
+        raise RuntimeError("out of memory (simulated)")
+
+    monkeypatch.setattr(native_probe, "SEEN_STATE", lambda *args: "a state")
+    monkeypatch.setattr(native_probe, "SEEN_TABLES", raising)
+    pipeline = RecordingPipeline()
+    sizes = [(64, 64, 64, 1), (8, 16, 128, 1)]
+    pipeline.run(oracle.make_inputs(sizes, 1, device="cpu"), CONFIG)
+    data = oracle.make_inputs(sizes, 2, device="cpu")
+    pipeline.run(data, CONFIG)
+    template = pipeline.templates.find(CONFIG, data[3])
+    assert template.native_state == "a state" and template.stats["accepted"] == 1
+    assert pipeline.launched[-1] == expected_launch(data)
