@@ -135,7 +135,7 @@ class Prepared:
 # per field, a third of that path's Python time on the CPU model): every field with a default
 # gets it, the others are those _prepared takes (checked here, so a new field cannot be missed)
 _PREPARED_DEFAULTS = {f.name: f.default for f in fields(Prepared) if f.default is not MISSING}
-assert [f.name for f in fields(Prepared) if f.default is MISSING and f.default_factory is MISSING] == [
+assert [f.name for f in fields(Prepared) if f.default is MISSING] == [
     "config", "groups", "plan", "tables", "aux", "compiled", "outputs"]
 
 
