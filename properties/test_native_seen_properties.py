@@ -356,6 +356,8 @@ def test_native_pipeline_launches_what_the_python_pipeline_launches(native, monk
 
 def test_fallback_without_the_module(monkeypatch):
     """No native module (not built, NVFP4_NATIVE_PROBE=0): the Python path, same launches."""
+    native_probe.wait()  # a background load started by an earlier test sets the helpers at its end
+    monkeypatch.setenv(native_probe.ENV, "0")  # and no new one starts (FastPath(native=True) below)
     for name in ("PROBE", "SEEN_STATE", "SEEN_TABLES", "SIZES_KEY", "REFS"):
         monkeypatch.setattr(native_probe, name, None)
     pipeline = RecordingPipeline(native=True)
@@ -372,6 +374,7 @@ def test_fallback_without_the_module(monkeypatch):
 
 def test_fallback_with_a_module_without_the_helpers(monkeypatch, tmp_path):
     """A loaded module that has only the probe (an older build): the seen path stays Python."""
+    native_probe.wait()  # no background load of an earlier test finishes under the patches
     monkeypatch.setattr(native_probe, "PROBE", None)
     monkeypatch.setattr(native_probe, "_state", dict(native_probe._state, failed=False))
     monkeypatch.setattr(native_probe, "library_path", lambda name=None: tmp_path / "x.so")
