@@ -31,7 +31,8 @@ The key's walk over the problem (flatten, ids, lengths, sizes, the sum of the ve
 is done in one C++ pass by the optional native probe (:mod:`kernel.native_probe`) once it is built
 and loaded (in the background; ``NVFP4_NATIVE_PROBE=0`` turns it off): it returns the very key
 bytes and sum the Python walk computes, or None for any problem of another shape, which the
-Python walk then decides, so the decisions never depend on which probe ran.
+Python walk then decides, so the decisions never depend on which probe ran. A store's version sum
+and weak references come from the same module (``REFS``) where it is loaded, the same way.
 
 Not detected: replacing a tensor's storage behind its back with ``tensor.data = other`` or
 ``torch.utils.swap_tensors`` (neither bumps the version counter). Call :meth:`FastPath.clear`
@@ -222,14 +223,20 @@ class FastPath:
         device = tensors[0].device if tensors else None
         device_index = (device.index or 0) if device is not None and device.type == "cuda" else 0
         evict = self._evictor(key)
+        # the version sum and the weak references in one C call (kernel.native_probe.REFS), or
+        # None: the Python code below decides (it raises RuntimeError on inference tensors)
+        native = native_probe.REFS if self.native else None
+        made = native(tensors, evict) if native is not None else None
         try:
+            if made is None:
+                made = (sum(map(_VERSION, tensors)), list(map(weakref.ref, tensors, repeat(evict, len(tensors)))))
             entry = Entry(
                 launch_args=launch_args,
-                versions=sum(map(_VERSION, tensors)),
+                versions=made[0],
                 device_index=device_index,
                 stream_id=self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
                 config=config,
-                refs=list(map(weakref.ref, tensors, repeat(evict, len(tensors)))),
+                refs=made[1],
                 keep=keep,
                 sizes=list(data[3]),
                 outputs_slice=slice(2, 3 * len(data[3]), 3),

@@ -9,7 +9,10 @@ may launch, the fourth table its kernel reads, and how to compile). Everything e
   ``(config, group count)``); ``dry_run=True`` does all of that on CPU tensors, without a GPU.
   A production preparation learns the problem's shape template (:mod:`kernel.seen_shapes`) and
   builds its pointer table and fourth table through it (one host block, one copy), exactly as
-  every later problem of those shapes gets them; harness builds and dry runs use the table cache;
+  every later problem of those shapes gets them (in one C++ pass, address checks included, where
+  the native module of :mod:`kernel.native_probe` is loaded; ``native_seen=False`` or
+  ``NVFP4_NATIVE_PROBE=0``: the Python code, same decisions and bytes); harness builds and dry
+  runs use the table cache;
 * :meth:`HostPipeline.launch` launches a prepared problem on a stream and returns the caller's
   ``c`` tensors in the caller's order (every family, same contract);
 * :meth:`HostPipeline.run` is ``custom_kernel``: prepare + launch behind the fast path of
@@ -35,12 +38,13 @@ per-call Python argument conversion of ``compiled(...)``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Hashable, Protocol
 
 import numpy as np
 import torch
 
+from kernel import native_probe
 from kernel.compile_cache import CompileCache
 from kernel.errors import DeviceUnavailableError
 from kernel.fast_path import FastPath
@@ -127,6 +131,24 @@ class Prepared:
     template: Any = field(default=None, compare=False, repr=False)
 
 
+# the seen-shape path's Prepared without the frozen dataclass __init__ (one object.__setattr__
+# per field, a third of that path's Python time on the CPU model): every field with a default
+# gets it, the others are those _prepared takes (checked here, so a new field cannot be missed)
+_PREPARED_DEFAULTS = {f.name: f.default for f in fields(Prepared) if f.default is not MISSING}
+assert [f.name for f in fields(Prepared) if f.default is MISSING] == [
+    "config", "groups", "plan", "tables", "aux", "compiled", "outputs"]
+
+
+def _prepared(config, groups, plan, tables, aux, compiled, outputs, upload_stream, template) -> Prepared:
+    """``Prepared(config, groups, plan, tables, aux, compiled, outputs, upload_stream=...,
+    template=...)``, equal to it field for field (properties/test_native_seen_properties.py)."""
+    obj = object.__new__(Prepared)
+    object.__setattr__(obj, "__dict__", {
+        **_PREPARED_DEFAULTS, "config": config, "groups": groups, "plan": plan, "tables": tables, "aux": aux,
+        "compiled": compiled, "outputs": outputs, "upload_stream": upload_stream, "template": template})
+    return obj
+
+
 class LaunchArgs:
     """The compiled kernel's arguments, marshalled once; :meth:`launch` replays them on ``stream``."""
 
@@ -166,7 +188,7 @@ class LaunchArgs:
         self.exe_args, self.adapted = compiled.generate_execution_args(*self.args)
         self._run = compiled.run_compiled_program
         self._packed, self._capi, self._result = _prepacked(compiled, self.exe_args)
-        self._keep = None
+        self._keep = self._image = None
         # whether each table argument is a 64-bit cell holding the table's address (checked, not
         # assumed: then :meth:`rebased` may point two of them at other cells)
         self.rebasable = self._packed is not None and _cells_hold(self._packed, [
@@ -182,17 +204,22 @@ class LaunchArgs:
 
         if not self.rebasable:
             raise ValueError("these launch arguments cannot be rebased")
+        image = self._image
+        if image is None:  # the packed array and two cells, as bytes, made once per prototype
+            n = len(self._packed)
+            image = self._image = (ctypes.c_void_p * (n + 2), bytes(self._packed) + bytes(16), n)
+        array, raw, n = image
         new = object.__new__(LaunchArgs)
-        cells = (ctypes.c_uint64 * 2)(pointers, aux)
-        packed = (ctypes.c_void_p * len(self._packed))()
-        ctypes.memmove(packed, self._packed, ctypes.sizeof(packed))
-        packed[2] = ctypes.addressof(cells)
-        packed[3] = ctypes.addressof(cells) + 8
+        # one ctypes array: the prototype's argument addresses, then the two new 64-bit cells,
+        # which entries 2 and 3 (the pointer table and the fourth table) point at
+        packed = array.from_buffer_copy(raw)
+        cells = ctypes.addressof(packed) + 8 * n
+        packed[2], packed[3], packed[n], packed[n + 1] = cells, cells + 8, pointers, aux
         new.stream, new.args, new.exe_args, new.adapted, new._run = self.stream, None, None, None, None
         new.workspace = self.workspace  # the prototype's: same stream, same shape template
         new._packed, new._capi, new._result = packed, self._capi, self._result
-        new._keep = (self, cells)  # the other cells live in the prototype
-        new.rebasable = False
+        new._keep = self  # the other cells live in the prototype
+        new.rebasable, new._image = False, None
         return new
 
     def launch(self) -> None:
@@ -309,6 +336,12 @@ class HostPipeline:
         self.table_cache = TableCache(table_capacity)
         self.fast_path = fast_path if fast_path is not None else FastPath()
         self.templates = ShapeTemplates()
+        # the seen-shape path's native pass where kernel.native_probe is loaded (False: the Python
+        # path only; same decisions, same tables). It stages and uploads as host_buffer and upload
+        # do, so a subclass that replaces either of them keeps the Python path
+        self.native_seen = True
+        self._production_staging = (type(self).host_buffer is HostPipeline.host_buffer
+                                    and type(self).upload is HostPipeline.upload)
 
     # ---- compile ----------------------------------------------------------------------------
     def compile_key(self, config: Any, num_groups: int, perturbation: Any = None, ablation: Any = None) -> Hashable:
@@ -422,18 +455,41 @@ class HostPipeline:
                 tensors = flatten(data)
             except Exception:
                 return None
+        # the native pass (kernel.native_probe.SEEN_TABLES): accept and seen_tables in one C++ call
+        # for problems in its domain; None (a broken rule, anything unusual) leaves the decision to
+        # the Python accept below, so the accepted set and every error are the Python path's
+        native = native_probe.SEEN_TABLES if self.native_seen and self._production_staging else None
+        if native is not None:
+            state = template.native_state
+            if state is None:
+                state = template.native_state = _native_state(template)
+            try:
+                done = native(state, data, tensors) if state else None
+            except Exception:  # e.g. out of memory: the Python path below meets it again, or not
+                done = None
+            if done is not None:
+                template.stats["accepted"] += 1
+                device = template.devices[2]  # group 0's c: what tensors[2].device equals
+                pointer_view, aux_view = done
+                tables = DeviceTables(template.sizes_table, template.prefix_table, pointer_view)
+                aux = None if aux_view is None else AuxTable(aux_view, template.aux.element, 64)
+                upload_stream = self.stream_handle(None, device) if device.type == "cuda" else None
+                return self._seen_prepared(template, data, tensors, device, tables, aux, upload_stream)
         pointers = template.accept(data, tensors)
         if pointers is None:
             return None
         device = tensors[2].device  # group 0's c: every tensor is on the template's device
         tables, aux, upload_stream = self.seen_tables(template, pointers, device)
+        return self._seen_prepared(template, data, tensors, device, tables, aux, upload_stream)
+
+    def _seen_prepared(self, template, data, tensors, device, tables, aux, upload_stream) -> Prepared:
         groups = template.groups(data)
         if template.aux_per_problem:
             aux = self.hooks.aux_table(template.config, template.plan, groups, device)
         if template.compiled is None:
             template.compiled = self.compile_for(template.config, template.num_groups)
-        return Prepared(template.config, groups, template.plan, tables, aux, template.compiled,
-                        tensors[2:3 * template.num_groups:3], upload_stream=upload_stream, template=template)
+        return _prepared(template.config, groups, template.plan, tables, aux, template.compiled,
+                         tensors[2:3 * template.num_groups:3], upload_stream, template)
 
     def seen_tables(self, template: ShapeTemplate, pointers: Any,
                     device: torch.device) -> tuple[DeviceTables, "AuxTable | None", int | None]:
@@ -549,6 +605,33 @@ class HostPipeline:
         self.table_cache.clear()
         self.templates.clear()
         self.fast_path.clear()
+
+
+def _native_state(template: ShapeTemplate) -> Any:
+    """The native pass's capsule of ``template`` (kernel.native_probe.SEEN_STATE: its signature,
+    address-check arrays and :class:`TableLayout`), or False: no native module, a fourth table
+    filled by code (``AuxTemplate.fill``), or anything the module refuses."""
+    make = native_probe.SEEN_STATE
+    if make is None:
+        return False
+    layout = template.layout
+    if layout is None:
+        layout = template.layout = TableLayout(template)
+    if layout.fill is not None:
+        return False
+    overlap = template.overlap
+
+    def words(a) -> bytes:
+        return np.ascontiguousarray(a, dtype=np.int64).tobytes()
+
+    try:
+        return make(template.num_groups, template.dtypes, template.shapes, template.strides, template.devices,
+                    words(template.nonempty), words(overlap.extents), words(overlap.outputs),
+                    words(overlap.limits.reshape(-1)), template.align_mask, words(layout.base),
+                    words(layout.words), words(layout.sources), layout.pointer_shape, layout.pointer_strides,
+                    layout.aux_at, layout.aux_shape, layout.aux_strides, template.devices[2])
+    except Exception:
+        return False
 
 
 def _after_upload(prepared: Prepared, handle: int) -> None:

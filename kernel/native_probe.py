@@ -1,5 +1,8 @@
 """The optional native probe of the host fast path: :func:`kernel.fast_path.FastPath.probe`'s walk
-over the problem in one C++ pass (``kernel/native/fast_probe.cpp``).
+over the problem in one C++ pass (``kernel/native/fast_probe.cpp``), and the same module's
+helpers for a first call on new tensors of seen shapes (:data:`SEEN_TABLES`: the seen-shape
+path's address checks and table block in one pass, see
+:meth:`kernel.host_pipeline.HostPipeline.seen_tables`; :data:`SIZES_KEY`; :data:`REFS`).
 
 ``probe(data, config)`` returns ``(key, versions, tensors)``: the very bytes
 :func:`kernel.fast_path.identity_key` returns for ``data``, the sum of the tensors' version
@@ -14,8 +17,8 @@ compiler and torch's headers, no CUDA) and cached on disk, keyed by the source, 
 the Python version: ``$NVFP4_NATIVE_CACHE`` or ``~/.cache/nvfp4_harness/native``. Nothing waits
 for it: :func:`start` (called by the first :class:`kernel.fast_path.FastPath`) loads the cached
 module, or builds it in a child process, from a background thread; until it is ready, or when
-the build fails (no compiler, no headers), the Python probe is used. ``NVFP4_NATIVE_PROBE=0``
-turns it off.
+the build fails (no compiler, no headers), the Python probe and the Python seen-shape path are
+used. ``NVFP4_NATIVE_PROBE=0`` turns all of it off.
 
     python kernel/native_probe.py --build    # build (or find) it now; prints where and how long
 """
@@ -42,6 +45,14 @@ FAILURE_RETRY_S = 3600
 
 # the probe function once loaded, else None; read by FastPath.probe on every call
 PROBE: Callable[[Any, Any], Any] | None = None
+# the module's other helpers once loaded (None before, or where the loaded module lacks them):
+# the seen-shape first call's pass (kernel.host_pipeline.HostPipeline._prepare_seen), the shape
+# template key (kernel.seen_shapes.ShapeTemplates.find) and the fast-path entry's weak references
+# (kernel.fast_path.FastPath.store); each returns None where the Python code must decide
+SEEN_STATE: Callable[..., Any] | None = None
+SEEN_TABLES: Callable[[Any, Any, Any], Any] | None = None
+SIZES_KEY: Callable[[Any], Any] | None = None
+REFS: Callable[[Any, Any], Any] | None = None
 
 _lock = threading.Lock()
 _load_lock = threading.Lock()  # one load at a time (a background start and a test's load())
@@ -206,7 +217,7 @@ def build_native(verbose: bool = True) -> bool:
 
 
 def _load(build_if_missing: bool, verbose: bool) -> Callable | None:
-    global PROBE
+    global PROBE, SEEN_STATE, SEEN_TABLES, SIZES_KEY, REFS
     t0 = time.perf_counter()
     try:
         name = module_name()
@@ -216,7 +227,8 @@ def _load(build_if_missing: bool, verbose: bool) -> Callable | None:
                 _state["status"] = "not built"
                 return None
             build(verbose=verbose)
-        fn = _import(path, name).probe
+        module = _import(path, name)
+        fn = module.probe
     except Exception as err:  # no compiler, no headers, a broken cache: the Python probe stays
         last = (str(err).strip().splitlines() or [""])[-1]
         _state["status"] = f"build failed: {type(err).__name__}: {last}"
@@ -225,6 +237,10 @@ def _load(build_if_missing: bool, verbose: bool) -> Callable | None:
         return None
     _state["seconds"] = time.perf_counter() - t0
     _state["status"] = "ready"
+    SEEN_STATE, SEEN_TABLES = getattr(module, "seen_state", None), getattr(module, "seen_tables", None)
+    if SEEN_STATE is None or SEEN_TABLES is None:
+        SEEN_STATE = SEEN_TABLES = None
+    SIZES_KEY, REFS = getattr(module, "sizes_key", None), getattr(module, "refs", None)
     PROBE = fn
     return fn
 

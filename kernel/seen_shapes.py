@@ -30,6 +30,15 @@ Everything else is a miss: a signature not seen, any element that differs (a str
 size-1 dimension, a subclass, a non-tensor), an address rule broken, any exception. A miss takes
 the full path, which raises the error :func:`validate_problem` raises; so this path can only
 accept problems that full validation accepts, and it never names an error itself.
+
+Where the native module of :mod:`kernel.native_probe` is loaded, a first call runs
+:meth:`ShapeTemplate.accept` and the table block of
+:meth:`kernel.host_pipeline.HostPipeline.seen_tables` as one C++ pass (``SEEN_TABLES``, on the
+template's ``native_state``): the same structure and signature comparison (that of
+:meth:`ShapeTemplate.signature_matches`, for exact lists/tuples and exact tensors), the same
+pointers, the same alignment and overlap arithmetic, the same block bytes. It accepts or returns
+None; on None :meth:`ShapeTemplate.accept` decides, so the accepted set and every error stay the
+Python path's (properties/test_native_seen_properties.py).
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from kernel import native_probe
 from kernel.plan import LaunchPlan
 from kernel.tables import POINTER_COLUMNS
 from kernel.validation import GroupTensors, KernelConstraints, _byte_range
@@ -206,6 +216,8 @@ class ShapeTemplate:
     guard: Any = None  # torch's TensorGuards of the learned tensors (None: the Python comparison alone)
     overlap: OverlapCheck | None = None  # built from ``spans``
     layout: Any = field(default=None, repr=False)  # host_pipeline.TableLayout, built on first use
+    # the native pass's capsule (kernel.native_probe.SEEN_STATE), built on first use; False: none
+    native_state: Any = field(default=None, repr=False)
 
     @classmethod
     def learn(cls, caller_config: Any, config: Any, sizes: tuple, tensors: list,
@@ -328,7 +340,9 @@ class ShapeTemplates:
         self._entries: OrderedDict[tuple, ShapeTemplate] = OrderedDict()
 
     def find(self, config: Any, sizes: Any) -> ShapeTemplate | None:
-        key = signature_key(config, sizes)
+        native = native_probe.SIZES_KEY  # the same key in one C call, or None: the Python one decides
+        sizes_part = native(sizes) if native is not None else None
+        key = (id(config), sizes_part) if sizes_part is not None else signature_key(config, sizes)
         hit = self._entries.get(key) if key is not None else None
         if hit is not None and hit.caller_config is config:
             return hit

@@ -6,6 +6,11 @@ a GPU host's: there the upload is a pinned non-blocking copy, here a CPU copy).
 
 ``probe_us``/``repeat_us`` use the native fast-path probe (kernel.native_probe; built or loaded
 first), ``probe_py_us``/``repeat_py_us`` the Python one; ``probe`` says which is in use.
+``first_call_us`` is a first call on new tensors of seen shapes with the native helpers
+(``native_pass_us``: the seen-shape pass alone, ``prepare_seen_us``: the whole preparation,
+``store_us``: the fast-path store), ``first_call_py_us`` the same with the Python code alone
+(``accept_us`` + ``seen_tables_us`` are what the native pass replaces, ``prepare_seen_py_us``,
+``store_py_us``). A column is empty where the native module cannot be built.
 
 The pipeline is the real :class:`kernel.host_pipeline.HostPipeline` with a CPU family double
 whose fourth table is a tensor-map table from a fake encoder (so the seen path patches maps as
@@ -16,6 +21,7 @@ allocated empty (values are never read): 56 tensors for bench1's 8 groups, 14 fo
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -129,6 +135,23 @@ def realias(data):
             [tuple(map(new, e)) for e in blk], list(sizes))
 
 
+class _helpers:
+    """With ``native`` False: the Python code alone (the fast path's probe and store, the
+    template key, the seen-shape path), restored on exit."""
+
+    def __init__(self, pipe, native: bool):
+        self.pipe, self.native = pipe, native
+
+    def __enter__(self):
+        self.saved = (self.pipe.native_seen, self.pipe.fast_path.native, native_probe.SIZES_KEY)
+        if not self.native:
+            self.pipe.native_seen = self.pipe.fast_path.native = False
+            native_probe.SIZES_KEY = None
+
+    def __exit__(self, *exc):
+        self.pipe.native_seen, self.pipe.fast_path.native, native_probe.SIZES_KEY = self.saved
+
+
 def _median_us(fn, reps: int, setup=None) -> float:
     times = []
     for i in range(reps):
@@ -164,18 +187,46 @@ def measure(name: str, reps: int) -> dict:
     fp.native = True
     row["probe"] = native_probe.describe()
 
-    fresh = [realias(base) for _ in range(reps)]
-    flats = [flatten(d) for d in fresh]
+    # a first call on new tensors of seen shapes, and its stages, with the native helpers
+    # (kernel.native_probe: the seen-shape pass, the template key, the fast-path weak references)
+    # and with the Python code alone (suffix _py)
     template = pipe.templates.find(CONFIG, data[3])
-    row["accept_us"] = _median_us(lambda i: template.accept(fresh[i], flats[i]), reps, lambda i: i)
-    pointers = [template.accept(fresh[i], flats[i]) for i in range(reps)]
     dev = torch.device("cpu")
-    row["seen_tables_us"] = _median_us(lambda i: pipe.seen_tables(template, pointers[i], dev), reps, lambda i: i)
-    row["prepare_seen_us"] = _median_us(lambda i: pipe.prepare(fresh[i], CONFIG, tensors=flats[i]), reps, lambda i: i)
-    fresh = [realias(base) for _ in range(reps)]
-    accepted = template.stats["accepted"]
-    row["first_call_us"] = _median_us(lambda i: pipe.run(fresh[i], CONFIG), reps, lambda i: i)
-    assert template.stats["accepted"] == accepted + reps, "a first call missed the seen path"
+    for suffix, native in (("_py", False), ("", True)):
+        if native and native_probe.SEEN_TABLES is None:
+            for k in ("native_pass_us", "prepare_seen_us", "store_us", "first_call_us"):
+                row[k] = None
+            continue
+        fresh = flats = prepared = keys = None
+        gc.collect()
+        with _helpers(pipe, native):
+            fresh = [realias(base) for _ in range(reps)]
+            flats = [flatten(d) for d in fresh]
+            if native:
+                from kernel.host_pipeline import _native_state
+
+                state = _native_state(template)
+                row["native_pass_us"] = _median_us(lambda i: native_probe.SEEN_TABLES(state, fresh[i], flats[i]),
+                                                   reps, lambda i: i)
+            else:
+                row["accept_us"] = _median_us(lambda i: template.accept(fresh[i], flats[i]), reps, lambda i: i)
+                pointers = [template.accept(fresh[i], flats[i]) for i in range(reps)]
+                row["seen_tables_us"] = _median_us(lambda i: pipe.seen_tables(template, pointers[i], dev), reps,
+                                                   lambda i: i)
+            prepared = [None] * reps
+
+            def prepare(i):
+                prepared[i] = pipe.prepare(fresh[i], CONFIG, tensors=flats[i])
+
+            row[f"prepare_seen{suffix}_us"] = _median_us(prepare, reps, lambda i: i)
+            keys = [fp.probe(fresh[i], CONFIG)[2] for i in range(reps)]
+            row[f"store{suffix}_us"] = _median_us(
+                lambda i: fp.store(fresh[i], CONFIG, None, prepared[i], tensors=flats[i], key=keys[i]), reps,
+                lambda i: i)
+            fresh = [realias(base) for _ in range(reps)]
+            accepted = template.stats["accepted"]
+            row[f"first_call{suffix}_us"] = _median_us(lambda i: pipe.run(fresh[i], CONFIG), reps, lambda i: i)
+            assert template.stats["accepted"] == accepted + reps, "a first call missed the seen path"
     fresh = None
     enc = [0]
 
@@ -195,8 +246,9 @@ def measure(name: str, reps: int) -> dict:
     return row
 
 
-COLUMNS = ("shape", "tensors", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us", "accept_us", "seen_tables_us", "prepare_seen_us",
-           "first_call_us", "full_first_call_us", "full_encodes")
+COLUMNS = ("shape", "tensors", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us",
+           "first_call_us", "first_call_py_us", "native_pass_us", "accept_us", "seen_tables_us", "prepare_seen_us",
+           "prepare_seen_py_us", "store_us", "store_py_us", "full_first_call_us", "full_encodes")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -217,7 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     for r in rows:
-        print("| " + " | ".join(f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]) for c in COLUMNS) + " |")
+        print("| " + " | ".join(f"{r.get(c):.2f}" if isinstance(r.get(c), float) else str(r.get(c)) for c in COLUMNS)
+              + " |")
     return 0
 
 

@@ -15,8 +15,14 @@ Per shape set, on the family's fastest production variant by default:
   before measuring; else ``python (why)``); ``repeat_py_us``: ``repeat_us`` again with the Python
   probe; ``probe_us`` and ``probe_py_us``: the probe alone (``FastPath.probe``, a hit), each way;
 * ``first_call_us``: the first call with new tensors of already seen shapes (compile excluded:
-  the variant is compiled and warm), the median over fresh copies; ``first_*_us``: its stages on
-  the seen-shape path (kernel.seen_shapes), and what full validation would have cost;
+  the variant is compiled and warm), the median over fresh copies, with the native helpers of
+  kernel.native_probe where loaded (the seen-shape pass: address checks, pointer table and patched
+  tensor maps in one C++ call, one pinned staging buffer, one copy); ``first_call_py_us``: the
+  same with the Python code alone. ``first_*_us``: its stages on the seen-shape path
+  (kernel.seen_shapes): ``first_native_pass_us`` the native pass alone, ``first_address_checks_py_us``
+  and ``first_tables_py_us`` the two Python stages it replaces, ``first_prepare_seen[_py]_us``
+  the whole preparation, ``first_marshal_us``, ``first_launch_us``, ``first_store[_py]_us`` (the
+  fast-path entry), and what full validation would have cost;
 * ``call_compiled_us``: calling the compiled CuTe DSL function the ordinary way,
   ``compiled(*args)``, against ``replay_us``, replaying the marshalled arguments
   (``run_compiled_program``): the cost the fast path removes from the launch itself;
@@ -99,28 +105,37 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
     seen_us = statistics.median(_per_call_us(seen, max(20, calls // 10)) for _ in range(3))
     torch.cuda.synchronize()
 
-    for d in fresh:  # poison: the check below sees whether the seen-shape launch wrote every C
-        for _, _, c in d[0]:
-            c.fill_(float("nan"))
-    accepted_before = sum(t.stats["accepted"] for t in pipeline.templates._entries.values())
-    firsts = []
-    for d in fresh:
+    # first calls on new tensors of seen shapes: with the native helpers (kernel.native_probe:
+    # the seen-shape pass, template key, weak references) where loaded, then the Python code alone
+    fresh_py = [oracle.clone_data(data) for _ in range(8)]
+    firsts = {}
+    for suffix, batch, use_native in (("", fresh, native), ("_py", fresh_py, False)):
+        for d in batch:  # poison: the check below sees whether the seen-shape launch wrote every C
+            for _, _, c in d[0]:
+                c.fill_(float("nan"))
+        accepted_before = sum(t.stats["accepted"] for t in pipeline.templates._entries.values())
+        times = []
+        with python_only(pipeline, not use_native):
+            for d in batch:
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                family.custom_kernel(d, config)
+                times.append((time.perf_counter() - t0) * 1e6)
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        family.custom_kernel(d, config)
-        firsts.append((time.perf_counter() - t0) * 1e6)
-    torch.cuda.synchronize()
+        firsts[suffix] = statistics.median(times)
+        accepted = sum(t.stats["accepted"] for t in pipeline.templates._entries.values()) - accepted_before
+        if accepted != len(batch):
+            raise AssertionError(f"{accepted} of {len(batch)} first calls took the seen-shape path on {shape_name}")
+        expected = oracle.expected_outputs(batch[-1])
+        report = oracle.compare([abc[2] for abc in batch[-1][0]], [e.reference for e in expected],
+                                [e.bound for e in expected])
+        if not report.ok:
+            raise AssertionError(f"seen-shape launch{' (Python path)' if suffix else ''} is wrong on {shape_name}: "
+                                 f"{report}")
 
-    accepted = sum(t.stats["accepted"] for t in pipeline.templates._entries.values()) - accepted_before
-    if accepted != len(fresh):
-        raise AssertionError(f"{accepted} of {len(fresh)} first calls took the seen-shape path on {shape_name}")
-    expected = oracle.expected_outputs(fresh[-1])
-    report = oracle.compare([abc[2] for abc in fresh[-1][0]], [e.reference for e in expected],
-                            [e.bound for e in expected])
-    if not report.ok:
-        raise AssertionError(f"seen-shape launch is wrong on {shape_name}: {report}")
-
-    stages = first_call_stages(family, config, fresh)
+    stages = first_call_stages(family, config, fresh, native)
+    stages.update({f"{k}_py": v for k, v in first_call_stages(family, config, fresh_py, False).items()
+                   if k != "full_validation"})
 
     from kernel.host_pipeline import LaunchArgs
 
@@ -197,7 +212,8 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
         "family": family_name, "variant": config.label, "shape": shape_name, "groups": shape.num_groups,
         "probe": "native" if native_in_use else ("python (--probe python)" if not native else native_probe.describe()),
         "repeat_us": repeat_us, "repeat_py_us": repeat_py_us, "probe_us": probe_us, "probe_py_us": probe_py_us,
-        "full_us": full_us, "seen_us": seen_us, "first_call_us": statistics.median(firsts),
+        "full_us": full_us, "seen_us": seen_us, "first_call_us": firsts[""], "first_call_py_us": firsts["_py"],
+        "native_seen": native and native_probe.SEEN_TABLES is not None,
         "call_compiled_us": compiled_call_us, "replay_us": replay_us,
         "eager_us": eager_us, "graph_us": graph_us, "eager_over_graph": eager_us / graph_us,
         "fast_path": vars(pipeline.fast_path.stats).copy(),
@@ -206,18 +222,46 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
     }
 
 
-def first_call_stages(family, config, fresh: list) -> dict:
+class python_only:
+    """With ``on`` True: the pipeline's Python code alone (the fast path's probe and store, the
+    shape-template key, the seen-shape path), restored on exit."""
+
+    def __init__(self, pipeline, on: bool):
+        self.pipeline, self.on = pipeline, on
+
+    def __enter__(self):
+        from kernel import native_probe
+
+        self.saved = (self.pipeline.native_seen, self.pipeline.fast_path.native, native_probe.SIZES_KEY)
+        if self.on:
+            self.pipeline.native_seen = self.pipeline.fast_path.native = False
+            native_probe.SIZES_KEY = None
+        return self
+
+    def __exit__(self, *exc):
+        from kernel import native_probe
+
+        self.pipeline.native_seen, self.pipeline.fast_path.native, native_probe.SIZES_KEY = self.saved
+
+
+def first_call_stages(family, config, fresh: list, native: bool = True) -> dict:
     """Where a first call's host time goes, stage by stage, on tensors no cache has seen (the
-    shapes were seen: the seen-shape path, kernel.seen_shapes), plus full validation for scale."""
+    shapes were seen: the seen-shape path, kernel.seen_shapes), plus full validation for scale.
+    ``native``: with the native helpers where loaded (``native_pass``: the seen-shape pass alone,
+    the address checks and the table block in one C++ call); else the Python code alone
+    (``address_checks``: ShapeTemplate.accept, ``tables``: HostPipeline.seen_tables)."""
     import torch
 
+    from kernel import native_probe
     from kernel.fast_path import flatten
+    from kernel.host_pipeline import _native_state
     from kernel.validation import validate_problem
 
     pipeline, hooks = family.pipeline, family.pipeline.hooks
     resolved = hooks.resolve(config)
     constraints = hooks.constraints(resolved)
     totals: dict[str, list[float]] = {}
+    fast_path = pipeline.fast_path
 
     def timed(name, fn):
         t0 = time.perf_counter()
@@ -225,36 +269,48 @@ def first_call_stages(family, config, fresh: list) -> dict:
         totals.setdefault(name, []).append((time.perf_counter() - t0) * 1e6)
         return out
 
-    for data in fresh:
-        clones = __import__("oracle").clone_data(data)  # new tensors again: no cache has them
-        torch.cuda.synchronize()
-        template = timed("template", lambda: pipeline.templates.find(config, clones[3]))
-        if template is None:
-            raise AssertionError("no shape template after a call of these shapes")
-        tensors = timed("flatten", lambda: flatten(clones))
-        pointers = timed("address_checks", lambda: template.accept(clones, tensors))
-        if pointers is None:
-            raise AssertionError("the seen-shape path refused a valid problem of seen shapes")
-        device = tensors[2].device
-        timed("tables", lambda: pipeline.seen_tables(template, pointers, device))
-        prepared = timed("prepare_seen", lambda: pipeline.prepare(clones, config, tensors=tensors))
-        handle = pipeline.stream_handle(None, device)
-        args = timed("marshal", lambda: pipeline.marshal(prepared, handle))
-        timed("launch", args.launch)
-        timed("full_validation", lambda: validate_problem(clones, constraints))
+    with python_only(pipeline, not native):
+        use_native = native and native_probe.SEEN_TABLES is not None and pipeline.native_seen
+        for data in fresh:
+            clones = __import__("oracle").clone_data(data)  # new tensors again: no cache has them
+            torch.cuda.synchronize()
+            template = timed("template", lambda: pipeline.templates.find(config, clones[3]))
+            if template is None:
+                raise AssertionError("no shape template after a call of these shapes")
+            tensors = timed("flatten", lambda: flatten(clones))
+            key = fast_path.probe(clones, config)[2]
+            if use_native:
+                state = _native_state(template)
+                if timed("native_pass", lambda: native_probe.SEEN_TABLES(state, clones, tensors)) is None:
+                    raise AssertionError("the native seen-shape pass refused a valid problem of seen shapes")
+            else:
+                pointers = timed("address_checks", lambda: template.accept(clones, tensors))
+                if pointers is None:
+                    raise AssertionError("the seen-shape path refused a valid problem of seen shapes")
+                device = tensors[2].device
+                timed("tables", lambda: pipeline.seen_tables(template, pointers, device))
+            prepared = timed("prepare_seen", lambda: pipeline.prepare(clones, config, tensors=tensors))
+            handle = pipeline.stream_handle(None, prepared.tables.sizes.device)
+            args = timed("marshal", lambda: pipeline.marshal(prepared, handle))
+            timed("launch", args.launch)
+            timed("store", lambda: fast_path.store(clones, config, None, args, keep=(prepared.tables, prepared.aux),
+                                                   tensors=tensors, key=key))
+            timed("full_validation", lambda: validate_problem(clones, constraints))
     torch.cuda.synchronize()
     return {k: statistics.median(v) for k, v in totals.items()}
 
 
-COLUMNS = ("shape", "groups", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us", "full_us", "seen_us", "first_call_us", "first_template_us", "first_flatten_us",
-           "first_address_checks_us", "first_tables_us", "first_prepare_seen_us", "first_marshal_us", "first_launch_us",
-           "first_full_validation_us", "call_compiled_us", "replay_us", "eager_us", "graph_us", "eager_over_graph")
+COLUMNS = ("shape", "groups", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us", "full_us", "seen_us",
+           "first_call_us", "first_call_py_us", "first_template_us", "first_flatten_us", "first_native_pass_us",
+           "first_address_checks_py_us", "first_tables_py_us", "first_prepare_seen_us", "first_prepare_seen_py_us",
+           "first_marshal_us", "first_launch_us", "first_store_us", "first_store_py_us", "first_full_validation_us",
+           "call_compiled_us", "replay_us", "eager_us", "graph_us", "eager_over_graph")
 
 
 def table(rows: Sequence[dict]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in rows:
-        cells = [f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]) for c in COLUMNS]
+        cells = [f"{r.get(c):.1f}" if isinstance(r.get(c), float) else str(r.get(c)) for c in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -1,4 +1,7 @@
-// The fast path's identity probe in one pass (kernel/fast_path.py, kernel/native_probe.py).
+// The host fast path's native helpers (kernel/native_probe.py): the fast path's identity probe in
+// one pass (probe, kernel/fast_path.py), the seen-shape first call's per-tensor work in one pass
+// (seen_state/seen_tables, kernel/seen_shapes.py and kernel/host_pipeline.py; see below), the
+// shape-template key (sizes_key) and the fast-path entry's weak references (refs).
 //
 // probe(data, config) walks data = (abc, sfs, blocked, sizes) and returns
 //   (key, versions, tensors)
@@ -21,7 +24,15 @@
 #include <cstdint>
 #include <cstring>
 
+#include <ATen/ATen.h>
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <torch/csrc/Device.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
+
+#include <memory>
+#include <vector>
 
 namespace {
 
@@ -145,12 +156,350 @@ PyObject* probe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return result;
 }
 
+
+// ---- the seen-shape first call (kernel/seen_shapes.py, kernel/host_pipeline.py) ----------------
+//
+// seen_state(...) keeps what one ShapeTemplate fixes (its signature, its address-check arrays and
+// its TableLayout) in a capsule; seen_tables(state, data, tensors) then does a first call's
+// per-tensor work in one pass: ShapeTemplate.accept (structure, signature, pointers, alignment,
+// aliasing) and HostPipeline.seen_tables (the block of pointer table and patched fourth table
+// written into one host staging buffer, one copy to the device, two views). It returns
+// (pointer table view, fourth table view or None) when the problem is accepted, and None for
+// anything else: a rule broken, anything outside the plain shape (exact lists/tuples, exact
+// tensors), a torch function mode, any exception while reading a tensor. On None the caller runs
+// the Python accept, which decides (so this can only accept what the Python path accepts).
+//
+// Staging: a fresh host tensor per call from at::empty(pinned_memory=true) for a CUDA device,
+// what the Python path's torch.empty(..., pin_memory=True) does: torch's caching host allocator
+// records an event on the stream of every non-blocking copy that reads a pinned block and hands
+// the block out again only once that event has completed, so a buffer is never rewritten while
+// an earlier copy may still read it (no ring of our own to get wrong).
+
+struct SeenState {
+  Py_ssize_t groups = 0;
+  std::vector<at::ScalarType> dtypes;
+  std::vector<c10::Device> devices;
+  std::vector<Py_ssize_t> dim_at;  // tensor i's sizes/strides: dims[dim_at[i] .. dim_at[i + 1])
+  std::vector<int64_t> sizes, strides;
+  std::vector<int64_t> nonempty, extents, outputs, limits;  // OverlapCheck's arrays
+  uint64_t align_mask = 0;
+  std::vector<int64_t> base;  // the block's fixed words (TableLayout.base)
+  std::vector<int64_t> words, sources;
+  std::vector<int64_t> pointer_shape, pointer_strides, aux_shape, aux_strides;
+  bool has_aux = false;
+  int64_t aux_at = 0;
+  c10::Device device = c10::Device(c10::kCPU);
+};
+
+const char* const kStateName = "nvfp4_seen_state";
+
+void free_state(PyObject* capsule) {
+  delete static_cast<SeenState*>(PyCapsule_GetPointer(capsule, kStateName));
+}
+
+bool int64s(PyObject* o, std::vector<int64_t>& out) {  // bytes of native int64 words
+  if (!PyBytes_Check(o) || PyBytes_GET_SIZE(o) % 8) {
+    PyErr_SetString(PyExc_TypeError, "seen_state: expected bytes of int64 words");
+    return false;
+  }
+  out.resize(PyBytes_GET_SIZE(o) / 8);
+  std::memcpy(out.data(), PyBytes_AS_STRING(o), PyBytes_GET_SIZE(o));
+  return true;
+}
+
+bool ints(PyObject* o, std::vector<int64_t>& out) {  // a sequence of Python ints
+  PyObject* fast = PySequence_Fast(o, "seen_state: expected a sequence of ints");
+  if (fast == nullptr) return false;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  out.resize(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+    if (out[i] == -1 && PyErr_Occurred()) {
+      Py_DECREF(fast);
+      return false;
+    }
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+// seen_state(groups, dtypes, shapes, strides, devices, nonempty, extents, outputs, limits, align_mask,
+//            base, words, sources, pointer_shape, pointer_strides, aux_at, aux_shape, aux_strides, device)
+// dtypes/devices: torch.dtype/torch.device objects; shapes/strides: sequences of int sequences;
+// nonempty .. limits, base, words, sources: bytes of int64 words; aux_shape None: no fourth table.
+PyObject* seen_state(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 19) {
+    PyErr_SetString(PyExc_TypeError, "seen_state takes 19 arguments");
+    return nullptr;
+  }
+  auto state = std::make_unique<SeenState>();
+  state->groups = PyLong_AsSsize_t(args[0]);
+  if (state->groups == -1 && PyErr_Occurred()) return nullptr;
+  PyObject* dtypes = PySequence_Fast(args[1], "dtypes");
+  if (dtypes == nullptr) return nullptr;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(dtypes);
+  bool ok = n == 7 * state->groups;
+  for (Py_ssize_t i = 0; i < n && ok; ++i) {
+    PyObject* d = PySequence_Fast_GET_ITEM(dtypes, i);
+    ok = THPDtype_Check(d);
+    if (ok) state->dtypes.push_back(reinterpret_cast<THPDtype*>(d)->scalar_type);
+  }
+  Py_DECREF(dtypes);
+  PyObject* devices = ok ? PySequence_Fast(args[4], "devices") : nullptr;
+  ok = devices != nullptr && PySequence_Fast_GET_SIZE(devices) == n;
+  for (Py_ssize_t i = 0; i < n && ok; ++i) {
+    PyObject* d = PySequence_Fast_GET_ITEM(devices, i);
+    ok = THPDevice_Check(d);
+    if (ok) state->devices.push_back(reinterpret_cast<THPDevice*>(d)->device);
+  }
+  Py_XDECREF(devices);
+  if (!ok) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "seen_state: bad dtypes or devices");
+    return nullptr;
+  }
+  PyObject* shapes = PySequence_Fast(args[2], "shapes");
+  if (shapes == nullptr) return nullptr;
+  PyObject* strides = PySequence_Fast(args[3], "strides");
+  if (strides == nullptr) {
+    Py_DECREF(shapes);
+    return nullptr;
+  }
+  ok = PySequence_Fast_GET_SIZE(shapes) == n && PySequence_Fast_GET_SIZE(strides) == n;
+  state->dim_at.push_back(0);
+  std::vector<int64_t> one, other;
+  for (Py_ssize_t i = 0; i < n && ok; ++i) {
+    ok = ints(PySequence_Fast_GET_ITEM(shapes, i), one) && ints(PySequence_Fast_GET_ITEM(strides, i), other) &&
+         one.size() == other.size();
+    if (ok) {
+      state->sizes.insert(state->sizes.end(), one.begin(), one.end());
+      state->strides.insert(state->strides.end(), other.begin(), other.end());
+      state->dim_at.push_back((Py_ssize_t)state->sizes.size());
+    }
+  }
+  Py_DECREF(shapes);
+  Py_DECREF(strides);
+  if (!ok) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "seen_state: bad shapes or strides");
+    return nullptr;
+  }
+  if (!int64s(args[5], state->nonempty) || !int64s(args[6], state->extents) || !int64s(args[7], state->outputs) ||
+      !int64s(args[8], state->limits))
+    return nullptr;
+  state->align_mask = PyLong_AsUnsignedLongLong(args[9]);
+  if (PyErr_Occurred()) return nullptr;
+  if (!int64s(args[10], state->base) || !int64s(args[11], state->words) || !int64s(args[12], state->sources) ||
+      !ints(args[13], state->pointer_shape) || !ints(args[14], state->pointer_strides))
+    return nullptr;
+  state->aux_at = PyLong_AsLongLong(args[15]);
+  if (PyErr_Occurred()) return nullptr;
+  state->has_aux = args[16] != Py_None;
+  if (state->has_aux && (!ints(args[16], state->aux_shape) || !ints(args[17], state->aux_strides))) return nullptr;
+  if (!THPDevice_Check(args[18])) {
+    PyErr_SetString(PyExc_TypeError, "seen_state: device must be a torch.device");
+    return nullptr;
+  }
+  state->device = reinterpret_cast<THPDevice*>(args[18])->device;
+  // every index in range, once, here: the hot path then trusts them
+  const int64_t nwords = (int64_t)state->base.size();
+  const size_t nonempty = state->nonempty.size();
+  ok = state->extents.size() == nonempty && state->limits.size() == state->outputs.size() * nonempty &&
+       state->words.size() == state->sources.size();
+  for (int64_t i : state->nonempty) ok = ok && 0 <= i && i < n;
+  for (int64_t i : state->outputs) ok = ok && 0 <= i && i < (int64_t)nonempty;
+  for (int64_t i : state->words) ok = ok && 0 <= i && i < nwords;
+  for (int64_t i : state->sources) ok = ok && 0 <= i && i < n;
+  if (!ok) {
+    PyErr_SetString(PyExc_ValueError, "seen_state: inconsistent template arrays");
+    return nullptr;
+  }
+  PyObject* capsule = PyCapsule_New(state.get(), kStateName, free_state);
+  if (capsule != nullptr) state.release();
+  return capsule;
+}
+
+// data: (abc, sfs, blocked, sizes) exact lists/tuples, each of the three holding `groups` exact
+// list/tuple entries of 3, 2 and 2 items (what ShapeTemplate.accept checks of the structure)
+bool seen_structure(PyObject* data, Py_ssize_t groups) {
+  if (!seq(data) || PySequence_Fast_GET_SIZE(data) != 4) return false;
+  PyObject** parts = PySequence_Fast_ITEMS(data);
+  for (int p = 0; p < 3; ++p) {
+    if (!seq(parts[p]) || PySequence_Fast_GET_SIZE(parts[p]) != groups) return false;
+    PyObject** entries = PySequence_Fast_ITEMS(parts[p]);
+    for (Py_ssize_t j = 0; j < groups; ++j)
+      if (!seq(entries[j]) || PySequence_Fast_GET_SIZE(entries[j]) != (p == 0 ? 3 : 2)) return false;
+  }
+  return true;
+}
+
+PyObject* seen_tables(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "seen_tables(state, data, tensors) takes 3 arguments");
+    return nullptr;
+  }
+  auto* s = static_cast<SeenState*>(PyCapsule_GetPointer(args[0], kStateName));
+  if (s == nullptr) return nullptr;
+  PyObject* list = args[2];
+  const Py_ssize_t n = (Py_ssize_t)s->dtypes.size();
+  // a torch function mode would see the Python path's tensor reads and ops, not these
+  if (at::impl::torch_function_mode_enabled() || !seen_structure(args[1], s->groups) || !PyList_CheckExact(list) ||
+      PyList_GET_SIZE(list) != n)
+    Py_RETURN_NONE;
+  PyObject** items = PySequence_Fast_ITEMS(list);
+  std::vector<uint64_t> ptrs(n);
+  try {
+    // the signature first (ShapeTemplate.signature_matches), then every data pointer (the
+    // Python path reads them in that order too: data_ptr may materialize a lazy copy)
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!THPVariable_CheckExact(items[i])) Py_RETURN_NONE;
+      const at::Tensor& t = THPVariable_Unpack(items[i]);
+      if (t.scalar_type() != s->dtypes[i] || t.device() != s->devices[i]) Py_RETURN_NONE;
+      const Py_ssize_t lo = s->dim_at[i], dims = s->dim_at[i + 1] - lo;
+      if (t.dim() != dims) Py_RETURN_NONE;
+      c10::IntArrayRef sizes = t.sizes(), strides = t.strides();
+      for (Py_ssize_t d = 0; d < dims; ++d)
+        if (sizes[d] != s->sizes[lo + d] || strides[d] != s->strides[lo + d]) Py_RETURN_NONE;
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      ptrs[i] = (uint64_t)(uintptr_t)THPVariable_Unpack(items[i]).data_ptr();
+      if (ptrs[i] >> 63) Py_RETURN_NONE;  // not an int64 (the Python path's array refuses it)
+    }
+  } catch (...) {  // a tensor without sizes, strides or storage: the Python path decides
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  // the alignment rule, and no start at or above 2^61 (ShapeTemplate.accept)
+  uint64_t all = 0;
+  for (int64_t i : s->nonempty) all |= ptrs[i];
+  if (all & (s->align_mask | (~uint64_t(0) << 61))) Py_RETURN_NONE;
+  // the aliasing rule as OverlapCheck.ok computes it (int64 arithmetic that wraps like numpy's)
+  const size_t m = s->nonempty.size();
+  if (!s->outputs.empty()) {
+    std::vector<uint64_t> centers(m);
+    for (size_t j = 0; j < m; ++j) centers[j] = ptrs[s->nonempty[j]] * 2 + (uint64_t)s->extents[j];
+    for (size_t o = 0; o < s->outputs.size(); ++o) {
+      const uint64_t c = centers[s->outputs[o]];
+      const int64_t* limit = s->limits.data() + o * m;
+      for (size_t j = 0; j < m; ++j) {
+        const int64_t d = (int64_t)(c - centers[j]);
+        const int64_t dist = (int64_t)(d < 0 ? uint64_t(0) - (uint64_t)d : (uint64_t)d);
+        if (dist < limit[j]) Py_RETURN_NONE;
+      }
+    }
+  }
+  HANDLE_TH_ERRORS
+  const bool cuda = s->device.is_cuda();
+  const int64_t nbytes = (int64_t)s->base.size() * 8;
+  at::Tensor host = at::empty({nbytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(cuda));
+  int64_t* w = reinterpret_cast<int64_t*>(host.data_ptr());
+  std::memcpy(w, s->base.data(), (size_t)nbytes);
+  for (size_t k = 0; k < s->words.size(); ++k) w[s->words[k]] = (int64_t)ptrs[s->sources[k]];
+  at::Tensor stored = cuda ? host.to(s->device, at::kByte, /*non_blocking=*/true, /*copy=*/false)
+                           : host.to(s->device, at::kByte, /*non_blocking=*/false, /*copy=*/true);
+  if ((uintptr_t)stored.data_ptr() % 64) {
+    PyErr_SetString(PyExc_RuntimeError, "seen-shape table block is not 64-byte aligned");
+    return nullptr;
+  }
+  const int64_t at0 = stored.storage_offset();
+  PyObject* pointers = THPVariable_Wrap(stored.view(at::kLong).as_strided(s->pointer_shape, s->pointer_strides, at0 / 8));
+  if (pointers == nullptr) return nullptr;
+  PyObject* aux = Py_None;
+  if (s->has_aux) {
+    aux = THPVariable_Wrap(stored.as_strided(s->aux_shape, s->aux_strides, at0 + s->aux_at));
+    if (aux == nullptr) {
+      Py_DECREF(pointers);
+      return nullptr;
+    }
+  } else {
+    Py_INCREF(aux);
+  }
+  PyObject* result = PyTuple_New(2);
+  if (result == nullptr) {
+    Py_DECREF(pointers);
+    Py_DECREF(aux);
+    return nullptr;
+  }
+  PyTuple_SET_ITEM(result, 0, pointers);
+  PyTuple_SET_ITEM(result, 1, aux);
+  return result;
+  END_HANDLE_TH_ERRORS
+}
+
+// sizes_key(sizes): the size tuples themselves, as a tuple, when sizes is an exact list or tuple
+// of exact tuples of exact ints (what kernel.seen_shapes.signature_key keys them by); else None
+// (the Python function decides).
+PyObject* sizes_key(PyObject*, PyObject* sizes) {
+  if (!seq(sizes)) Py_RETURN_NONE;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(sizes);
+  PyObject** items = PySequence_Fast_ITEMS(sizes);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!PyTuple_CheckExact(items[i])) Py_RETURN_NONE;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(items[i]); ++j)
+      if (!PyLong_CheckExact(PyTuple_GET_ITEM(items[i], j))) Py_RETURN_NONE;
+  }
+  if (PyTuple_CheckExact(sizes)) {
+    Py_INCREF(sizes);
+    return sizes;
+  }
+  return PyList_AsTuple(sizes);
+}
+
+// refs(tensors, callback): (sum of the version counters, [weakref.ref(t, callback) for t in tensors])
+// for an exact list of exact tensors whose counters are readable, else None (FastPath.store's
+// Python code then decides: inference tensors have no counter).
+PyObject* refs(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "refs(tensors, callback) takes 2 arguments");
+    return nullptr;
+  }
+  PyObject* list = args[0];
+  if (!PyList_CheckExact(list)) Py_RETURN_NONE;
+  Py_ssize_t n = PyList_GET_SIZE(list);
+  std::vector<PyObject*> tensors(PySequence_Fast_ITEMS(list), PySequence_Fast_ITEMS(list) + n);
+  uint64_t versions = 0;
+  for (PyObject* o : tensors) {
+    if (!THPVariable_CheckExact(o)) Py_RETURN_NONE;
+    try {
+      versions += (uint64_t)THPVariable_Unpack(o)._version();
+    } catch (...) {
+      Py_RETURN_NONE;
+    }
+  }
+  for (PyObject* o : tensors) Py_INCREF(o);  // held while weakrefs are made (they may run the GC)
+  PyObject* out = PyList_New(n);
+  for (Py_ssize_t i = 0; i < n && out != nullptr; ++i) {
+    PyObject* r = PyWeakref_NewRef(tensors[i], args[1]);
+    if (r == nullptr) {
+      Py_CLEAR(out);
+      break;
+    }
+    PyList_SET_ITEM(out, i, r);
+  }
+  for (PyObject* o : tensors) Py_DECREF(o);
+  if (out == nullptr) return nullptr;
+  PyObject* v = PyLong_FromUnsignedLongLong(versions);
+  if (v == nullptr) {
+    Py_DECREF(out);
+    return nullptr;
+  }
+  PyObject* result = PyTuple_Pack(2, v, out);
+  Py_DECREF(v);
+  Py_DECREF(out);
+  return result;
+}
+
 PyMethodDef methods[] = {
     {"probe", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(probe)), METH_FASTCALL,
      "probe(data, config) -> (key bytes, sum of version counters, flat tensors) or None"},
+    {"seen_state", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(seen_state)), METH_FASTCALL,
+     "seen_state(...) -> capsule: one shape template's signature, address checks and table layout"},
+    {"seen_tables", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(seen_tables)), METH_FASTCALL,
+     "seen_tables(state, data, tensors) -> (pointer table, fourth table or None) or None"},
+    {"sizes_key", sizes_key, METH_O, "sizes_key(sizes) -> tuple of the size tuples, or None"},
+    {"refs", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(refs)), METH_FASTCALL,
+     "refs(tensors, callback) -> (sum of version counters, weak references) or None"},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "fast_probe", "The fast path's native identity probe.", -1,
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "fast_probe", "The host fast path's native helpers.", -1,
                           methods};
 
 }  // namespace
