@@ -23,7 +23,10 @@ Warp roles, in warp order (``HopperConfig.threads``):
 CTA decodes the groups' Y rows (A, swapped) once into a global fp16 workspace
 (kernel/hopper/workspace.py: layout, and why its completion barrier cannot deadlock); the tile
 loop then has a 4-stage ring of raw X (+ scales) and a ring of fp16 Y boxes loaded by TMA, and
-the consumers decode only X (``produce_prepass`` / ``consume_x_regs_y_ring``).
+the consumers decode only X (``produce_prepass`` / ``consume_x_regs_y_ring``). With
+``prepass_sync="flags"`` (experimental) there is no completion barrier: phase 1 runs
+K-chunk-major and publishes a flag per (Y block, K chunk), and the producer acquire-waits on the
+flag of each K chunk before its Y boxes (``prepass_decode_flags`` / ``produce_prepass_flags``).
 
 Every copy's global address comes from the device tables (pointer table or tensor-map table),
 so changing group costs nothing. Rows past M (or N) only reach accumulator rows or columns that
