@@ -23,7 +23,7 @@ RS=h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs             # the non-prepass f
 t_start=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t_start )) s] $*" | tee -a "$OUT/steps.txt"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$OUT/steps.txt"
-git log --oneline -1 | tee -a "$OUT/steps.txt"
+{ git log --oneline -1 2>/dev/null || echo "(no git)"; } | tee -a "$OUT/steps.txt"
 
 stamp "smoke $F128 $F64"
 timeout ${T_SMOKE:-100} python3 -m ci.prepass_smoke "$F128" "$F64" 2>&1 | tail -60 | tee "$OUT/smoke.txt"

@@ -305,3 +305,79 @@ def test_hook_gives_flags_variants_the_flags_layout(monkeypatch):
         ws = hooks.workspace(config, plan, 1, torch.device("cpu"))
         assert ws.numel() == W.geometry(plan.sizes, config.mma_n, config.tile_k).nbytes
         assert ws.numel() > W.geometry(plan.sizes).nbytes
+
+
+def _launch_flags(mem, sizes, box_rows, grid, chunk, rng, log):
+    """One launch of the flags protocol (kernel.hopper.workspace, "Readiness flags"), CTAs and
+    producers interleaved at random: each CTA reads the generation, claims chunks until one is
+    past the end (decoding and publishing each), counts itself through; its producer then waits
+    on the cells of one random Y block. Every time a producer sees a flag ready, the cell's items
+    must have been decoded in this launch (``log``: the cells that were)."""
+    g = W.geometry(sizes, box_rows)
+    levels = max(s[2] for s in sizes) // 256
+    chunks = -(-g.items // chunk)
+    done_cells = set()
+
+    def cta():
+        gen = mem["gen"]
+        yield
+        while True:
+            c = mem["claim"]
+            mem["claim"] += 1
+            yield
+            if c >= chunks:
+                break
+            first, end = c * chunk, min(c * chunk + chunk, g.items)
+            for cell, (n, target) in W.flag_cells_of_chunk(sizes, box_rows, first, end).items():
+                mem["decoded"][cell] = mem["decoded"].get(cell, 0) + n  # the chunk's stores
+                yield
+                old = mem["counter"].get(cell, 0)
+                mem["counter"][cell] = old + n
+                if old + n == target:
+                    assert mem["decoded"][cell] == target
+                    mem["counter"][cell] = 0
+                    done_cells.add(cell)
+                    mem["flag"][cell] = gen + 1
+                yield
+        passed = mem["passed"]
+        mem["passed"] += 1
+        if passed == grid - 1:
+            mem["claim"], mem["passed"], mem["gen"] = 0, 0, gen + 1
+        yield
+        blocks = g.flag_cells // levels
+        block = rng.randrange(blocks)
+        for lvl in range(levels):
+            while mem["flag"].get((block, lvl), 0) - (gen + 1) < 0:
+                yield  # spin
+            assert (block, lvl) in done_cells, "a flag of an earlier launch read as ready"
+            log.append((block, lvl))
+
+    running = [cta() for _ in range(grid)]
+    while running:
+        it = rng.choice(running)
+        try:
+            next(it)
+        except StopIteration:
+            running.remove(it)
+    assert mem["claim"] == mem["passed"] == 0 and not any(mem["counter"].values())
+    mem["decoded"].clear()  # the next launch decodes again
+
+
+def test_flags_protocol_over_repeated_launches_and_geometries():
+    """Repeated launches on one workspace, with two geometries sharing its flag cells (the cell
+    of a (block, level) means another Y block in the other geometry): the generation advances once
+    per launch, the counters are back to 0 after each, every flag a producer accepts was
+    published by its own launch (never one of an earlier launch), and nothing hangs."""
+    import random
+
+    rng = random.Random(14)
+    mem = {"claim": 0, "passed": 0, "gen": 0, "counter": {}, "flag": {}, "decoded": {}}
+    a = [(100, 512, 512, 1), (130, 256, 1024, 1), (7, 0, 256, 1)]
+    b = [(230, 512, 1024, 1), (7, 128, 256, 1)]  # same rows and pitch as a, other blocks
+    assert (W.geometry(a, 64).rows, W.geometry(a, 64).pitch) == (W.geometry(b, 64).rows, W.geometry(b, 64).pitch)
+    log = []
+    for launch in range(12):
+        sizes = a if launch % 2 == 0 else b
+        _launch_flags(mem, sizes, 64, grid=rng.choice([3, 7, 16]), chunk=rng.choice([32, 97, 256]), rng=rng, log=log)
+        assert mem["gen"] == launch + 1
+    assert log
