@@ -1,7 +1,9 @@
 """GPU smoke test of the y_source="prepass" variant (issue 14p), before the properties: small
 problems, bit-identical to the fastest smem-decode variant (same operand values, same wgmma
-order), repeated launches (the grid barrier's counters go back to zero by themselves), and two
-streams at once (each its own workspace). Run under ``timeout``: a wrong grid barrier hangs.
+order), repeated launches (the grid barrier's counters go back to zero by themselves), two
+problems of one geometry launched alternately (one workspace: nothing of a launch may look
+ready to the next; prepass_sync="flags": the generations), and two streams at once (each its
+own workspace). Run under ``timeout``: a wrong grid barrier hangs.
 
     python3 -m ci.prepass_smoke [LABEL ...]
 
@@ -32,6 +34,24 @@ def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
             same = all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(got, want))
             print(f"case {i} rep {rep} {sizes[:2]}...: {'bit-identical' if same else 'DIFFERS'}", flush=True)
             bad += not same
+    # two problems of one geometry, launched alternately without a sync in between: one
+    # workspace for both, so a counter or (prepass_sync="flags") a readiness flag left looking
+    # ready by the previous launch would let a tile read the other problem's fp16 Y
+    da = oracle.make_inputs(cases[1], 21, device="cuda")
+    db = oracle.make_inputs(cases[1], 22, device="cuda")
+    wa = [c.clone() for c in hopper.custom_kernel(da, config=FASTEST_CONFIG)]
+    wb = [c.clone() for c in hopper.custom_kernel(db, config=FASTEST_CONFIG)]
+    torch.cuda.synchronize()
+    for rep in range(4):
+        for d in (da, db):
+            for g in d[0]:
+                g[2].fill_(float("nan"))
+        oa = hopper.custom_kernel(da, config=pre)
+        ob = hopper.custom_kernel(db, config=pre)
+        torch.cuda.synchronize()
+        same = all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(oa + ob, wa + wb))
+        print(f"alternating problems rep {rep}: {'bit-identical' if same else 'DIFFERS'}", flush=True)
+        bad += not same
     # two streams at once, two problems: each stream its own workspace
     d1 = oracle.make_inputs(cases[2], 7, device="cuda")
     d2 = oracle.make_inputs(cases[1], 8, device="cuda")

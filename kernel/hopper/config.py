@@ -59,6 +59,14 @@ XOperand = Literal["smem", "regs"]
 #                  ring of ``fp16_buffers`` buffers (its own full/empty mbarriers); the raw
 #                  stage holds X and its scales only. Swapped tiles with X in registers only.
 YSource = Literal["smem_decode", "prepass"]
+# How the tile loop learns that phase 1 wrote the fp16 Y it is about to TMA-load (issue 14,
+# ``y_source="prepass"`` with ``prepass_chunk`` > 0):
+#   "barrier": one grid-wide completion barrier after phase 1 (every CTA waits for ALL of Y);
+#   "flags":   phase 1 runs K-chunk-major (every Y block's first ``tile_k`` K first) and
+#              publishes one flag per (Y block of ``mma_n`` rows, ``tile_k`` K chunk) with a
+#              release; the producer acquire-waits on a box's flag before its TMA load, so a CTA
+#              waits only for the Y its next stages read (kernel.hopper.workspace: the flags)
+PrepassSync = Literal["barrier", "flags"]
 
 SMEM_CAPACITY_BYTES = 232448  # sm_90: 227 KiB of dynamic shared memory per block
 SMEM_ALIGN = 1024  # swizzle-128 operand buffers need 1024-byte alignment
@@ -134,6 +142,8 @@ class HopperConfig:
     # stages (raw X by TMA, X scales by bulk copy: neither depends on phase 1) before it waits
     # at phase 1's completion barrier, so the X ring is full when Y becomes readable
     prepass_x_early: bool = False
+    # issue 14 (experimental, y_source="prepass" with prepass_chunk > 0): see PrepassSync
+    prepass_sync: PrepassSync = "barrier"
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -248,6 +258,7 @@ class HopperConfig:
         sched += "_pre" if self.y_source == "prepass" else ""
         sched += f"c{self.prepass_chunk}" if self.prepass_chunk else ""
         sched += "x" if self.prepass_x_early else ""
+        sched += "f" if self.prepass_sync == "flags" else ""
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
@@ -313,6 +324,8 @@ def y_box_tx_bytes(config: HopperConfig) -> int:
 
 # ``y_source="prepass"``: the phase-1 claim word's broadcast slots (two int32) in shared memory
 PREPASS_SMEM_SLOT_BYTES = 8
+# ``prepass_sync="flags"``: one more 8-byte cell (the launch's generation, broadcast by thread 0)
+PREPASS_FLAGS_SLOT_BYTES = 8
 
 
 def dequant_buffer_bytes(config: HopperConfig) -> int:
@@ -334,6 +347,8 @@ def smem_bytes(config: HopperConfig) -> dict[str, int]:
         barriers += 2 * config.fp16_buffers * 8
     if config.y_source == "prepass":
         barriers += PREPASS_SMEM_SLOT_BYTES
+    if config.prepass_sync == "flags":
+        barriers += PREPASS_FLAGS_SLOT_BYTES
     raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
@@ -476,6 +491,10 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append("prepass_chunk and prepass_x_early are for y_source='prepass' only")
     elif config.prepass_x_early and not config.prepass_chunk:
         p.append("prepass_x_early is built on the prepass_chunk phase 1 (prepass_chunk > 0)")
+    if config.prepass_sync not in ("barrier", "flags"):
+        p.append(f"prepass_sync must be 'barrier' or 'flags', got {config.prepass_sync!r}")
+    elif config.prepass_sync == "flags" and (config.y_source != "prepass" or not config.prepass_chunk):
+        p.append("prepass_sync='flags' is for y_source='prepass' with the prepass_chunk phase 1 (prepass_chunk > 0)")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:
@@ -660,6 +679,20 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     HopperConfig(
         tile_m=64, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1, prepass_x_early=True,
+    ),
+    # issue 14 (experimental, session 4, not yet run on a GPU): the two prec1x prepass variants with
+    # per-(Y block, 256-K chunk) readiness flags instead of phase 1's grid barrier (prepass_sync):
+    # phase 1 K-chunk-major, the producer acquire-waits per Y block and K chunk, so a CTA's first
+    # stages wait only for the first K chunk of its own Y block (one-round shapes: bench3, bench4)
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1, prepass_x_early=True,
+        prepass_sync="flags",
+    ),
+    HopperConfig(
+        tile_m=64, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_source="prepass", fp16_buffers=16, prepass_chunk=1, prepass_x_early=True,
+        prepass_sync="flags",
     ),
 )
 

@@ -23,7 +23,10 @@ Warp roles, in warp order (``HopperConfig.threads``):
 CTA decodes the groups' Y rows (A, swapped) once into a global fp16 workspace
 (kernel/hopper/workspace.py: layout, and why its completion barrier cannot deadlock); the tile
 loop then has a 4-stage ring of raw X (+ scales) and a ring of fp16 Y boxes loaded by TMA, and
-the consumers decode only X (``produce_prepass`` / ``consume_x_regs_y_ring``).
+the consumers decode only X (``produce_prepass`` / ``consume_x_regs_y_ring``). With
+``prepass_sync="flags"`` (experimental) there is no completion barrier: phase 1 runs
+K-chunk-major and publishes a flag per (Y block, K chunk), and the producer acquire-waits on the
+flag of each K chunk before its Y boxes (``prepass_decode_flags`` / ``produce_prepass_flags``).
 
 Every copy's global address comes from the device tables (pointer table or tensor-map table),
 so changing group costs nothing. Rows past M (or N) only reach accumulator rows or columns that
@@ -60,6 +63,10 @@ from kernel.hopper.ptx import (
     store_y_global_item,
     tid_x_opaque,
     fence_proxy_async_global,
+    atom_add_acq_rel_gpu,
+    ld_relaxed_gpu_u32,
+    store_release_gpu,
+    wait_flags_ready,
     ld_shared_u32,
     st_shared_u32,
     store_relaxed_gpu,
@@ -86,6 +93,7 @@ SUB_K = cfgmod.DEQUANT_SUB_K
 from kernel.hopper.workspace import (  # noqa: E402
     CLAIM_WORD, DATA_OFFSET, DONE_WORD, ITEMS_PER_THREAD, PASSED_WORD, TENSOR_MAP_OFFSET,
 )
+from kernel.hopper.workspace import FLAG_CELL_BYTES, GEN_WORD  # noqa: E402
 
 
 class HopperNvfp4GroupedGemm:
@@ -151,6 +159,11 @@ class HopperNvfp4GroupedGemm:
         fp16_bar_count = 2 * config.fp16_buffers if self.split else 1
         if self.prepass:
             fp16_bar_count = 2 * config.fp16_buffers + 1
+        # prepass_sync="flags": phase 1 publishes per (Y block, K chunk) flags instead of the
+        # grid barrier; one more 8-byte cell broadcasts the launch's generation (claim slot 2)
+        self.prepass_flags = config.prepass_sync == "flags"
+        if self.prepass_flags:
+            fp16_bar_count += 1
 
         @cute.struct
         class SharedStorage:
@@ -432,7 +445,28 @@ class HopperNvfp4GroupedGemm:
         total = m_prefix[G]
         t_begin, t_end, t_step = self.tile_range(total)
 
-        if cutlass.const_expr(self.prepass and cfg.prepass_chunk):
+        if cutlass.const_expr(self.prepass_flags):
+            # ---------- issue 14: phase 1 K-chunk-major with readiness flags, then phase 2
+            ws = ws_ptr.toint()
+            claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
+            y_pipe = pipeline.PipelineTmaAsync.create(
+                barrier_storage=storage.fp16_bars.data_ptr(),
+                num_stages=self.fp16_buffers,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
+                tx_count=self.y_tx_bytes,
+                cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+            )
+            gen = self.prepass_decode_flags(tidx, m_sizes, m_ptrs, ws, claim_slots)
+            # no completion barrier: the producer waits per Y box on its flag, the consumers on
+            # the Y ring's full mbarriers as before
+            if warp_idx >= self.producer_warp:
+                self.produce_prepass_flags(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
+                                           t_begin, t_end, t_step, total, gen)
+            else:
+                self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+                                     t_begin, t_end, t_step, late_coords=cfg.consumer_warpgroups == 3)
+        elif cutlass.const_expr(self.prepass and cfg.prepass_chunk):
             # ------------------------- issue 14q: phase 1 with run-time chunks, then phase 2
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
@@ -1061,6 +1095,247 @@ class HopperNvfp4GroupedGemm:
                 if kt >= pre:
                     self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt)
                     state.advance()
+                for sb in cutlass.range_constexpr(self.n_sub):
+                    self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
+                    ystate.advance()  # here, in the loop's own body: the loop carries it
+            pre = cutlass.Int32(0)  # only the first tile's first stages went early
+        self.delay("producer", "tail", "before")
+        pipe.producer_tail(state)
+        y_pipe.producer_tail(ystate)
+
+    # ------------------------------------- prepass_sync="flags" (issue 14, experimental)
+    # Synchronization (kernel.hopper.workspace states the layout and the host's side):
+    # * writer: each phase-1 thread stores its items (generic proxy), then
+    #   fence.proxy.async.global (its generic writes ordered before later async-proxy reads,
+    #   what the grid barrier's writers do too), then the chunk's CTA barrier; per flag cell the
+    #   chunk touched one thread does fence.acq_rel.gpu + atom.add.acq_rel.gpu (cumulative over
+    #   the CTA's writes ordered before it by bar.sync, as the barrier's red.release), and the
+    #   add that completes the cell's count stores the flag with st.release.gpu (its acquire
+    #   made every other CTA's published writes of the cell happen before that release);
+    # * reader: the producer warp's lanes ld.acquire.gpu the flags, bar.warp.sync (memory
+    #   ordering among the warp's lanes), then fence.proxy.async.global before lane 0 issues the
+    #   TMA of the box: the barrier path's order (thread 0's acquire, bar.sync, the producer's
+    #   proxy fence, TMA), with the acquire per box instead of once per launch;
+    # * progress: the grid is at most one CTA per SM (the plan's grid <= SMs, and the kernel's
+    #   shared memory allows one CTA per SM), but even without co-residency no wait can block
+    #   forever: a CTA's producer spins only after the CTA's own phase 1 loop ended, i.e. after
+    #   it published every chunk it claimed and saw the claim counter past the last chunk; every
+    #   chunk was therefore claimed by a CTA that was running, and a running CTA publishes what
+    #   it claimed without waiting on any other CTA (only its own CTA barriers).
+    @cute.jit
+    def prepass_decode_flags(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
+                             ws: cutlass.Int64, slots: cutlass.Int32):
+        """Phase 1 of ``prepass_sync="flags"``, every thread of every CTA: ``prepass_decode_scaled``
+        with the items K-chunk-major (level = ``tile_k`` K, then workspace row, then the level's
+        sub-block; kernel.hopper.workspace) and, after each chunk's CTA barrier, the chunk's
+        flag cells published (``prepass_flag_publish``). Thread 0 reads the generation before its
+        first claim (broadcast with it through shared slot 2) and counts its CTA through the
+        passed word after its last claim; the last CTA through resets the claim and passed words
+        and advances the generation. Returns the generation."""
+        threads = self.threads
+        batch = cfgmod.PREPASS_BATCH
+        sbk = self.n_sub
+        G = self.num_groups
+        roffs = []
+        bstarts = []
+        ms = []
+        n_oks = []
+        rows = cutlass.Int32(0)
+        nblocks = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(G):
+            roffs.append(rows)
+            bstarts.append(nblocks)
+            m = m_sizes[s, 0]
+            ms.append(m)
+            n_ok = cutlass.Int32(1)
+            if m_sizes[s, 1] == 0:
+                n_ok = cutlass.Int32(0)
+            n_oks.append(n_ok)
+            rows = rows + m
+            nblocks = nblocks + (m + (self.mma_n - 1)) // self.mma_n
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        levels = kmax // self.config.tile_k
+        per_level = rows * sbk
+        items = per_level * levels
+        num_ctas, _, _ = cute.arch.grid_dim()
+        div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
+        chunk = (items + (div - 1)) // div
+        chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
+        chunk = cutlass.min(chunk, cutlass.Int32(threads * batch))
+        chunks = (items + (chunk - 1)) // chunk
+        pitch = cutlass.Int64(kmax * 2)
+        data = ws + DATA_OFFSET
+        flags = data + cutlass.Int64(rows) * pitch
+        gen_slot = slots + 8
+        if tidx == 0:
+            st_shared_u32(gen_slot, ld_relaxed_gpu_u32(ws + GEN_WORD))
+        it = cutlass.Int32(0)
+        c = self.prepass_claim(tidx, ws, slots, it)  # its CTA barrier also publishes gen_slot
+        gen = ld_shared_u32(gen_slot)
+        while c < chunks:
+            nxt = cutlass.Int32(0)
+            if tidx == 0:
+                # the next claim, in flight while this chunk is loaded and decoded
+                nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
+            first = c * chunk
+            end = cutlass.min(first + chunk, items)
+            loads = []
+            dsts = []
+            oks = []
+            for j in cutlass.range_constexpr(batch):
+                item = first + tidx + j * threads
+                lvl = item // per_level
+                rem = item - lvl * per_level
+                row = rem // sbk
+                sb = lvl * sbk + (rem - row * sbk)
+                sel_slot = cutlass.Int32(0)
+                sel_roff = cutlass.Int32(0)
+                sel_ok = cutlass.Int32(0)
+                for s in cutlass.range_constexpr(G):
+                    if row >= roffs[s]:
+                        sel_slot = cutlass.Int32(s)
+                        sel_roff = roffs[s]
+                        sel_ok = n_oks[s]
+                ksub = m_sizes[sel_slot, 2] // SUB_K
+                ok = cutlass.Int32(0)
+                if sb < ksub:
+                    ok = sel_ok
+                if item >= end:
+                    ok = cutlass.Int32(0)
+                # (slot-local row, sub-block) as the item of a group whose items start at 0
+                raw, sf, dst = self.prepass_run_addresses((row - sel_roff) * ksub + sb, sel_slot, cutlass.Int32(0),
+                                                            sel_roff, m_sizes, m_ptrs, data, pitch)
+                loads.append((raw, sf, ok))
+                dsts.append(dst)
+                oks.append(ok != 0)
+            words = load_y_global_items(loads)
+            for j in cutlass.range_constexpr(batch):
+                if oks[j]:
+                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+            # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
+            fence_proxy_async_global()
+            if tidx == 0:
+                st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
+            cute.arch.barrier()
+            self.prepass_flag_publish(tidx, first, end, per_level, nblocks, levels, roffs, bstarts, ms, flags, gen)
+            it = it + 1
+            c = ld_shared_u32(slots + (it % 2) * 4)
+        if tidx == 0:
+            # after this CTA's last claim (and its generation read): count it through phase 1
+            num_ctas_x, _, _ = cute.arch.grid_dim()
+            passed = atom_add_acq_rel_gpu(ws + PASSED_WORD, cutlass.Int32(1))
+            if passed == cutlass.Int32(num_ctas_x) - 1:
+                store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
+                store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+                store_relaxed_gpu(ws + GEN_WORD, gen + 1)
+        return gen
+
+    @cute.jit
+    def prepass_flag_order(self, item: cutlass.Int32, per_level: cutlass.Int32, nblocks: cutlass.Int32,
+                           roffs: list, bstarts: list):
+        """The flag cell of item ``item`` in item order: level x blocks + block."""
+        lvl = item // per_level
+        row = (item - lvl * per_level) // self.n_sub
+        block = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(self.num_groups):
+            if row >= roffs[s]:
+                block = bstarts[s] + (row - roffs[s]) // self.mma_n
+        return lvl * nblocks + block
+
+    @cute.jit
+    def prepass_flag_publish(self, tidx: cutlass.Int32, first: cutlass.Int32, end: cutlass.Int32,
+                             per_level: cutlass.Int32, nblocks: cutlass.Int32, levels: cutlass.Int32, roffs: list,
+                             bstarts: list, ms: list, flags: cutlass.Int64, gen: cutlass.Int32):
+        """After a chunk's CTA barrier: the flag cells its items ``first .. end - 1`` touched are
+        consecutive in item order; thread t takes cells t, t + threads, ... of them and adds the
+        chunk's items of the cell to its counter; the add that completes the cell's count (its
+        rows x the level's sub-blocks) sets the counter back to 0 and release-stores the flag =
+        ``gen`` + 1 (kernel.hopper.workspace.flag_cells_of_chunk: the same on the host)."""
+        sbk = self.n_sub
+        g_last = self.prepass_flag_order(end - 1, per_level, nblocks, roffs, bstarts)
+        g = self.prepass_flag_order(first, per_level, nblocks, roffs, bstarts) + tidx
+        while g <= g_last:
+            lvl = g // nblocks
+            b = g - lvl * nblocks
+            sel_roff = cutlass.Int32(0)
+            sel_b0 = cutlass.Int32(0)
+            sel_m = cutlass.Int32(0)
+            for s in cutlass.range_constexpr(self.num_groups):
+                if b >= bstarts[s]:
+                    sel_roff = roffs[s]
+                    sel_b0 = bstarts[s]
+                    sel_m = ms[s]
+            m0 = (b - sel_b0) * self.mma_n
+            lo = lvl * per_level + (sel_roff + m0) * sbk
+            hi = lvl * per_level + (sel_roff + cutlass.min(m0 + self.mma_n, sel_m)) * sbk
+            cnt = cutlass.min(end, hi) - cutlass.max(first, lo)
+            cell = flags + cutlass.Int64(b * levels + lvl) * FLAG_CELL_BYTES
+            old = atom_add_acq_rel_gpu(cell, cnt)
+            if old + cnt == hi - lo:
+                store_relaxed_gpu(cell, cutlass.Int32(0))  # no other add to it in this launch
+                store_release_gpu(cell + 4, gen + 1)
+            g = g + self.threads
+
+    @cute.jit
+    def produce_prepass_flags(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
+                              t_begin, t_end, t_step, total, gen):
+        """``prepass_sync="flags"``: ``produce_prepass_q`` without the completion barrier; before
+        the Y boxes of K chunk ``kt`` of a tile the warp waits for that chunk's flag of the
+        tile's Y block (``wait_flags_ready``: the lanes read the flags of chunks kt .. kt + 31 at
+        once, so a tile whose Y is all published costs one round trip). With ``prepass_x_early``
+        the first tile's X stages go first, as in ``produce_prepass_q``."""
+        cfg = self.config
+        lane = cute.arch.lane_idx()
+        tm_ws = ws + TENSOR_MAP_OFFSET
+        target = gen + 1
+        rows = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(self.num_groups):
+            rows = rows + m_sizes[s, 0]
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        levels = kmax // cfg.tile_k
+        flags = ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+        pre = cutlass.Int32(0)  # X stages of the first tile already issued
+        if cutlass.const_expr(cfg.prepass_x_early):
+            t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
+            slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
+            tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
+            if lane == 0:
+                tensormap_acquire(tm_f)
+            pre = cutlass.min(k_f // cfg.tile_k, cutlass.Int32(self.stages))
+            if t_begin >= t_end:
+                pre = cutlass.Int32(0)
+            for kt_f in range(pre):
+                self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
+                state.advance()
+        if lane == 0:
+            tensormap_acquire(tm_ws)
+        ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
+        for tile in range(t_begin, t_end, t_step):
+            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+            tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
+            y_row = self.row_offset(m_sizes, slot) + m0
+            block = cutlass.Int32(0)
+            for s in range(slot):
+                block = block + (m_sizes[s, 0] + (self.mma_n - 1)) // self.mma_n
+            block = block + m0 // self.mma_n
+            my_flag = flags + cutlass.Int64(block * levels + lane) * FLAG_CELL_BYTES + 4
+            k_tiles = k // cfg.tile_k
+            self.delay("producer", "tensormap", "before")
+            if lane == 0:
+                tensormap_acquire(tm_x)
+            self.delay("producer", "tensormap", "after")
+            ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
+            for kt in range(k_tiles):
+                if kt >= pre:
+                    self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt)
+                    state.advance()
+                if kt >= ready:
+                    # lane l: chunk kt + l; acquire, ballot, warp sync, proxy fence (ptx.py)
+                    ready = kt + wait_flags_ready(my_flag + cutlass.Int64(kt) * FLAG_CELL_BYTES,
+                                                  cutlass.Int32(kt + lane < k_tiles), target)
                 for sb in cutlass.range_constexpr(self.n_sub):
                     self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
                     ystate.advance()  # here, in the loop's own body: the loop carries it

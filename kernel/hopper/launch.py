@@ -101,7 +101,9 @@ class HopperHooks:
         barrier counters self-resetting); None for every other variant."""
         if config.y_source != "prepass":
             return None
-        return self.workspaces.get(workspace_geometry(plan.sizes), config.mma_n, stream, device)
+        flags = config.prepass_sync == "flags"  # and its readiness flag cells (workspace.py)
+        geom = workspace_geometry(plan.sizes, config.mma_n if flags else 0, config.tile_k)
+        return self.workspaces.get(geom, config.mma_n, stream, device)
 
     def aux_template(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors]):
         """The tensor maps of this shape signature with the addresses patched per problem

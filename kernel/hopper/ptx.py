@@ -637,3 +637,70 @@ def ld_shared_u32(addr: Int32, *, loc=None, ip=None) -> Int32:
 
     return _inline_asm_u32(1, "ld.shared.u32 $0, [$1];", "=r,r,~{memory}", _ir(loc, ip, (Int32, addr)),
                            loc=loc, ip=ip)[0]
+
+
+# ---- prepass_sync="flags" (issue 14): per (Y block, K chunk) readiness flags -------------------
+@dsl_user_op
+def ld_relaxed_gpu_u32(addr: Int64, *, loc=None, ip=None) -> Int32:
+    """``ld.relaxed.gpu`` of a global u32 (the workspace's generation word)."""
+
+    return _inline_asm_u32(1, "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", _ir(loc, ip, (Int64, addr)),
+                           loc=loc, ip=ip)[0]
+
+
+@dsl_user_op
+def atom_add_acq_rel_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> Int32:
+    """Publish this CTA's writes (ordered before by ``bar.sync``, as :func:`arrive_release_gpu`)
+    and add ``value`` to a global u32, acquiring the adds before it: ``fence.acq_rel.gpu`` then
+    ``atom.acq_rel.gpu``; returns the old value (who completes a count, and may reset it)."""
+
+    return _inline_asm_u32(1, "fence.acq_rel.gpu;\natom.add.acq_rel.gpu.global.u32 $0, [$1], $2;", "=r,l,r,~{memory}",
+                           _ir(loc, ip, (Int64, addr), (Int32, value)), loc=loc, ip=ip)[0]
+
+
+@dsl_user_op
+def store_release_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> None:
+    _inline_asm("st.release.gpu.global.u32 [$0], $1;", "l,r,~{memory}", _ir(loc, ip, (Int64, addr), (Int32, value)),
+                loc=loc, ip=ip)
+
+
+def wait_flags_asm() -> str:
+    """The producer warp's wait for readiness flags (all 32 lanes, warp-uniform control flow):
+    lane l reads the flag of K chunk ``kt + l`` (``$1``, when ``$2`` != 0) with ``ld.acquire.gpu``,
+    a ballot of ``flag - $3 >= 0`` (signed: wrap-safe generations) over the valid lanes; while
+    lane 0's chunk is not ready, ``nanosleep`` (32 ns doubling to 512) and read again. Returns the
+    number of consecutive ready chunks from ``kt`` (>= 1). Then ``bar.warp.sync`` (memory
+    ordering among the warp's lanes: every lane's acquire is ordered before lane 0's TMA) and
+    ``fence.proxy.async.global`` (the acquired generic writes -> this thread's async-proxy reads)."""
+    return (
+        "{\n.reg .u32 v, b, ns;\n.reg .s32 d;\n.reg .pred p, q;\n"
+        "setp.ne.u32 q, $2, 0;\n"
+        "mov.u32 ns, 32;\n"
+        "FLAGS_SPIN:\n"
+        "mov.u32 v, 0;\n"
+        "@q ld.acquire.gpu.global.u32 v, [$1];\n"
+        "sub.s32 d, v, $3;\n"
+        "setp.ge.and.s32 p, d, 0, q;\n"
+        "vote.sync.ballot.b32 b, p, 0xffffffff;\n"
+        "and.b32 v, b, 1;\n"
+        "setp.ne.u32 p, v, 0;\n"
+        "@p bra FLAGS_READY;\n"
+        "nanosleep.u32 ns;\n"
+        "shl.b32 ns, ns, 1;\n"
+        "min.u32 ns, ns, 512;\n"
+        "bra FLAGS_SPIN;\n"
+        "FLAGS_READY:\n"
+        "not.b32 b, b;\n"
+        "brev.b32 b, b;\n"
+        "clz.b32 $0, b;\n"
+        "bar.warp.sync 0xffffffff;\n"
+        "fence.proxy.async.global;\n}"
+    )
+
+
+@dsl_user_op
+def wait_flags_ready(addr: Int64, valid: Int32, target: Int32, *, loc=None, ip=None) -> Int32:
+    """See :func:`wait_flags_asm`: ``addr`` this lane's flag, ``valid`` != 0 when its chunk exists."""
+
+    return _inline_asm_u32(1, wait_flags_asm(), "=r,l,r,r,~{memory}",
+                           _ir(loc, ip, (Int64, addr), (Int32, valid), (Int32, target)), loc=loc, ip=ip)[0]

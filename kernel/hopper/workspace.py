@@ -33,7 +33,33 @@ So the barrier cannot deadlock even when the grid is not co-resident (another ke
 SMs, or a second launch on another stream); with the plan's grid (at most one CTA per SM, the
 kernel takes most of the shared memory) all CTAs are normally resident anyway.
 
-Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows),
+Readiness flags (issue 14, ``HopperConfig.prepass_sync="flags"``): no completion barrier.
+Phase 1's items are then ordered K-chunk-major: item i is (level, row, sub-block of the level)
+with the sub-block fastest, then the workspace row (all slots, in slot order), then the level
+(``tile_k`` K each); every group is treated as if its K were the largest K (items past a
+group's K, and the rows of slots with N == 0, are counted but decode nothing), so the first
+claimed chunks hold every Y block's first ``tile_k`` K. A flag cell is 8 bytes (u32 counter,
+u32 flag) per (Y block, level), at ``FLAGS`` = ``DATA_OFFSET + rows * pitch`` + 8 x (block x
+levels + level); Y block b is rows ``m0 .. m0 + box_rows - 1`` of one slot (``m0`` a multiple of
+``box_rows``, the blocks numbered in slot order). After a chunk's CTA barrier, per block-level
+the chunk touched, one thread adds the chunk's items of it to the counter (acq_rel); the add
+that completes the cell's count sets the counter back to 0 (no other add to it this launch)
+and stores the flag = this launch's generation + 1 with a release. The generation is the u32
+``GEN_WORD``: thread 0 of each CTA reads it before its first claim; each CTA's thread 0 counts
+itself through ``PASSED_WORD`` (acq_rel) after its last claim, and the last one through sets
+``CLAIM_WORD`` and ``PASSED_WORD`` back to 0 and ``GEN_WORD`` to generation + 1 (every CTA has
+read the generation and made its last claim before it counted through). So a flag of an
+earlier launch is <= the current generation and reads as not ready (compared as a signed
+difference, wrap-safe): no host reset per launch. The producer warp waits on the cells of its
+tile's Y block (one lane per level, ``ld.acquire.gpu``, a ballot, nanosleep backoff) before the
+TMA load of a level's boxes. Deadlock freedom is the barrier's argument: a CTA waits only after
+its own phase 1 (every chunk it claimed decoded and published), and it leaves phase 1 only when
+every chunk has been claimed, by running CTAs, which publish them without waiting on anyone.
+The flag cells are zeroed with the header when the workspace is made (a graph that captured
+the allocation replays both, so the generation and the flags go back to 0 together).
+
+Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows,
+flag cells),
 allocated on that stream (so the allocator never hands its memory to another stream's work
 while a launch may still read it), its header written by a copy on that stream. Launches on
 one stream run one after the other, so they may share it; a launch on another stream gets its
@@ -49,6 +75,8 @@ from typing import Callable, Sequence
 CLAIM_WORD = 0
 DONE_WORD = 4
 PASSED_WORD = 8
+GEN_WORD = 12  # prepass_sync="flags": launches whose phase 1 completed (the flags' generation)
+FLAG_CELL_BYTES = 8  # prepass_sync="flags": u32 counter, u32 flag per (Y block, level)
 TENSOR_MAP_OFFSET = 128
 DATA_OFFSET = 256
 ITEM_K = 64  # K elements of one item (one 128-byte fp16 run, one wgmma sub-block)
@@ -66,30 +94,83 @@ class Geometry:
     pitch: int  # bytes per row: 2 x max K
     row_offsets: tuple[int, ...]  # per slot
     items: int  # phase 1's items
+    flag_cells: int = 0  # prepass_sync="flags": Y blocks x levels (0: the grid barrier)
 
     @property
     def data_bytes(self) -> int:
         return self.rows * self.pitch
 
     @property
-    def nbytes(self) -> int:
+    def flags_offset(self) -> int:
+        """Byte offset of the flag cells (prepass_sync="flags"): right after the data rows."""
         return DATA_OFFSET + self.data_bytes
+
+    @property
+    def nbytes(self) -> int:
+        return DATA_OFFSET + self.data_bytes + FLAG_CELL_BYTES * self.flag_cells
 
     def chunks(self, threads: int) -> int:
         per = threads * ITEMS_PER_THREAD
         return -(-self.items // per)
 
 
-def geometry(sizes: Sequence[Sequence[int]]) -> Geometry:
-    """``sizes``: (m, n, k, l) per slot (``LaunchPlan.sizes``)."""
+def geometry(sizes: Sequence[Sequence[int]], box_rows: int = 0, tile_k: int = 256) -> Geometry:
+    """``sizes``: (m, n, k, l) per slot (``LaunchPlan.sizes``). ``box_rows`` > 0: the
+    ``prepass_sync="flags"`` layout (the Y blocks of ``box_rows`` rows x ``tile_k`` levels of
+    flag cells, and the K-chunk-major items: every row x the largest K)."""
     offsets, rows, items = [], 0, 0
     for m, n, _k, *_ in sizes:
         offsets.append(rows)
         rows += m
         if n > 0:
             items += m * (_k // ITEM_K)
-    pitch = 2 * max((s[2] for s in sizes), default=0)
-    return Geometry(rows, pitch, tuple(offsets), items)
+    kmax = max((s[2] for s in sizes), default=0)
+    pitch = 2 * kmax
+    if not box_rows:
+        return Geometry(rows, pitch, tuple(offsets), items)
+    blocks = sum(-(-m // box_rows) for m, *_ in sizes)
+    return Geometry(rows, pitch, tuple(offsets), rows * (kmax // ITEM_K), blocks * (kmax // tile_k))
+
+
+def flag_item_location(sizes: Sequence[Sequence[int]], item: int, tile_k: int = 256) -> tuple[int, int, int] | None:
+    """``prepass_sync="flags"``: item -> (slot, row inside the group, sub-block), or None for an
+    item that decodes nothing (past its group's K, or a row of a slot with N == 0); the
+    device's mapping (kernel.hopper.kernel, prepass_decode_flags), on the host."""
+    g = geometry(sizes, 1, tile_k)
+    sbk = tile_k // ITEM_K
+    per_level = g.rows * sbk
+    level, rem = divmod(item, per_level)
+    row, sub = divmod(rem, sbk)
+    slot = max(s for s in range(len(sizes)) if g.row_offsets[s] <= row)
+    m, n, k, *_ = sizes[slot]
+    sb = level * sbk + sub
+    if n == 0 or sb >= k // ITEM_K:
+        return None
+    return slot, row - g.row_offsets[slot], sb
+
+
+def flag_cells_of_chunk(sizes: Sequence[Sequence[int]], box_rows: int, first: int, end: int,
+                        tile_k: int = 256) -> dict[tuple[int, int], tuple[int, int]]:
+    """``prepass_sync="flags"``, on the host (what each chunk publishes on the device):
+    items ``first .. end - 1`` (K-chunk-major) -> {(block, level): (items of the chunk in that
+    cell, the cell's target count)}."""
+    g = geometry(sizes, box_rows, tile_k)
+    sbk = tile_k // ITEM_K
+    per_level = g.rows * sbk
+    starts, b = [], 0
+    for m, *_ in sizes:
+        starts.append(b)
+        b += -(-m // box_rows)
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for item in range(first, end):
+        level, row = item // per_level, (item % per_level) // sbk
+        slot = max(s for s in range(len(sizes)) if g.row_offsets[s] <= row)
+        m0 = (row - g.row_offsets[slot]) // box_rows * box_rows
+        block = starts[slot] + m0 // box_rows
+        target = (min(m0 + box_rows, sizes[slot][0]) - m0) * sbk
+        n, _ = out.get((block, level), (0, target))
+        out[(block, level)] = (n + 1, target)
+    return out
 
 
 def item_location(sizes: Sequence[Sequence[int]], item: int) -> tuple[int, int, int]:
@@ -133,7 +214,7 @@ def rows_map(workspace_address: int, geom: Geometry, box_rows: int):
 
 
 class WorkspacePool:
-    """Workspaces keyed by (device, stream handle, rows, pitch, box rows); see the module
+    """Workspaces keyed by (device, stream handle, rows, pitch, box rows, flag cells); see the module
     docstring. A workspace is allocated zeroed with its tensor map written in, once; evicted
     ones stay alive as long as some launch arguments hold them."""
 
@@ -146,7 +227,7 @@ class WorkspacePool:
         self._arena, self._arena_next, self._arenas = None, 0, []
 
     def get(self, geom: Geometry, box_rows: int, stream: int, device):
-        key = (str(device), stream, geom.rows, geom.pitch, box_rows)
+        key = (str(device), stream, geom.rows, geom.pitch, box_rows, geom.flag_cells)
         return self._lru.get(key, lambda: self._allocate(geom, box_rows, stream, device))
 
     def _allocate(self, geom: Geometry, box_rows: int, stream: int, device):
@@ -155,7 +236,8 @@ class WorkspacePool:
         launch on that stream without a host wait, and works inside a CUDA graph capture (the
         copy is then a graph node, replayed before the kernel; profiling.timing captures on a
         stream of its own, so its first launch there makes the workspace). The data rows are
-        not initialized: phase 1 writes every row that a stored column reads."""
+        not initialized: phase 1 writes every row that a stored column reads. The flag cells
+        (``prepass_sync="flags"``) are zeroed right after the header, on the same stream."""
         import numpy as np
         import torch
 
@@ -168,6 +250,7 @@ class WorkspacePool:
             tmap = (self._encoder or encode)(rows_map(ws.data_ptr(), geom, box_rows))
             header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
             ws[:DATA_OFFSET].copy_(torch.from_numpy(header))
+            ws[geom.flags_offset:].zero_()
             return ws
         target = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=device)
         staged = self._header_slot()
@@ -177,6 +260,8 @@ class WorkspacePool:
             header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
             staged.numpy()[:] = header
             ws[:DATA_OFFSET].copy_(staged, non_blocking=True)
+            if geom.flag_cells:
+                ws[geom.flags_offset:].zero_()
         return ws
 
     def _header_slot(self):

@@ -118,7 +118,7 @@ def test_prepass_variant_sass_structure(tmp_path):
     assert waits and all(int(w.split(",")[-1].strip().rstrip(";"), 16) <= 1 for w in waits), waits
 
 
-@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.prepass_chunk])
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.prepass_chunk and c.prepass_sync == "barrier"])
 def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     """Issue 14q (experimental): the run-time-chunk phase 1 issues every item's loads of a chunk
     (PREPASS_BATCH items x two 128-bit loads and one scale word, predicated) before its
@@ -147,3 +147,50 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     assert bool(early) == config.prepass_x_early, early
     if config.prepass_x_early:
         assert {o.split(".")[0] for o in early} == {"UTMALDG", "UBLKCP"}
+
+
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.prepass_sync == "flags"])
+def test_prepass_flags_variant_sass_structure(label, tmp_path):
+    """Issue 14 (session 4, prepass_sync="flags"): no grid barrier (no release add, no spin
+    before a CTA barrier); phase 1 publishes its flag cells with a fenced acq_rel add and a
+    release store (MEMBAR.GPU before the strong store), and counts the CTA through with a
+    fourth atomic; the producer's flag wait (strong GPU loads, a ballot, nanosleep) and then
+    the generic -> async proxy fence come before the first Y TMA box and after the early X
+    stages; no CTA barrier after phase 1; 16 HGMMAs, 0 spills. Its barrier twin keeps the
+    grid barrier (its release add) and has none of the flag wait."""
+    import dataclasses
+
+    config = next(c for c in STATIC_MATRIX if c.label == label)
+    ins = _kernel_without_spills(config, tmp_path)
+    ops = [i.opcode for i in ins]
+
+    def at(prefix):
+        return [n for n, o in enumerate(ops) if o.startswith(prefix)]
+
+    assert len(at("HGMMA")) == 16
+    assert not at("REDG"), "a grid barrier's release add in the flags build"
+    # claim, next claim, the flag cell's acq_rel add, the CTA's count through phase 1
+    assert len(at("ATOMG.E.ADD.STRONG.GPU")) == 4
+    # the first add of a flag cell is fenced (fence.acq_rel.gpu), the flag store released
+    first_cell_add = at("ATOMG.E.ADD.STRONG.GPU")[2]
+    assert "MEMBAR.ALL.GPU" in ops[first_cell_add - 6:first_cell_add]
+    releases = [n for n in at("STG.E.STRONG.GPU") if "MEMBAR.ALL.GPU" in ops[n - 4:n]]
+    assert releases and releases[0] > first_cell_add
+    bars = at("BAR.")
+    assert max(bars) < first_cell_add, "a CTA barrier after phase 1"
+    # the producer: flag loads (strong, GPU scope), ballot, backoff, then the proxy fence
+    waits = [n for n in at("LDG.E.STRONG.GPU") if n > max(bars)]
+    assert len(waits) >= 1 and at("VOTE.ANY") and at("NANOSLEEP")
+    fence = [n for n in at("FENCE.VIEW.ASYNC.G") if n > waits[0]]
+    y_boxes = [n for n in at("UTMALDG") if n > fence[0]]
+    assert fence and len(y_boxes) >= 4
+    ballot = [n for n in at("VOTE.ANY") if waits[0] < n < fence[0]]
+    assert ballot
+    # the early X stages (TMA box and scale bulk copy) come before the first flag wait
+    early = {ops[n].split(".")[0] for n in range(max(bars), waits[0]) if ops[n].startswith(("UTMALDG", "UBLKCP"))}
+    assert early == ({"UTMALDG", "UBLKCP"} if config.prepass_x_early else set()), early
+    # the writers' own proxy fence stays in phase 1 (before the chunk's CTA barrier)
+    assert any(n < max(bars) for n in at("FENCE.VIEW.ASYNC.G"))
+    twin = _kernel_without_spills(dataclasses.replace(config, prepass_sync="barrier"), tmp_path / "twin")
+    twin_ops = [i.opcode for i in twin]
+    assert sum(o.startswith("REDG") for o in twin_ops) == 1 and not any(o.startswith("VOTE.ANY") for o in twin_ops)

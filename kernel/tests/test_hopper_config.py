@@ -369,3 +369,48 @@ def test_prepass_chunk_and_early_x_rules_and_labels():
     assert smem_bytes(wide)["total"] == 220344
     assert any("shared memory" in p for p in config_problems(HopperConfig(**dict(_PRE, tile_n=192, consumer_warpgroups=3,
                                                                                    prepass_chunk=1))))
+
+
+def test_prepass_flags_rules_labels_and_smem():
+    """Issue 14 (session 4): prepass_sync="flags" (per Y block x K chunk readiness flags instead
+    of phase 1's grid barrier) is a prepass_chunk-only axis, off by default (every earlier
+    label unchanged), labelled with an "f" after the prepass suffix, and takes one more 8-byte
+    shared cell (the generation broadcast)."""
+    from kernel.hopper.config import PREPASS_FLAGS_SLOT_BYTES, PRODUCTION_VARIANTS
+
+    q = HopperConfig(**dict(_PRE, prepass_chunk=1, prepass_x_early=True))
+    f = HopperConfig(**dict(_PRE, prepass_chunk=1, prepass_x_early=True, prepass_sync="flags"))
+    assert config_problems(f) == [] and f.label == q.label + "f" == "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xf"
+    assert HopperConfig(**dict(_PRE, prepass_chunk=1, prepass_sync="flags")).label.endswith("_prec1f")
+    assert smem_bytes(f)["total"] == smem_bytes(q)["total"] + PREPASS_FLAGS_SLOT_BYTES
+    assert smem_bytes(f)["barriers"] == smem_bytes(q)["barriers"] + 8
+    for bad, words in [
+        (dict(_PRE, prepass_sync="flags"), "prepass_chunk phase 1"),
+        (dict(_RS, prepass_sync="flags"), "prepass_chunk phase 1"),
+        (dict(_PRE, prepass_chunk=1, prepass_sync="grid"), "prepass_sync must be 'barrier' or 'flags'"),
+    ]:
+        problems = config_problems(HopperConfig(**bad))
+        assert any(words in p for p in problems), (bad, problems)
+    assert HopperConfig().prepass_sync == "barrier"
+    assert all(c.prepass_sync == "barrier" for c in PRODUCTION_VARIANTS)
+    assert sum(c.label.endswith("f") for c in DECLARED_VARIANTS) == sum(c.prepass_sync == "flags" for c in DECLARED_VARIANTS)
+
+
+def test_prepass_flags_declared_variants():
+    """The flags path is declared on the two prepass tiles the brief names: the 128-row Y tile
+    with 8 Y buffers and the 64-row Y tile with 16, both prec1x (run-time chunks, early X); each
+    is its barrier twin (declared too) with prepass_sync="flags" only, and fits shared memory."""
+    import dataclasses
+
+    from kernel.hopper.config import EXPERIMENTAL_VARIANTS
+
+    flags = [c for c in DECLARED_VARIANTS if c.prepass_sync == "flags"]
+    assert [c.label for c in flags] == [
+        "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xf",
+        "h90_m64n128k256_s4_wg2_b16_swap_fp16_tma_prmt_rs_prec1xf",
+    ]
+    for c in flags:
+        assert c in EXPERIMENTAL_VARIANTS and config_problems(c) == []
+        assert dataclasses.replace(c, prepass_sync="barrier") in DECLARED_VARIANTS
+        assert smem_bytes(c)["total"] <= SMEM_CAPACITY_BYTES
+    assert len({c.label for c in DECLARED_VARIANTS}) == len(DECLARED_VARIANTS)

@@ -199,3 +199,185 @@ def test_hook_gives_a_workspace_to_prepass_variants_only(monkeypatch):
     assert ws is hooks.workspace(PRE, plan, 1, torch.device("cpu"))
     assert ws is not hooks.workspace(PRE, plan, 2, torch.device("cpu"))
     assert ws.numel() == W.geometry(plan.sizes).nbytes
+
+
+# ---- prepass_sync="flags" (issue 14, session 4): per (Y block, K chunk) readiness flags ------
+FLAGS = [c for c in DECLARED_VARIANTS if c.prepass_sync == "flags"]
+
+
+def _device_publish(sizes, box_rows, first, end, tile_k=256):
+    """The device's publish arithmetic (kernel.hopper.kernel, prepass_flag_order and
+    prepass_flag_publish), line by line in Python: {(block, level): (count added, target)}."""
+    sbk = tile_k // 64
+    m = [s[0] for s in sizes]
+    roffs = [sum(m[:s]) for s in range(len(m))]
+    bstarts = [sum(-(-x // box_rows) for x in m[:s]) for s in range(len(m))]
+    rows, nblocks = sum(m), sum(-(-x // box_rows) for x in m)
+    per_level = rows * sbk
+
+    def order(item):
+        lvl = item // per_level
+        row = (item - lvl * per_level) // sbk
+        block = 0
+        for s in range(len(m)):
+            if row >= roffs[s]:
+                block = bstarts[s] + (row - roffs[s]) // box_rows
+        return lvl * nblocks + block
+
+    out = {}
+    for g in range(order(first), order(end - 1) + 1):  # threads t = 0, 1, ... of the chunk
+        lvl, b = divmod(g, nblocks)
+        sel = max(s for s in range(len(m)) if b >= bstarts[s])
+        m0 = (b - bstarts[sel]) * box_rows
+        lo = lvl * per_level + (roffs[sel] + m0) * sbk
+        hi = lvl * per_level + (roffs[sel] + min(m0 + box_rows, m[sel])) * sbk
+        out[(b, lvl)] = (min(end, hi) - max(first, lo), hi - lo)
+    return out
+
+
+@pytest.mark.parametrize("box_rows", [64, 128])
+@pytest.mark.parametrize("chunk", [32, 249, 1152])
+def test_flag_cells_complete_exactly_once_per_launch(box_rows, chunk):
+    """Every (Y block, level) cell gets exactly its target count over the chunks of a launch
+    (so exactly one add completes it, resets its counter and releases its flag), every chunk's
+    adds are positive and the device's range arithmetic equals the brute-force count."""
+    sizes = [tuple(s) for s in SIZES] + [(0, 128, 512, 1), (192, 128, 512, 1)]
+    g = W.geometry(sizes, box_rows)
+    kmax = max(s[2] for s in sizes)
+    assert g.flag_cells == sum(-(-s[0] // box_rows) for s in sizes) * (kmax // 256)
+    assert g.items == g.rows * kmax // 64
+    total = {}
+    for first in range(0, g.items, chunk):
+        end = min(first + chunk, g.items)
+        brute = W.flag_cells_of_chunk(sizes, box_rows, first, end)
+        assert _device_publish(sizes, box_rows, first, end) == brute
+        for cell, (n, target) in brute.items():
+            assert n > 0
+            done, t = total.get(cell, (0, target))
+            assert t == target
+            total[cell] = (done + n, target)
+    assert len(total) == g.flag_cells
+    assert all(done == target > 0 for done, target in total.values())
+    blocks = g.flag_cells // (kmax // 256)
+    assert {cell for cell in total} == {(b, lvl) for b in range(blocks) for lvl in range(kmax // 256)}
+
+
+def test_flag_items_are_k_chunk_major_and_cover_every_item_once():
+    """The K-chunk-major items decode each (slot with N > 0, row, sub-block) of the barrier
+    order exactly once; every item of level 0 (the first 256 K of every row) comes before any
+    item of level 1, so the first claimed chunks make every Y block's first K chunk ready."""
+    sizes = [tuple(s) for s in SIZES]
+    g = W.geometry(sizes, 128)
+    decoded = [W.flag_item_location(sizes, i) for i in range(g.items)]
+    valid = [d for d in decoded if d is not None]
+    expect = [W.item_location(sizes, i) for i in range(W.geometry(sizes).items)]
+    assert sorted(valid) == sorted(expect) and len(set(valid)) == len(valid)
+    levels = [i // (g.rows * 4) for i in range(g.items)]
+    assert all(d[2] // 4 == lvl for d, lvl in zip(decoded, levels) if d is not None)
+    assert levels == sorted(levels)
+
+
+def test_flags_workspace_layout_and_pool():
+    """The flag cells sit right after the data rows (outside the TMA map), 8 bytes each, zeroed
+    at allocation with the header (generation 0: no flag is ready); the pool keys the cell
+    count, so the barrier and the flags layouts of one geometry are different workspaces."""
+    assert W.CLAIM_WORD < W.DONE_WORD < W.PASSED_WORD < W.GEN_WORD < W.TENSOR_MAP_OFFSET
+    assert W.FLAG_CELL_BYTES == 8
+    sizes = _plan().sizes
+    g, gf = W.geometry(sizes), W.geometry(sizes, 128)
+    assert (gf.rows, gf.pitch, gf.row_offsets) == (g.rows, g.pitch, g.row_offsets) and g.flag_cells == 0
+    assert gf.flags_offset == W.DATA_OFFSET + g.rows * g.pitch and gf.nbytes == gf.flags_offset + 8 * gf.flag_cells
+    pool = W.WorkspacePool(encoder=lambda rm: bytes(128))
+    a = pool.get(g, 128, stream=7, device=torch.device("cpu"))
+    f = pool.get(gf, 128, stream=7, device=torch.device("cpu"))
+    assert f is not a and f.numel() == gf.nbytes
+    assert not f[:W.TENSOR_MAP_OFFSET].any() and not f[gf.flags_offset:].any()
+
+
+def test_hook_gives_flags_variants_the_flags_layout(monkeypatch):
+    import importlib
+
+    launch = importlib.import_module("kernel.hopper.launch")
+    hooks = launch.HopperHooks()
+    monkeypatch.setattr(hooks.workspaces, "_encoder", lambda rm: bytes(128))
+    for config in FLAGS:
+        plan = make_plan(SIZES, tile_m=config.tile_m, tile_n=config.tile_n, tile_k=config.tile_k, max_ctas=132)
+        ws = hooks.workspace(config, plan, 1, torch.device("cpu"))
+        assert ws.numel() == W.geometry(plan.sizes, config.mma_n, config.tile_k).nbytes
+        assert ws.numel() > W.geometry(plan.sizes).nbytes
+
+
+def _launch_flags(mem, sizes, box_rows, grid, chunk, rng, log):
+    """One launch of the flags protocol (kernel.hopper.workspace, "Readiness flags"), CTAs and
+    producers interleaved at random: each CTA reads the generation, claims chunks until one is
+    past the end (decoding and publishing each), counts itself through; its producer then waits
+    on the cells of one random Y block. Every time a producer sees a flag ready, the cell's items
+    must have been decoded in this launch (``log``: the cells that were)."""
+    g = W.geometry(sizes, box_rows)
+    levels = max(s[2] for s in sizes) // 256
+    chunks = -(-g.items // chunk)
+    done_cells = set()
+
+    def cta():
+        gen = mem["gen"]
+        yield
+        while True:
+            c = mem["claim"]
+            mem["claim"] += 1
+            yield
+            if c >= chunks:
+                break
+            first, end = c * chunk, min(c * chunk + chunk, g.items)
+            for cell, (n, target) in W.flag_cells_of_chunk(sizes, box_rows, first, end).items():
+                mem["decoded"][cell] = mem["decoded"].get(cell, 0) + n  # the chunk's stores
+                yield
+                old = mem["counter"].get(cell, 0)
+                mem["counter"][cell] = old + n
+                if old + n == target:
+                    assert mem["decoded"][cell] == target
+                    mem["counter"][cell] = 0
+                    done_cells.add(cell)
+                    mem["flag"][cell] = gen + 1
+                yield
+        passed = mem["passed"]
+        mem["passed"] += 1
+        if passed == grid - 1:
+            mem["claim"], mem["passed"], mem["gen"] = 0, 0, gen + 1
+        yield
+        blocks = g.flag_cells // levels
+        block = rng.randrange(blocks)
+        for lvl in range(levels):
+            while mem["flag"].get((block, lvl), 0) - (gen + 1) < 0:
+                yield  # spin
+            assert (block, lvl) in done_cells, "a flag of an earlier launch read as ready"
+            log.append((block, lvl))
+
+    running = [cta() for _ in range(grid)]
+    while running:
+        it = rng.choice(running)
+        try:
+            next(it)
+        except StopIteration:
+            running.remove(it)
+    assert mem["claim"] == mem["passed"] == 0 and not any(mem["counter"].values())
+    mem["decoded"].clear()  # the next launch decodes again
+
+
+def test_flags_protocol_over_repeated_launches_and_geometries():
+    """Repeated launches on one workspace, with two geometries sharing its flag cells (the cell
+    of a (block, level) means another Y block in the other geometry): the generation advances once
+    per launch, the counters are back to 0 after each, every flag a producer accepts was
+    published by its own launch (never one of an earlier launch), and nothing hangs."""
+    import random
+
+    rng = random.Random(14)
+    mem = {"claim": 0, "passed": 0, "gen": 0, "counter": {}, "flag": {}, "decoded": {}}
+    a = [(100, 512, 512, 1), (130, 256, 1024, 1), (7, 0, 256, 1)]
+    b = [(230, 512, 1024, 1), (7, 128, 256, 1)]  # same rows and pitch as a, other blocks
+    assert (W.geometry(a, 64).rows, W.geometry(a, 64).pitch) == (W.geometry(b, 64).rows, W.geometry(b, 64).pitch)
+    log = []
+    for launch in range(12):
+        sizes = a if launch % 2 == 0 else b
+        _launch_flags(mem, sizes, 64, grid=rng.choice([3, 7, 16]), chunk=rng.choice([32, 97, 256]), rng=rng, log=log)
+        assert mem["gen"] == launch + 1
+    assert log
