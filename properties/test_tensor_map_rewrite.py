@@ -37,7 +37,7 @@ import pytest
 pytestmark = pytest.mark.properties
 
 ROUNDS = 8
-SIZES = [(200, 256, 512, 1), (96, 384, 512, 1), (130, 128, 256, 1)]
+SIZES = [(80, 512, 512, 1), (0, 512, 512, 1), (200, 384, 512, 1)]  # as test_seen_shape_launches_on_the_gpu_match_the_oracle
 TIMEOUT_S = float(os.environ.get("NVFP4_MAP_REWRITE_TIMEOUT", "150"))
 
 

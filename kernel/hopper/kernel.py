@@ -639,12 +639,12 @@ class HopperNvfp4GroupedGemm:
                         self.delay("consumer", "wait", "after")
                         stage = raw_base + state.index * self.raw_stage_bytes
                         for sb in cutlass.range_constexpr(self.n_sub):
-                            self.delay("consumer", "decode", "before")
                             buf = sb % 2
                             if cutlass.const_expr(self.fp16_buffers == 3):
                                 buf = fp16_buf.index
                             if cutlass.const_expr(self.y_per_wg):
                                 buf = ybuf0 + sb % 2  # this warpgroup's ring
+                            self.delay("consumer", "decode", "before")
                             if cutlass.const_expr(self.x_in_regs):
                                 x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
                                 if cutlass.const_expr(self.ablates("y_dequant")):

@@ -10,6 +10,10 @@
 * the run-time build keeps production's wgmma waits (ptxas serializes nothing) in the variants
   where it once did not, and in the run-time builds of the catalog's wgmma-wait mutants
   (``NVFP4_SASS_ALL_VARIANTS=1``: every declared variant, about 2 minutes here);
+* the consumers' ``decode`` site (a register delay plus the seed's warp skew) sits between the
+  barrier that ends a sub-block and the next dequant's first shared read, in the delays build
+  only; in the build of the missing-publish-barrier mutant a raw-stage poison store follows it
+  before any barrier (what the skew exposes);
 * every poison store sits where the protocol hands the region back (profiling.poison_sites): after
   a barrier or an mbarrier wait with no shared read in between, and before the release (a barrier,
   an mbarrier arrive) or, on the producer side, before the fenced async copy that refills it.
