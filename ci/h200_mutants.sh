@@ -12,7 +12,9 @@
 #   MODES=plain,perturbed,sanitizer   which verdicts the concurrency mutants get
 #   BUDGET=510 JOBS=8 TIMEOUT=200 OUT=out/mutants
 #   EXAMPLES=N      at most N examples per property per run (default: the ci profile's 50)
-# Each concurrency mutant: one pytest process for its plain and perturbed verdicts (the perturbed
+# Each concurrency mutant: one pytest process for its plain and perturbed verdicts (the plain one
+# includes properties/test_tensor_map_rewrite.py on TMA variants: maps rewritten in place between
+# back-to-back launches, a subprocess of ~10-20 s; the perturbed
 # property runs one run-time perturbed build per group count: every seed's delay table is data),
 # then, only if neither property caught it, one task per sanitizer tool (memcheck, racecheck,
 # synccheck over 2 fixed 3-group cases), queued ahead of the value mutants (the longest runs

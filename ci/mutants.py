@@ -468,6 +468,16 @@ _SYNC_EDITS = (
      "                    warpgroup.fence()\n                    for kt in range(k_tiles):",
      "                    acc.fill(0.0)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
      "                    for kt in range(k_tiles):", ("default", "rs")),
+    # the same bug as no_acc_reset_fence (no wgmma fence between the accumulator reset and the
+    # tile's first wgmma), written as the fence moved above the reset: the cubin is production's
+    # instruction for instruction (EQUIVALENT), the proof that ptxas orders the reset itself
+    ("acc_reset_after_fence", "accumulator reset after the wgmma fence instead of before it (no fence "
+     "between the reset and the tile's first wgmma)", _K,
+     "                    acc.fill(0.0)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
+     "                    warpgroup.fence()\n                    for kt in range(k_tiles):",
+     "                    warpgroup.fence()\n                    acc.fill(0.0)\n"
+     "                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n                    for kt in range(k_tiles):",
+     ("default", "rs")),
     ("empty_count_short_cp_async", "wrong arrive count: the cp.async pipeline's empty barrier "
      "completes one warp early (the producer refills a stage a warp still reads)", _K,
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.dequant_threads),",
@@ -613,6 +623,24 @@ EQUIVALENT = {
         "variant's SASS is identical instruction by instruction (ptxas orders the fragment "
         "registers before HGMMA itself; python -m ci.mutation_runner --section=sync --sass-equivalence)"
     ),
+    "hopper_sync_acc_reset_after_fence__default": (
+        "cubin unchanged: with the wgmma fence moved above the accumulator reset (acc.fill(0) and the "
+        "accumulate flag now follow it, nothing fences them before the tile's first wgmma) the variant's "
+        "SASS is production's instruction by instruction (ptxas puts its own WARPGROUP.ARRIVE between "
+        "the CS2R zeroing and the first HGMMA; python -m ci.sass_identity on a copy with the edit: "
+        "h90_m128n128k256_s3_wg1_fp16 3640 and ..._tma_prmt_rs 2456 instructions, identical, as are the "
+        "other 21 m128 variants). The same bug as hopper_sync_no_acc_reset_fence__*, whose SASS differs "
+        "only in where the explicit fence's ARRIVE sits"
+    ),
+    "hopper_sync_acc_reset_after_fence__rs": (
+        "cubin unchanged: with the wgmma fence moved above the accumulator reset (acc.fill(0) and the "
+        "accumulate flag now follow it, nothing fences them before the tile's first wgmma) the variant's "
+        "SASS is production's instruction by instruction (ptxas puts its own WARPGROUP.ARRIVE between "
+        "the CS2R zeroing and the first HGMMA; python -m ci.sass_identity on a copy with the edit: "
+        "h90_m128n128k256_s3_wg1_fp16 3640 and ..._tma_prmt_rs 2456 instructions, identical, as are the "
+        "other 21 m128 variants). The same bug as hopper_sync_no_acc_reset_fence__*, whose SASS differs "
+        "only in where the explicit fence's ARRIVE sits"
+    ),
 }
 
 
@@ -624,12 +652,14 @@ UNOBSERVABLE = {
     "hopper_sync_no_acc_reset_fence__default": (
         "ptxas orders the reset itself: the mutant's SASS differs from production only in where one "
         "WARPGROUP.ARRIVE sits; the ARRIVE between the accumulator zeroing and the tile's first HGMMA "
-        "is in both"
+        "is in both; the same bug written as the fence moved above the reset "
+        "(hopper_sync_acc_reset_after_fence__*) compiles to production's cubin (EQUIVALENT)"
     ),
     "hopper_sync_no_acc_reset_fence__rs": (
         "ptxas orders the reset itself: the mutant's SASS differs from production only in where one "
         "WARPGROUP.ARRIVE sits; the ARRIVE between the accumulator zeroing and the tile's first HGMMA "
-        "is in both"
+        "is in both; the same bug written as the fence moved above the reset "
+        "(hopper_sync_acc_reset_after_fence__*) compiles to production's cubin (EQUIVALENT)"
     ),
     "hopper_sync_producer_tail_missing__default": (
         "cluster size 1: the tail only keeps a CTA alive while cluster peers may still signal its "

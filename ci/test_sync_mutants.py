@@ -96,6 +96,25 @@ def test_one_process_gives_both_property_verdicts_and_a_hang_is_a_catch():
     assert s["perturbed"] == 1 and s["plain"] == 0 and s["only_perturbed"] == [m.name]
 
 
+def test_the_map_rewrite_property_runs_with_the_plain_one_and_its_failure_is_a_plain_catch():
+    """properties/test_tensor_map_rewrite.py (tensor maps rewritten in place at one address
+    between back-to-back launches) runs in every props process (it skips at once in variants
+    without tensor maps); its failure is a plain catch, its skip leaves the plain verdict alone."""
+    m = next(m for m in SYNC_MUTANTS if m.name == "hopper_sync_tensormap_acquire_missing__rs")
+    cmd, _ = mr.pytest_command(m, mr.PROPS)
+    assert mr.MAP_REWRITE_PROPERTY in cmd
+    rewrite = mr.MAP_REWRITE_PROPERTY
+    out = (f"PASSED {mr.PLAIN_PROPERTY}[hopper:{m.variant}]\n"
+           f"PASSED {PERTURBED_PROPERTY}[hopper:{m.variant}]\n"
+           f"FAILED {rewrite}[hopper:{m.variant}] - AssertionError: read the wrong tensors\n")
+    plain, pert = mr._props_results(m.name, "hopper", m.kind, m, out, 1, 9.0, "cmd", mr.Path("/nonexistent"))
+    assert (plain.verdict, pert.verdict) == ("caught", "SURVIVED") and "test_tensor_map_rewrite" in plain.caught_by
+    skipped = out.replace(f"FAILED {rewrite}[hopper:{m.variant}] - AssertionError: read the wrong tensors",
+                          f"SKIPPED [1] properties/test_tensor_map_rewrite.py:50: no tensor maps")
+    assert [r.verdict for r in mr._props_results(m.name, "hopper", m.kind, m, skipped, 0, 9.0, "c",
+                                                 mr.Path("/x"))] == ["SURVIVED", "SURVIVED"]
+
+
 def test_a_sanitized_process_that_only_ran_out_of_time_is_not_a_catch():
     timed = "racecheck  h90  edges  NOT RUN  0  timed out, 150 s\n0 of 1 sanitized processes clean\n"
     assert mr._sanitizer_verdict(_r("x", "sanitizer:racecheck", ""), 1, timed, True).verdict == "timeout"

@@ -37,7 +37,16 @@ Sites (role -> site; each has a ``before`` and an ``after`` point unless noted):
   ``fence`` (generic -> async proxy fence after the fp16 stores), ``bar_dequant`` (the named
   barrier that publishes the fp16 buffers), ``bar_reuse`` (the named barrier before a buffer is
   rewritten), ``wgmma_wait`` (wgmma wait_group), ``fp16_wait`` / ``fp16_release`` (split roles'
-  fp16 ring), ``epilogue`` (before the first C store: before only);
+  fp16 ring), ``epilogue`` (before the first C store: before only), ``decode`` (cooperative roles:
+  before each sub-block's dequant, right after the barrier that ended the previous sub-block;
+  before only). In the run-time build ``decode`` also sleeps the seed's **warp skew**
+  (:meth:`Perturbation.skew`): the warps with ``warp % 4`` = the seed's victim sleep
+  ``skew_ns`` more, so the other warps of their warpgroup finish the sub-block's dequant, and
+  whatever follows it up to the next barrier, before the victim starts reading the raw stage.
+  No other site gives that: the others sit after a sub-block's reads (fence, publish barrier)
+  or before a barrier that resynchronizes the warps (each sub-block ends with the reuse
+  barrier and, with poison, the poison barrier). Aimed at a poison or release of the raw stage
+  that one warp reaches while another still reads it (a missing publish barrier);
 * ``dequant`` (split roles only): ``wait``, ``release``, ``fp16_acquire``, ``fp16_commit``,
   ``fence``.
 
@@ -65,10 +74,10 @@ ROLES = ("producer", "consumer", "dequant")
 SITES: dict[str, tuple[str, ...]] = {
     "producer": ("acquire", "issue", "tensormap", "tail"),
     "consumer": ("wait", "release", "fence", "bar_dequant", "bar_reuse", "wgmma_wait", "fp16_wait",
-                 "fp16_release", "epilogue"),
+                 "fp16_release", "epilogue", "decode"),
     "dequant": ("wait", "release", "fp16_acquire", "fp16_commit", "fence"),
 }
-BEFORE_ONLY = {("producer", "tail"), ("consumer", "epilogue")}
+BEFORE_ONLY = {("producer", "tail"), ("consumer", "epilogue"), ("consumer", "decode")}
 WHENS = ("before", "after")
 # per role: how much of max_delay_ns its sites may take (idle, jitter, stall)
 ROLE_SCALES = (0.0, 0.1, 1.0)
@@ -78,12 +87,16 @@ JITTERS = ("none", "cta", "warp")
 _TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)"
                   r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<rt>-rt)?$")
 # the run-time delay table (Perturbation.device_words): one int32 per (role, site, when) of
-# SLOTS, in this order, then the jitter bound (ns), the jitter mode (JITTERS index) and the seed
+# SLOTS, in this order, then the jitter bound (ns), the jitter mode (JITTERS index), the seed, and
+# the warp skew of the consumers' decode site (Perturbation.skew: nanoseconds, victim warp % 4)
 SLOTS: tuple[tuple[str, str, str], ...] = tuple(
     (role, site, when) for role in ROLES for site in SITES[role] for when in WHENS
     if not (when == "after" and (role, site) in BEFORE_ONLY))
 SLOT_INDEX = {slot: i for i, slot in enumerate(SLOTS)}
 JITTER_NS_WORD, JITTER_MODE_WORD, SEED_WORD = len(SLOTS), len(SLOTS) + 1, len(SLOTS) + 2
+SKEW_NS_WORD, SKEW_WARP_WORD = len(SLOTS) + 3, len(SLOTS) + 4
+# one in SKEW_ONE_IN run-time "delays" seeds has no warp skew (Perturbation.skew)
+SKEW_ONE_IN = 4
 TABLE_WORDS = 64  # 256 bytes, zero-padded
 # the palette's persistent-grid caps, cycled with the seeds: the full grid (one or few tiles per
 # CTA on small problems), then 2 CTAs and 1 CTA, so each CTA walks many tiles: accumulators, fp16
@@ -198,12 +211,24 @@ class Perturbation:
             return "delays"
         return "window" if self.wgmma_fill else "quiet"
 
+    def skew(self) -> tuple[int, int]:
+        """The run-time build's warp skew at the consumers' ``decode`` site: ``(ns, victim)``,
+        the warps with ``warp % 4 == victim`` sleeping ``ns`` more there (0: no skew). Seeded:
+        3 in 4 run-time seeds with delay sites skew, by ``max_delay_ns / 4`` up to
+        ``max_delay_ns``; none without delay sites ("quiet", "window") or at compile time."""
+        rng = random.Random(f"{self.seed}/skew")
+        on = rng.randrange(SKEW_ONE_IN) != 0
+        ns = rng.randint(max(1, self.max_delay_ns // 4), max(1, self.max_delay_ns))
+        victim = rng.randrange(4)
+        return (ns if on and self.delays and self.runtime else 0), victim
+
     def device_words(self) -> list[int]:
         """The run-time build's table (int32 words, :data:`TABLE_WORDS` of them): the delay of
         every :data:`SLOTS` entry (0: that site does not sleep), the jitter bound, the jitter
-        mode (0 none, 1 per CTA, 2 per warp) and the seed (the jitter hash's salt)."""
+        mode (0 none, 1 per CTA, 2 per warp), the seed (the jitter hash's salt) and the warp
+        skew (:meth:`skew`: nanoseconds, victim warp)."""
         words = [self.delay_ns(*slot) for slot in SLOTS] + [
-            self.jitter_ns, JITTERS.index(self.jitter), self.seed & 0xFFFF]
+            self.jitter_ns, JITTERS.index(self.jitter), self.seed & 0xFFFF, *self.skew()]
         return words + [0] * (TABLE_WORDS - len(words))
 
     @property

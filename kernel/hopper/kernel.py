@@ -53,7 +53,8 @@ from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 from kernel.hopper import config as cfgmod
 from kernel.device_schedule import cta_tile_range, group_search
 from kernel.hopper.config import HopperConfig
-from kernel.perturbation import JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SLOT_INDEX, Perturbation
+from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
+                                 Perturbation)
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     arrive_release_gpu,
@@ -81,6 +82,8 @@ from kernel.hopper.ptx import (
     sleep_ns,
     opaque_zeros_u32,
     delay_jitter_from_table,
+    sleep_ns_from_table_skewed,
+    warp_skew_from_table,
     sleep_ns_from_table,
     sleep_ns_jittered,
     store_f16,
@@ -109,6 +112,7 @@ class HopperNvfp4GroupedGemm:
         # while the kernel is traced
         self.delay_table = None
         self.delay_jitter = None  # and this thread's jitter share, computed once at the kernel's start
+        self.delay_skew = None  # and its warp skew at the consumers' decode site (Perturbation.skew)
         self.ablation = ablation  # profiling only (kernel/hopper/ablation.py); None: the production build
         self.num_groups = num_groups
         self.mma_m = config.mma_m
@@ -401,6 +405,7 @@ class HopperNvfp4GroupedGemm:
             # this thread's jitter share, once: every delay site adds it (ptx.sleep_ns_from_table)
             self.delay_jitter = delay_jitter_from_table(self.delay_table, warp_idx, JITTER_NS_WORD, JITTER_MODE_WORD,
                                                         SEED_WORD)
+            self.delay_skew = warp_skew_from_table(self.delay_table, warp_idx, SKEW_NS_WORD, SKEW_WARP_WORD)
 
         smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
@@ -673,6 +678,7 @@ class HopperNvfp4GroupedGemm:
                                 buf = fp16_buf.index
                             if cutlass.const_expr(self.y_per_wg):
                                 buf = ybuf0 + sb % 2  # this warpgroup's ring
+                            self.delay("consumer", "decode", "before")
                             if cutlass.const_expr(self.x_in_regs):
                                 x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
                                 if cutlass.const_expr(self.ablates("y_dequant")):
@@ -1476,7 +1482,11 @@ class HopperNvfp4GroupedGemm:
                 raise RuntimeError("a run-time perturbation needs the harness build (HarnessHopperGemm)")
             if (role, site, when) not in SLOT_INDEX:
                 raise KeyError(f"unknown perturbation site {role}.{site}.{when}")
-            sleep_ns_from_table(self.delay_table, SLOT_INDEX[role, site, when], self.delay_jitter)
+            if (role, site) == ("consumer", "decode"):
+                sleep_ns_from_table_skewed(self.delay_table, SLOT_INDEX[role, site, when], self.delay_jitter,
+                                           self.delay_skew)
+            else:
+                sleep_ns_from_table(self.delay_table, SLOT_INDEX[role, site, when], self.delay_jitter)
             return
         ns = p.delay_ns(role, site, when)
         if ns == 0:

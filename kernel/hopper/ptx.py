@@ -455,6 +455,40 @@ def sleep_ns_from_table(table: Int64, slot: int, jitter: Int32, *, loc=None, ip=
 
 
 @dsl_user_op
+def warp_skew_from_table(table: Int64, warp: Int32, skew_ns_word: int, skew_warp_word: int,
+                         *, loc=None, ip=None) -> Int32:
+    """Run-time perturbed builds: this thread's warp skew (kernel.perturbation.Perturbation.skew),
+    word ``skew_ns_word`` of the table where ``warp % 4`` equals word ``skew_warp_word``, else 0.
+    Computed once, at the kernel's start (like :func:`delay_jitter_from_table`: no special
+    register read and no branch inside a delay site); ``warp`` is the warp-uniform warp index."""
+    asm = (
+        "{\n.reg .u32 n, v, w;\n.reg .pred p;\n"
+        f"ld.global.nc.u32 n, [$1+{4 * int(skew_ns_word)}];\n"
+        f"ld.global.nc.u32 v, [$1+{4 * int(skew_warp_word)}];\n"
+        "and.b32 w, $2, 3;\n"
+        "setp.eq.u32 p, w, v;\n"
+        "selp.u32 $0, n, 0, p;\n}"
+    )
+    return _inline_asm_u32(1, asm, "=r,l,r", _ir(loc, ip, (Int64, table), (Int32, warp)), loc=loc, ip=ip)[0]
+
+
+@dsl_user_op
+def sleep_ns_from_table_skewed(table: Int64, slot: int, jitter: Int32, skew: Int32, *, loc=None, ip=None) -> None:
+    """:func:`sleep_ns_from_table` plus this thread's warp skew (:func:`warp_skew_from_table`),
+    slept whether or not the slot's word is 0; branch-free, ``nanosleep`` always executed."""
+    asm = (
+        "{\n.reg .u32 d, h;\n.reg .pred p;\n"
+        f"ld.global.nc.u32 d, [$0+{4 * int(slot)}];\n"
+        "setp.ne.u32 p, d, 0;\n"
+        "add.u32 h, d, $1;\n"
+        "selp.u32 h, h, 0, p;\n"
+        "add.u32 h, h, $2;\n"
+        "nanosleep.u32 h;\n}"
+    )
+    _inline_asm(asm, "l,r,r,~{memory}", _ir(loc, ip, (Int64, table), (Int32, jitter), (Int32, skew)), loc=loc, ip=ip)
+
+
+@dsl_user_op
 def poison_shared_16(addr: Int32, *, loc=None, ip=None) -> None:
     """Overwrite 16 bytes of shared memory with all-ones (E4M3 NaN scales, fp16 NaN)."""
     _inline_asm(

@@ -10,6 +10,10 @@
 * the run-time build keeps production's wgmma waits (ptxas serializes nothing) in the variants
   where it once did not, and in the run-time builds of the catalog's wgmma-wait mutants
   (``NVFP4_SASS_ALL_VARIANTS=1``: every declared variant, about 2 minutes here);
+* the consumers' ``decode`` site (a register delay plus the seed's warp skew) sits between the
+  barrier that ends a sub-block and the next dequant's first shared read, in the delays build
+  only; in the build of the missing-publish-barrier mutant a raw-stage poison store follows it
+  before any barrier (what the skew exposes);
 * every poison store sits where the protocol hands the region back (profiling.poison_sites): after
   a barrier or an mbarrier wait with no shared read in between, and before the release (a barrier,
   an mbarrier arrive) or, on the producer side, before the fenced async copy that refills it.
@@ -316,3 +320,78 @@ def test_wgmma_wait_mutants_run_time_builds_keep_their_waits(tmp_path):
             f"{m.name}: run-time build waits {build}, the mutant's production {prod}")
         # the window build (no delay site, fillers) keeps the mutant's lax waits exactly
         assert got[m.variant, "window"] == prod, f"{m.name}: window build waits {got[m.variant, 'window']}, {prod}"
+
+
+def _decode_sites(ins):
+    """Indices of the delay instructions right before a dequant's first shared read: a
+    ``NANOSLEEP`` whose next barrier, mbarrier, shared access, sleep or HGMMA is an ``LDS``."""
+    kinds = ("BAR", "SYNCS", "LDS", "STS", "NANOSLEEP", "HGMMA")
+    out = []
+    for n, i in enumerate(ins):
+        if i.opcode == "NANOSLEEP":
+            nxt = next((j for j in ins[n + 1:] if j.opcode.startswith(kinds)), None)
+            if nxt is not None and nxt.opcode.startswith("LDS"):
+                out.append(n)
+    return out
+
+
+def _first_after(ins, n, poison):
+    """What comes first after instruction ``n``: a ``BAR.SYNC`` or a poison store."""
+    return next((("BAR" if ins[k].opcode.startswith("BAR.SYNC") else "POISON") for k in range(n + 1, len(ins))
+                 if ins[k].opcode.startswith("BAR.SYNC") or k in poison), None)
+
+
+@pytest.mark.parametrize("label", COOPERATIVE)
+def test_decode_site_skews_a_warp_between_the_barrier_and_the_dequant_reads(code, label):
+    """The consumers' ``decode`` site (kernel/perturbation.py): in the property's delays build a
+    register delay (the slot's word plus the seed's warp skew) right after the barrier that ends
+    a sub-block and before the next dequant's first shared read, in every sub-block after the
+    first (the first follows the raw stage's mbarrier wait); none in production, quiet, window.
+    In production order a barrier comes after it before any poison store."""
+    prop = code[label, "property"]
+    after_barrier = [n for n in _decode_sites(prop)
+                     if next(j for j in reversed(prop[:n]) if j.opcode.startswith(("BAR", "SYNCS", "LDS", "STS",
+                                                                                   "NANOSLEEP"))).opcode.startswith("BAR.SYNC")]
+    n_sub = 4  # 256-K tiles of 64-K sub-blocks
+    assert len(after_barrier) >= n_sub - 1, f"{label}: {len(after_barrier)} decode sites after a barrier"
+    assert all(prop[n].operands.startswith("R") for n in after_barrier)
+    for name in ("production", "quiet", "window"):
+        assert not _decode_sites(code[label, name]), name
+    poison = set(poison_sites.poison_stores(prop))
+    assert {_first_after(prop, n, poison) for n in _decode_sites(prop)} == {"BAR"}
+
+
+_MUTANT_DECODE = r"""
+import importlib, json, sys
+from kernel.perturbation import runtime_perturbation
+from kernel.hopper.config import DECLARED_VARIANTS
+from profiling import sass
+launch = importlib.import_module("kernel.hopper.launch")
+configs = {c.label: c for c in DECLARED_VARIANTS}
+ins = sass.kernel_code(launch.static_build(configs[sys.argv[2]], sys.argv[1], perturbation=runtime_perturbation(1).compile_form)["cubin"])
+print(json.dumps([[i.predicate, i.opcode, i.operands] for i in ins]))
+"""
+
+
+def test_missing_publish_barrier_lets_a_skewed_warp_read_a_poisoned_stage(tmp_path):
+    """The aim of the decode site's warp skew, in SASS: ``hopper_sync_no_publish_barrier__default``
+    (one warpgroup) has, after the last sub-block's decode site, the raw stage's poison stores
+    before any barrier, so the warps that did not sleep poison the stage while the skewed warp has
+    not read it yet (in production a barrier always comes first)."""
+    from ci import mutation_runner as mr
+    from ci.mutants import BY_NAME
+
+    m = BY_NAME["hopper_sync_no_publish_barrier__default"]
+    root = tmp_path / "mutant"
+    mr.make_copy(root, mr.repo_files(), [])
+    m.apply(root)
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1", CUTE_DSL_ARCH="sm_90a")
+    with tempfile.TemporaryDirectory() as dump:
+        proc = subprocess.run([sys.executable, "-c", _MUTANT_DECODE, dump, m.variant],
+                              cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    ins = [sass.Instruction("kernel", n, *r) for n, r in enumerate(rows)]
+    poison = set(poison_sites.poison_stores(ins))
+    firsts = [_first_after(ins, n, poison) for n in _decode_sites(ins)]
+    assert "POISON" in firsts, firsts

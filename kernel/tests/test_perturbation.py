@@ -107,3 +107,28 @@ def test_run_time_seeds_share_one_compile_form():
     assert Perturbation(3).compile_form == Perturbation(3)  # compile-time: the perturbation itself
     p = runtime_perturbation(77)
     assert Perturbation.from_tag(p.tag) == p and p.tag.endswith("-rt")
+
+
+def test_warp_skew_is_seeded_data_of_the_delays_build_only():
+    """The consumers' decode site skews one warp per warpgroup (Perturbation.skew): table words
+    after the seed, a seeded amount and victim, 3 in 4 run-time seeds with delay sites, none in
+    the quiet and window builds or at compile time; data, not part of the compile form."""
+    from kernel.perturbation import (SKEW_NS_WORD, SKEW_WARP_WORD, SLOTS, TABLE_WORDS, SEED_WORD,
+                                     runtime_perturbation)
+
+    assert SEED_WORD < SKEW_NS_WORD < SKEW_WARP_WORD < TABLE_WORDS
+    assert ("consumer", "decode", "before") in SLOTS and ("consumer", "decode", "after") not in SLOTS
+    delayed = [runtime_perturbation(s) for s in range(1, 200) if runtime_perturbation(s).delays]
+    skews = [p.skew() for p in delayed]
+    assert all(p.device_words()[SKEW_NS_WORD:SKEW_WARP_WORD + 1] == list(p.skew()) for p in delayed)
+    assert all(p.max_delay_ns // 4 <= ns <= p.max_delay_ns for p, (ns, _) in zip(delayed, skews) if ns)
+    share = sum(1 for ns, _ in skews if ns) / len(skews)
+    assert 0.6 < share < 0.9, share  # 3 in 4
+    assert {v for _, v in skews} == {0, 1, 2, 3}
+    assert skews == [p.skew() for p in delayed]  # seeded: the same every time
+    assert len({p.compile_form for p in delayed}) == 1  # data: one build for every skew
+    for s in range(1, 40):
+        p = runtime_perturbation(s)
+        if not p.delays:
+            assert p.skew()[0] == 0 and p.device_words()[SKEW_NS_WORD] == 0
+    assert Perturbation(5).skew()[0] == 0  # compile-time builds: the decode site's seeded delay only
