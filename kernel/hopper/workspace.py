@@ -33,6 +33,11 @@ So the barrier cannot deadlock even when the grid is not co-resident (another ke
 SMs, or a second launch on another stream); with the plan's grid (at most one CTA per SM, the
 kernel takes most of the shared memory) all CTAs are normally resident anyway.
 
+Clusters (``HopperConfig.cluster_x`` = 2): the argument holds. A cluster launch starts both CTAs
+of a cluster together, and the cluster barriers (one after the barrier init, before any claim;
+one at the end) and the shared Y ring wait only on that peer, never on another cluster; the
+tensor map's boxes are then ``mma_n / 2`` rows (each CTA loads its half of every Y box).
+
 Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows),
 allocated on that stream (so the allocator never hands its memory to another stream's work
 while a launch may still read it), its header written by a copy on that stream. Launches on

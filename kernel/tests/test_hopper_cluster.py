@@ -152,3 +152,18 @@ def test_prepare_plans_clusters_and_half_boxes():
     assert prep.plan.total_tiles == 2 * 2 + 1
     flat = prepare(data, PREC1X, dry_run=True)
     assert flat.plan.cluster_n == 1 and flat.plan.total_tiles == 2 * 3 + 2
+
+
+def test_workspace_map_boxes_are_half_a_y_box(monkeypatch):
+    import importlib
+
+    import torch
+
+    launch = importlib.import_module("kernel.hopper.launch")  # kernel.hopper.launch is also a function
+    hooks = launch.HopperHooks()
+    maps = []
+    monkeypatch.setattr(hooks.workspaces, "_encoder", lambda rm: maps.append(rm) or bytes(128))
+    plan = make_plan([(130, 384, 512, 1)], tile_m=128, tile_n=128, tile_k=256, max_ctas=132, cluster_n=2)
+    c2 = hooks.workspace(C2, plan, 1, torch.device("cpu"))
+    flat = hooks.workspace(PREC1X, plan, 1, torch.device("cpu"))
+    assert c2 is not flat and [m.box_rows for m in maps] == [64, 128]  # one workspace per box shape
