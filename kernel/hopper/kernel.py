@@ -801,8 +801,11 @@ class HopperNvfp4GroupedGemm:
                     state.advance()
         if cutlass.const_expr(self.cluster != 1):
             # every thread of both CTAs: no CTA exits while its peer may still multicast a Y half
-            # into its shared memory or arrive on its Y ring's empty barriers
-            cute.arch.cluster_arrive()
+            # into its shared memory or arrive on its Y ring's empty barriers. Relaxed (no
+            # GPU-scope fence behind the epilogue's stores): it orders exits only; the peer's last
+            # multicasts were awaited by this CTA's consumers and its remote arrives by this CTA's
+            # producer_tail before either reaches this barrier
+            cute.arch.cluster_arrive_relaxed()
             cute.arch.cluster_wait()
 
 
