@@ -46,3 +46,23 @@ def cta_tile_range(total_tiles: cutlass.Int32, schedule: cutlass.Constexpr[str])
             end = total_tiles
         step = cutlass.Int32(1)
     return first, end, step
+
+
+@cute.jit
+def cluster_tile_range(total_tiles: cutlass.Int32, schedule: cutlass.Constexpr[str], cluster: cutlass.Constexpr[int]):
+    """(first, end, step) of this CTA's cluster tiles: LaunchPlan.cta_tiles of a plan with
+    ``cluster_n`` = ``cluster`` (kernel.plan), the range of cluster ``block_idx // cluster`` of
+    ``grid_dim // cluster``, the same for every CTA of a cluster."""
+    cta, _, _ = cute.arch.block_idx()
+    num_ctas, _, _ = cute.arch.grid_dim()
+    unit = cutlass.Int32(cta) // cluster
+    units = cutlass.Int32(num_ctas) // cluster
+    first = unit
+    end = total_tiles
+    step = units
+    if cutlass.const_expr(schedule == "contiguous"):
+        per = (total_tiles + units - 1) // units
+        first = unit * per
+        end = cutlass.min(first + per, total_tiles)
+        step = cutlass.Int32(1)
+    return first, end, step

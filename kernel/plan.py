@@ -13,6 +13,16 @@ tile shape:
 
 Inside a group, tiles are numbered with the M block fastest:
 ``tile = tile_prefix[slot] + n_block * tiles_m[slot] + m_block``.
+
+Clusters (``cluster_n`` > 1, the Hopper prepass variants' ``cluster_x``): the plan's unit is a
+*cluster tile*, ``cluster_n`` consecutive N blocks of one group and one M block; ``tile_prefix``
+counts cluster tiles (``tiles_m[s] * ceil(tiles_n[s] / cluster_n)`` per slot, numbered as above
+with the cluster's N column in place of ``n_block``), the ranges of :meth:`LaunchPlan.cta_tiles`
+are per cluster (CTA ``c`` runs its cluster ``c // cluster_n``'s range, so every CTA of a
+cluster walks the same sequence of (group, M block)), and member ``r`` of a cluster tile gets N
+block ``column * cluster_n + r`` (:meth:`LaunchPlan.member`): a *ghost* when that is past the
+group's last N block (it computes on zero-filled rows and stores nothing). ``num_ctas`` is a
+multiple of ``cluster_n``.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ class LaunchPlan:
     tile_prefix: tuple[int, ...]  # len G + 1
     num_ctas: int
     schedule: Schedule
+    cluster_n: int = 1  # CTAs per cluster along N (see the module docstring); 1: no clusters
 
     @property
     def num_groups(self) -> int:
@@ -58,28 +69,46 @@ class LaunchPlan:
         return self.tile_prefix[-1]
 
     @property
+    def num_clusters(self) -> int:
+        return self.num_ctas // self.cluster_n
+
+    @property
     def tiles_per_cta(self) -> int:
-        """Upper bound of tiles one CTA runs (the contiguous range length)."""
-        return ceil_div(self.total_tiles, self.num_ctas) if self.num_ctas else 0
+        """Upper bound of tiles one CTA runs (the contiguous range length); with clusters, of
+        cluster tiles one cluster (each of its CTAs) runs."""
+        return ceil_div(self.total_tiles, self.num_clusters) if self.num_ctas else 0
 
     def k_tiles(self, slot: int) -> int:
         return ceil_div(self.sizes[slot][2], self.tile_k)
 
     def cta_tiles(self, cta: int) -> range:
-        """The global tiles CTA ``cta`` runs, in the order it runs them."""
+        """The global tiles CTA ``cta`` runs, in the order it runs them (with clusters: the
+        cluster tiles of its cluster, the same range for every CTA of the cluster)."""
         if not 0 <= cta < self.num_ctas:
             raise IndexError(f"cta {cta} outside 0..{self.num_ctas - 1}")
+        unit, units = cta // self.cluster_n, self.num_clusters
         if self.schedule == "contiguous":
             per = self.tiles_per_cta
-            start = min(cta * per, self.total_tiles)
+            start = min(unit * per, self.total_tiles)
             return range(start, min(start + per, self.total_tiles))
-        return range(cta, self.total_tiles, self.num_ctas)
+        return range(unit, self.total_tiles, units)
+
+    def member(self, tile: int, rank: int) -> tuple[TileCoord, bool]:
+        """Cluster plans: member ``rank``'s tile of cluster tile ``tile`` and whether it is a
+        ghost (N block past the group's last; it stores nothing). Without clusters (rank 0):
+        ``(locate(tile), False)``."""
+        if not 0 <= rank < self.cluster_n:
+            raise IndexError(f"rank {rank} outside 0..{self.cluster_n - 1}")
+        c = self.locate(tile)
+        n_block = c.n_block * self.cluster_n + rank
+        return c._replace(n_block=n_block), n_block >= self.tiles_n[c.slot]
 
     def locate(self, tile: int) -> TileCoord:
         """Global tile -> coordinates, by the binary search over ``tile_prefix`` the kernels use.
 
         The slot is the one whose range [tile_prefix[s], tile_prefix[s+1]) holds ``tile``;
-        empty slots (M or N zero) own no tile and are never returned.
+        empty slots (M or N zero) own no tile and are never returned. With clusters ``tile`` is
+        a cluster tile and ``n_block`` its cluster's N column (:meth:`member`: each CTA's).
         """
         if not 0 <= tile < self.total_tiles:
             raise IndexError(f"tile {tile} outside 0..{self.total_tiles - 1}")
@@ -99,7 +128,7 @@ class LaunchPlan:
         return (
             f"plan tile={self.tile_m}x{self.tile_n}x{self.tile_k} groups={self.num_groups} "
             f"tiles={self.total_tiles} ctas={self.num_ctas} schedule={self.schedule} "
-            f"order={list(self.group_order)}"
+            f"order={list(self.group_order)}" + (f" cluster_n={self.cluster_n}" if self.cluster_n > 1 else "")
         )
 
 
@@ -133,13 +162,18 @@ def make_plan(
     max_ctas: int | None,
     schedule: Schedule = "contiguous",
     order: GroupOrder = "by_work",
+    cluster_n: int = 1,
 ) -> LaunchPlan:
     """Plan one launch.
 
     ``max_ctas`` caps the persistent grid (SM count times CTAs per SM); ``None`` launches one
     CTA per tile (the monolithic kernels). Every launched CTA owns at least one tile. Groups with M == 0 or N == 0 are allowed and own no
     tile. The sort is stable, so equal-work groups keep the caller's relative order.
+    ``cluster_n`` > 1: the tile index space counts cluster tiles, ``max_ctas`` caps the CTAs of
+    the grid of clusters (at least one cluster), every launched cluster owns a cluster tile.
     """
+    if cluster_n < 1:
+        raise ValueError(f"cluster_n must be >= 1, got {cluster_n}")
     sizes = [tuple(int(x) for x in s) for s in problem_sizes]
     if order == "by_work":
         group_order = sorted(
@@ -154,6 +188,7 @@ def make_plan(
     tiles_n = tuple(ceil_div(s[1], tile_n) for s in slot_sizes)
     prefix = [0]
     for tm, tn in zip(tiles_m, tiles_n):
+        tn = ceil_div(tn, cluster_n)  # with clusters: the slot's cluster columns (tn itself otherwise)
         prefix.append(prefix[-1] + tm * tn)
     total = prefix[-1]
     if max_ctas is None:
@@ -161,12 +196,13 @@ def make_plan(
     else:
         if max_ctas < 1:
             raise ValueError(f"max_ctas must be >= 1, got {max_ctas}")
-        num_ctas = min(total, max_ctas)
+        num_ctas = min(total, max(1, max_ctas // cluster_n))  # clusters from here on
         if schedule == "contiguous" and total:
             # ceil-sized ranges can leave trailing CTAs with nothing (9 tiles on 8 CTAs: ranges of
             # 2 fill 5 CTAs): launch only the CTAs that own a range. The range length, which the
             # device derives from the grid as ceil(total / num_ctas), does not change.
             num_ctas = ceil_div(total, ceil_div(total, num_ctas))
+    num_ctas *= cluster_n
     if schedule not in ("contiguous", "strided"):
         raise ValueError(f"unknown schedule {schedule!r}")
     return LaunchPlan(
@@ -180,4 +216,5 @@ def make_plan(
         tile_prefix=tuple(prefix),
         num_ctas=num_ctas,
         schedule=schedule,
+        cluster_n=cluster_n,
     )

@@ -90,6 +90,8 @@ PRODUCER_REGS_MAX = 40  # what CUTLASS's warp-specialized Hopper kernels give th
 PREPASS_BATCH = 4
 PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (0, 1, 2, 4)
+# HopperConfig.cluster_x: CTAs per cluster along X (N); 2 multicasts each fp16 Y box (prepass)
+CLUSTER_SIZES = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,13 @@ class HopperConfig:
     prepass_x_early: bool = False
     # issue 14 (experimental, y_source="prepass" with prepass_chunk > 0): see PrepassSync
     prepass_sync: PrepassSync = "barrier"
+    # issue 14 (experimental, y_source="prepass" with prepass_chunk > 0 only): CTAs per cluster
+    # along X (N). 2: the launch is a grid of 2-CTA clusters; a cluster takes tile pairs (N blocks
+    # 2j and 2j+1 of one group and one M block, so both CTAs read the same fp16 Y boxes) and each
+    # CTA's producer TMA-loads half of every Y box, multicast into both CTAs' Y rings (Y's L2
+    # traffic halved). A group with an odd number of N blocks gives its last pair a "ghost"
+    # member (N block past N: X zero-filled by TMA, every store predicated off). 1: no cluster
+    cluster_x: int = 1
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -259,6 +268,7 @@ class HopperConfig:
         sched += f"c{self.prepass_chunk}" if self.prepass_chunk else ""
         sched += "x" if self.prepass_x_early else ""
         sched += "f" if self.prepass_sync == "flags" else ""
+        sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
@@ -318,8 +328,16 @@ def stage_tx_bytes(config: HopperConfig) -> int:
 
 
 def y_box_tx_bytes(config: HopperConfig) -> int:
-    """``y_source="prepass"``: bytes one fp16 Y box (mma_n rows x 64 K x 2 B) writes."""
+    """``y_source="prepass"``: bytes one fp16 Y box (mma_n rows x 64 K x 2 B) writes; with
+    ``cluster_x`` = 2 what each CTA's full barrier expects (its own half and its peer's half,
+    both multicast)."""
     return config.mma_n * DEQUANT_SUB_K * 2
+
+
+def y_box_rows_per_cta(config: HopperConfig) -> int:
+    """Rows of each Y box one CTA's producer loads (the workspace tensor map's box rows):
+    ``mma_n`` alone, half of it in a 2-CTA cluster (rank r loads rows r * mma_n / 2 ...)."""
+    return config.mma_n // config.cluster_x
 
 
 # ``y_source="prepass"``: the phase-1 claim word's broadcast slots (two int32) in shared memory
@@ -495,6 +513,16 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"prepass_sync must be 'barrier' or 'flags', got {config.prepass_sync!r}")
     elif config.prepass_sync == "flags" and (config.y_source != "prepass" or not config.prepass_chunk):
         p.append("prepass_sync='flags' is for y_source='prepass' with the prepass_chunk phase 1 (prepass_chunk > 0)")
+    if config.cluster_x not in CLUSTER_SIZES or isinstance(config.cluster_x, bool):
+        p.append(f"cluster_x must be one of {CLUSTER_SIZES}, got {config.cluster_x!r}")
+    elif config.cluster_x != 1:
+        if config.y_source != "prepass" or not config.prepass_chunk:
+            # the multicast Y ring is built into the 14q producer (produce_prepass_q) only
+            p.append("cluster_x > 1 needs y_source='prepass' and prepass_chunk > 0 (Y boxes multicast in a cluster)")
+        if config.mma_n % (8 * config.cluster_x):
+            p.append(f"cluster_x {config.cluster_x} splits each Y box's {config.mma_n} rows into whole 8-row swizzle atoms")
+    if config.cluster_x != 1 and config.prepass_sync != "barrier":
+        p.append("cluster_x > 1 is built with prepass_sync='barrier' only (flags and clusters not combined yet)")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:
@@ -680,7 +708,7 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
         tile_m=64, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1, prepass_x_early=True,
     ),
-    # issue 14 (experimental, session 4, not yet run on a GPU): the two prec1x prepass variants with
+    # issue 14 (experimental, session 4; H200: slower than the barrier twins, PERF_LOG): the two prec1x prepass variants with
     # per-(Y block, 256-K chunk) readiness flags instead of phase 1's grid barrier (prepass_sync):
     # phase 1 K-chunk-major, the producer acquire-waits per Y block and K chunk, so a CTA's first
     # stages wait only for the first K chunk of its own Y block (one-round shapes: bench3, bench4)
@@ -693,6 +721,18 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
         tile_m=64, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", y_source="prepass", fp16_buffers=16, prepass_chunk=1, prepass_x_early=True,
         prepass_sync="flags",
+    ),
+    # issue 14 (experimental, session 4): the best prepass variant (_prec1x,
+    # H200 144.7 / 93.0 / 34.2 / 19.5 us, L2-bound: Y is ~650 of ~810 MB of L2 traffic on bench1)
+    # in 2-CTA clusters along N, each fp16 Y box loaded half by each CTA and multicast to both
+    # (Y's L2 traffic halved); with the 8-buffer Y ring, and with 9 (the most that fits)
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1, prepass_x_early=True, cluster_x=2,
+    ),
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_source="prepass", fp16_buffers=9, prepass_chunk=1, prepass_x_early=True, cluster_x=2,
     ),
 )
 

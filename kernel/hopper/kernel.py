@@ -28,6 +28,16 @@ the consumers decode only X (``produce_prepass`` / ``consume_x_regs_y_ring``). W
 K-chunk-major and publishes a flag per (Y block, K chunk), and the producer acquire-waits on the
 flag of each K chunk before its Y boxes (``prepass_decode_flags`` / ``produce_prepass_flags``).
 
+``cluster_x=2`` (issue 14, experimental; prepass with ``prepass_chunk`` only): a grid of 2-CTA
+clusters. A cluster runs *cluster tiles* (kernel.plan ``cluster_n``): N blocks 2j and 2j+1 of one
+group and one M block, rank r taking 2j+r (a ghost past the group's last N block computes on
+zero-filled X and stores nothing), so both CTAs walk the same Y boxes; each producer loads its
+rank's half of every Y box multicast into both CTAs' Y rings (``produce_y_box``), each consumer
+warp releases a Y buffer on both CTAs' empty barriers (``warp_release``). The Y ring's creation
+syncs the cluster (barrier init visible before phase 1), and the kernel ends with a cluster
+barrier. Phase 1 and its grid barrier are unchanged: cluster barriers wait only on the peer CTA,
+which a cluster launch starts together with this one.
+
 Every copy's global address comes from the device tables (pointer table or tensor-map table),
 so changing group costs nothing. Rows past M (or N) only reach accumulator rows or columns that
 are never stored.
@@ -51,7 +61,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 
 from kernel.hopper import config as cfgmod
-from kernel.device_schedule import cta_tile_range, group_search
+from kernel.device_schedule import cluster_tile_range, cta_tile_range, group_search
 from kernel.hopper.config import HopperConfig
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
                                  Perturbation)
@@ -89,6 +99,7 @@ from kernel.hopper.ptx import (
     store_f16,
     tensormap_acquire,
     tma_load_rows,
+    tma_load_rows_multicast,
 )
 
 SUB_K = cfgmod.DEQUANT_SUB_K
@@ -160,6 +171,19 @@ class HopperNvfp4GroupedGemm:
         # full/empty mbarriers); one more 8-byte cell holds phase 1's two claim slots
         self.prepass = config.y_source == "prepass"
         self.y_tx_bytes = cfgmod.y_box_tx_bytes(config)
+        # cluster_x = 2 (issue 14, experimental): CTAs per cluster along X; each CTA's producer
+        # loads ``y_cta_rows`` rows of every Y box (its rank's half), multicast to both CTAs.
+        # The Y ring's full barrier: one arrive (this CTA's producer, expecting the whole box,
+        # ``y_tx_bytes``) plus the complete_tx of both halves; its empty barrier: one arrive per
+        # consumer warp of every CTA of the cluster (``warp_release``: lane r of each warp on
+        # rank r's barrier, PipelineTmaAsync's signalling for a cluster layout), since each
+        # producer overwrites the buffer in both CTAs. With a cluster layout, create() fences the
+        # barrier init and syncs the cluster (every thread of both CTAs, before phase 1), so no
+        # multicast or remote arrive reaches an uninitialized barrier
+        self.cluster = config.cluster_x
+        self.y_cta_rows = cfgmod.y_box_rows_per_cta(config)
+        self.y_release_warps = self.cluster * self.consumer_warps
+        self.y_cluster_vmnk = (1, self.cluster, 1, 1)
         fp16_bar_count = 2 * config.fp16_buffers if self.split else 1
         if self.prepass:
             fp16_bar_count = 2 * config.fp16_buffers + 1
@@ -210,12 +234,11 @@ class HopperNvfp4GroupedGemm:
         x_rows = 64 if self.x_in_regs else self.mma_m
         x_layout = cute.tile_to_shape(atom, (x_rows, SUB_K, self.fp16_buffers), order=(0, 1, 2))
         y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers * self.y_copies), order=(0, 1, 2))
-        self.kernel(tiled_mma, x_layout, y_layout, *pointers).launch(
-            grid=(num_ctas, 1, 1),
-            block=(self.threads, 1, 1),
-            min_blocks_per_mp=1,
-            stream=stream,
-        )
+        launch = dict(grid=(num_ctas, 1, 1), block=(self.threads, 1, 1), min_blocks_per_mp=1, stream=stream)
+        if self.cluster != 1:
+            # clusters of consecutive CTAs (the plan's num_ctas is a multiple of cluster_x)
+            launch["cluster"] = (self.cluster, 1, 1)
+        self.kernel(tiled_mma, x_layout, y_layout, *pointers).launch(**launch)
 
     # ---------------------------------------------------------------------- device side
     @cute.jit
@@ -233,6 +256,10 @@ class HopperNvfp4GroupedGemm:
         """(slot, m, n, k, m0, n0): the group of ``tile``, its sizes and the tile's first row and
         column of C; what the producer and the consumers both need for every tile."""
         slot, m_block, n_block = self.locate(m_prefix, m_sizes, tile)
+        if cutlass.const_expr(self.cluster != 1):
+            # a cluster tile (kernel.plan): this CTA's N block of the cluster's column; past the
+            # group's last N block for a ghost (X zero-filled by TMA, every store predicated off)
+            n_block = n_block * self.cluster + cute.arch.block_idx_in_cluster()
         return (
             slot,
             m_sizes[slot, 0],
@@ -244,7 +271,12 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def tile_range(self, total: cutlass.Int32):
-        return cta_tile_range(total, self.config.schedule)
+        if cutlass.const_expr(self.cluster != 1):
+            # the cluster's range of cluster tiles, the same for both CTAs (kernel.plan)
+            first, end, step = cluster_tile_range(total, self.config.schedule, self.cluster)
+        else:
+            first, end, step = cta_tile_range(total, self.config.schedule)
+        return first, end, step
 
     def unit_addresses(self, unit, raw_rows_addr, raw_sf_addr, dst_addr, sf_row0, sb: int):
         """Shared addresses of one unit (32 K of one row): raw bytes, 2 scale bytes, 4 fp16 chunks.
@@ -475,13 +507,14 @@ class HopperNvfp4GroupedGemm:
             # ------------------------- issue 14q: phase 1 with run-time chunks, then phase 2
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
+            # (cluster_x = 2: the ring shared by the cluster, see ``y_release_warps``)
             y_pipe = pipeline.PipelineTmaAsync.create(
                 barrier_storage=storage.fp16_bars.data_ptr(),
                 num_stages=self.fp16_buffers,
                 producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps),
                 tx_count=self.y_tx_bytes,
-                cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+                cta_layout_vmnk=cute.make_layout(self.y_cluster_vmnk),
             )
             chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots)
             if warp_idx >= self.producer_warp:
@@ -806,6 +839,15 @@ class HopperNvfp4GroupedGemm:
                     pipe.consumer_release(state)
                     self.delay("dequant", "release", "after")
                     state.advance()
+        if cutlass.const_expr(self.cluster != 1):
+            # every thread of both CTAs: no CTA exits while its peer may still multicast a Y half
+            # into its shared memory or arrive on its Y ring's empty barriers. Relaxed (no
+            # GPU-scope fence behind the epilogue's stores): it orders exits only; the peer's last
+            # multicasts were awaited by this CTA's consumers and its remote arrives by this CTA's
+            # producer_tail before either reaches this barrier
+            cute.arch.cluster_arrive_relaxed()
+            cute.arch.cluster_wait()
+
 
     # ------------------------------------------------ y_source="prepass" (issue 14p)
     @cute.jit
@@ -1358,10 +1400,19 @@ class HopperNvfp4GroupedGemm:
         y_pipe.producer_acquire(ystate)
         self.delay("producer", "acquire", "after")
         ybuf = sy_base + ystate.index * self.y_buf_bytes
-        self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
-        ybar = y_pipe.producer_get_barrier(ystate).toint()
-        if lane == 0:
-            tma_load_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar)
+        if cutlass.const_expr(self.cluster != 1):
+            # this CTA's half of the box (rows rank * y_cta_rows ..), multicast to both CTAs: only
+            # that half may be poisoned here (the peer's half may already have landed)
+            half = cute.arch.block_idx_in_cluster() * self.y_cta_rows
+            self.poison_stage_before_fill_bytes(lane, ybuf + half * (SUB_K * 2), self.y_cta_rows * SUB_K * 2)
+            ybar = y_pipe.producer_get_barrier(ystate).toint()
+            if lane == 0:
+                tma_load_rows_multicast(ybuf + half * (SUB_K * 2), tm_ws, sub_block * (SUB_K * 2), y_row + half, ybar)
+        else:
+            self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
+            ybar = y_pipe.producer_get_barrier(ystate).toint()
+            if lane == 0:
+                tma_load_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar)
         y_pipe.producer_commit(ystate)
 
     @cute.jit
@@ -1461,6 +1512,11 @@ class HopperNvfp4GroupedGemm:
         """Release ``state``'s fp16 buffer once per warp (the empty barrier counts warps)."""
         cute.arch.sync_warp()
         self.delay("consumer", "fp16_release", "before")
+        if cutlass.const_expr(self.cluster != 1):
+            # lane r arrives on cluster rank r's empty barrier (PipelineTmaAsync's signalling for
+            # a cluster layout, through the cluster-mapped address): lane 1 here, lane 0 below
+            if cute.arch.lane_idx() == 1:
+                fp16_pipe.consumer_release(state)
         if cute.arch.lane_idx() == 0:
             fp16_pipe.consumer_release(state)
         self.delay("consumer", "fp16_release", "after")

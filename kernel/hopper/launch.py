@@ -17,7 +17,7 @@ import torch
 from kernel import device as devmod
 from kernel.host_pipeline import AuxTable, HostPipeline, Prepared
 from kernel.hopper.ablation import check_ablation
-from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes
+from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes, y_box_rows_per_cta
 from kernel.hopper.workspace import WorkspacePool
 from kernel.hopper.workspace import geometry as workspace_geometry
 from kernel.plan import LaunchPlan
@@ -98,12 +98,13 @@ class HopperHooks:
     def workspace(self, config: HopperConfig, plan: LaunchPlan, stream: int, device: torch.device):
         """``y_source="prepass"``: the fp16 Y workspace of this plan's geometry for launches on
         ``stream`` (kernel.hopper.workspace: one per stream, its tensor map encoded once, its
-        barrier counters self-resetting); None for every other variant."""
+        barrier counters self-resetting; the map's boxes are half a Y box in a 2-CTA cluster);
+        None for every other variant."""
         if config.y_source != "prepass":
             return None
         flags = config.prepass_sync == "flags"  # and its readiness flag cells (workspace.py)
         geom = workspace_geometry(plan.sizes, config.mma_n if flags else 0, config.tile_k)
-        return self.workspaces.get(geom, config.mma_n, stream, device)
+        return self.workspaces.get(geom, y_box_rows_per_cta(config), stream, device)
 
     def aux_template(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors]):
         """The tensor maps of this shape signature with the addresses patched per problem

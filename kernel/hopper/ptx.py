@@ -235,6 +235,32 @@ def tma_load_rows(dst_smem: Int32, tensor_map: Int64, byte_col: Int32, row: Int3
     )
 
 
+# the CTAs of a 2-CTA cluster (HopperConfig.cluster_x = 2): ranks 0 and 1
+CLUSTER_PAIR_MASK = 0b11
+
+
+@dsl_user_op
+def tma_load_rows_multicast(dst_smem: Int32, tensor_map: Int64, byte_col: Int32, row: Int32, mbar_smem: Int32,
+                            *, loc=None, ip=None) -> None:
+    """``tma_load_rows`` multicast to both CTAs of a 2-CTA cluster (``CLUSTER_PAIR_MASK``): the
+    box lands at the same shared-memory offset ``dst_smem`` in each, and each CTA's mbarrier at
+    offset ``mbar_smem`` receives the box's bytes as complete_tx."""
+    _inline_asm(
+        "\n".join([
+            "{",
+            ".reg .b16 cmask;",
+            f"mov.b16 cmask, {CLUSTER_PAIR_MASK};",
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+            " [$0], [$1, {$2, $3}], [$4], cmask;",
+            "}",
+        ]),
+        "r,l,r,r,r,~{memory}",
+        _ir(loc, ip, (Int32, dst_smem), (Int64, tensor_map), (Int32, byte_col), (Int32, row), (Int32, mbar_smem)),
+        loc=loc,
+        ip=ip,
+    )
+
+
 @dsl_user_op
 def tensormap_acquire(tensor_map: Int64, *, loc=None, ip=None) -> None:
     """Order the tensor map's bytes (written before the launch) before TMA reads it."""

@@ -58,6 +58,13 @@ every chunk has been claimed, by running CTAs, which publish them without waitin
 The flag cells are zeroed with the header when the workspace is made (a graph that captured
 the allocation replays both, so the generation and the flags go back to 0 together).
 
+
+
+Clusters (``HopperConfig.cluster_x`` = 2): the argument holds. A cluster launch starts both CTAs
+of a cluster together, and the cluster barriers (one after the barrier init, before any claim;
+one at the end) and the shared Y ring wait only on that peer, never on another cluster; the
+tensor map's boxes are then ``mma_n / 2`` rows (each CTA loads its half of every Y box).
+
 Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows,
 flag cells),
 allocated on that stream (so the allocator never hands its memory to another stream's work

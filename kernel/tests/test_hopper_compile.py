@@ -141,7 +141,9 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     # after the chunk loop's release add: the producer's barrier (its early X stages before it),
     # then the consumers' (after thread 0's spin); no other CTA barrier
     red = next(n for n, o in enumerate(ops) if o.startswith("REDG"))
-    bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and n > red]
+    # (cluster_x = 2: a barrier.cluster compiles to UCGABAR_ARV/WAIT and ptxas's fallback for a
+    # launch without clusters, a BAR.SYNC right behind the UCGABAR_WAIT: not one of the kernel's)
+    bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and n > red and "UCGABAR_WAIT" not in ops[n - 3:n]]
     assert len(bars) == 2 and bars[1] < next(n for n, o in enumerate(ops) if o.startswith("HGMMA"))
     early = [o for o in ops[red:bars[0]] if o.startswith(("UTMALDG", "UBLKCP"))]
     assert bool(early) == config.prepass_x_early, early
@@ -194,3 +196,46 @@ def test_prepass_flags_variant_sass_structure(label, tmp_path):
     twin = _kernel_without_spills(dataclasses.replace(config, prepass_sync="barrier"), tmp_path / "twin")
     twin_ops = [i.opcode for i in twin]
     assert sum(o.startswith("REDG") for o in twin_ops) == 1 and not any(o.startswith("VOTE.ANY") for o in twin_ops)
+
+
+def _cluster_twin(config):
+    """The same variant without clusters (cluster_x = 1)."""
+    import dataclasses
+
+    return dataclasses.replace(config, cluster_x=1)
+
+
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.cluster_x == 2])
+def test_cluster_variant_sass_structure(label, tmp_path):
+    """cluster_x = 2 (issue 14, experimental): every Y box is a multicast TMA (UTMALDG.MULTICAST,
+    four per 256-K stage) and X stays per CTA (plain UTMALDG); every Y release is two remote
+    mbarrier arrives (SYNCS.ARRIVE...RED: lane r on rank r's empty barrier) where the twin without
+    clusters arrives locally once, the X stage's release stays local; the cluster barrier runs after
+    the Y ring's init and before phase 1's first claim (UCGABAR_WAIT before the first REDG and
+    the first multicast) and again at the end, after the last wgmma and the last C store; the
+    twin has none of the three; 0 spills."""
+    config = next(c for c in STATIC_MATRIX if c.label == label)
+    ins = _kernel_without_spills(config, tmp_path / "c2")
+    ops = [i.opcode for i in ins]
+
+    def where(prefix):
+        return [n for n, o in enumerate(ops) if o.startswith(prefix)]
+
+    mcast = where("UTMALDG.2D.MULTICAST")
+    plain = [n for n in where("UTMALDG") if n not in mcast]
+    assert len(mcast) == 4 and len(plain) >= 2, (len(mcast), len(plain))
+    remote = where("SYNCS.ARRIVE.TRANS64.RED")
+    local = [n for n in where("SYNCS.ARRIVE.TRANS64.ART0")]
+    arv, wait = where("UCGABAR_ARV"), where("UCGABAR_WAIT")
+    assert len(arv) == len(wait) == 2, (arv, wait)
+    assert wait[0] < where("REDG")[0] and wait[0] < mcast[0], "the cluster sync after the barrier init comes first"
+    assert arv[1] > max(where("HGMMA")) and arv[1] > max(where("STG")), "the exit cluster sync comes last"
+
+    twin = _kernel_without_spills(_cluster_twin(config), tmp_path / "c1")
+    tops = [i.opcode for i in twin]
+    assert not [o for o in tops if "MULTICAST" in o or o.startswith("UCGABAR") or ".RED" in o and "SYNCS" in o]
+    twin_local = [o for o in tops if o.startswith("SYNCS.ARRIVE.TRANS64.ART0")]
+    # every Y release site of the twin (a local arrive) is one remote arrive per cluster rank
+    # here (lane 0 on rank 0, lane 1 on rank 1); the X stage's release stays one local arrive
+    assert len(local) == 1 and len(remote) == config.cluster_x * (len(twin_local) - 1) > 0, (
+        len(twin_local), len(remote), len(local))
