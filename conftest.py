@@ -121,6 +121,9 @@ def pytest_runtest_makereport(item, call):
     variant = getattr(item, "funcargs", {}).get("subject_variant")
     if report.when != "call" or not report.failed or variant is None:
         return
+    # which subject variants a property already failed on in this process (a later, slower
+    # provocation of the same variant may skip: properties/test_tensor_map_rewrite.py)
+    failed_on(item.config).append((variant.subject, variant.label, item.nodeid))
     if "python -m properties.repro" in report.longreprtext:
         return
     config = item.config
@@ -132,6 +135,14 @@ def pytest_runtest_makereport(item, call):
     if seed is not None:
         line += f" --hypothesis-seed={seed}"
     report.sections.append(("reproduce", f"reproduce: {line}"))
+
+
+def failed_on(config) -> list[tuple[str, str, str]]:
+    """(subject, variant label, test id) of every subject property that failed so far in this
+    pytest process (filled by pytest_runtest_makereport)."""
+    if not hasattr(config, "_nvfp4_failed_subjects"):
+        config._nvfp4_failed_subjects = []
+    return config._nvfp4_failed_subjects
 
 
 _MISSING_DECLARED: list[str] = []

@@ -25,7 +25,7 @@ set -u
 cd "$(dirname "$0")/.."
 BUDGET=${BUDGET:-510}
 JOBS=${JOBS:-8}
-TIMEOUT=${TIMEOUT:-200}
+TIMEOUT=${TIMEOUT:-240}
 SECTION=${SECTION:-all}
 MODES=${MODES:-plain,perturbed,sanitizer}
 OUT=${OUT:-out/mutants}

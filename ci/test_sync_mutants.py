@@ -236,3 +236,26 @@ def test_a_sanitizer_task_is_judged_by_ci_sanitize_s_exit_status(monkeypatch, mu
     assert merged.verdict == verdict
     if verdict not in ("passed", "SURVIVED"):
         assert f"racecheck [{verdict}]" in merged.output_tail and r.detail in merged.output_tail
+
+
+def test_map_rewrite_property_skips_after_the_variant_already_failed():
+    """A hung mutant must not also wait out the map-rewrite property's subprocess limit: once a
+    subject property failed on the same variant in this process, the property skips at once
+    (which keeps a hanging mutant's props run under the runner's timeout)."""
+    import types
+
+    import pytest
+
+    from conftest import failed_on
+    from properties.test_tensor_map_rewrite import test_tensor_maps_rewritten_in_place_between_launches as prop
+
+    variant = types.SimpleNamespace(subject="hopper", label="h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs")
+    config = types.SimpleNamespace()
+    failed_on(config).append(("hopper", variant.label, "properties/test_subject_vs_oracle.py::test_x[a]"))
+    with pytest.raises(pytest.skip.Exception, match="already failed"):
+        prop(variant, types.SimpleNamespace(config=config))
+    # another variant's failure does not count: the property goes on (here: to its own skips)
+    other = types.SimpleNamespace(subject="hopper", label="h90_m128n128k256_s3_wg1_fp16")
+    with pytest.raises(pytest.skip.Exception) as info:
+        prop(other, types.SimpleNamespace(config=config))
+    assert "already failed" not in str(info.value)

@@ -47,7 +47,13 @@ def uses_tensor_maps(label: str) -> bool:
     return any(c.label == label and c.loader == "tma" for c in DECLARED_VARIANTS)
 
 
-def test_tensor_maps_rewritten_in_place_between_launches(subject_variant):
+def test_tensor_maps_rewritten_in_place_between_launches(subject_variant, request):
+    earlier = [t for s, label, t in getattr(request.config, "_nvfp4_failed_subjects", [])
+               if (s, label) == (subject_variant.subject, subject_variant.label)]
+    if earlier:
+        # a hung or wrong variant already failed a property here: this provocation (a subprocess
+        # that may wait TIMEOUT_S for a hang) has nothing to add, and would only delay the verdict
+        pytest.skip(f"{subject_variant.label} already failed {earlier[0]} in this process")
     if subject_variant.subject != "hopper":
         pytest.skip("Hopper variants only (the tensor-map tables are the Hopper family's fourth table)")
     if not uses_tensor_maps(subject_variant.label):
