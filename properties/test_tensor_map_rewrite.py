@@ -64,7 +64,10 @@ def test_tensor_maps_rewritten_in_place_between_launches(subject_variant, reques
         pytest.skip("needs an sm_90 GPU")
     cmd = [sys.executable, "-m", "properties.test_tensor_map_rewrite", subject_variant.label]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+        # the Python seen path: its seen_tables is where run() records each upload's address (the
+        # native seen pass, kernel/native/fast_probe.cpp, uploads the same block without it)
+        env = dict(os.environ, NVFP4_NATIVE_PROBE="0")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{subject_variant.label}: no answer within {TIMEOUT_S:.0f} s (hang) while launching "
                     f"alternating tensor sets on rewritten tensor maps")
@@ -73,6 +76,9 @@ def test_tensor_maps_rewritten_in_place_between_launches(subject_variant, reques
         pytest.fail(f"{subject_variant.label}: the launch process failed (exit {proc.returncode}): "
                     f"{(proc.stderr or proc.stdout)[-1500:]}")
     result = json.loads(lines[-1])
+    if not result["addresses"]:
+        pytest.fail(f"{subject_variant.label}: no table upload was recorded (the seen path's seen_tables was not "
+                    f"called: a harness change bypassed the hook); the provocation cannot be judged")
     if not result["same_address_rewrites"]:
         pytest.skip(f"provocation not achieved: no two consecutive launches had their tensor maps at one address "
                     f"({result['addresses']})")
