@@ -108,7 +108,13 @@ PROPOSED_TABLE = DispatchTable(
 # per-distribution and gpu-long runs or the mutant catalog that the default must pass.
 # Later the same day: Y decoded once per call (`y_source="prepass"`) 146.1 / 96.1 / 37.1 / 23.1 us
 # against 170.8 / 110.2 / 36.4 / 18.3 for FASTEST_CONFIG in one run: it wins bench1 and bench2.
+# Session 4 (one H200, ci/h200_m64.sh, profiling.ablation, same run): the prepass with problem-sized
+# phase-1 chunks and early X stages, 143.4 / 92.2 / 33.7 / 19.7 us, against FASTEST_CONFIG
+# 168.2 / 109.0 / 36.3 / 18.3: it wins bench1-3; FASTEST_CONFIG keeps bench4 (SPLIT_DQ2 measured
+# 18.3 there too, in another run). Geomean 53.4 us = 2.14x the floor. Ready-flags, 64-row Y tiles
+# and 2-CTA multicast variants were slower (profiling/PERF_LOG.md).
 PREPASS = "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_pre"
+PREPASS_CHUNKED = "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1x"
 MEASURED_TABLE = DispatchTable(
-    {"bench1": PREPASS, "bench2": PREPASS, "bench3": SPLIT_DQ2, "bench4": SPLIT_DQ2},
+    {"bench1": PREPASS_CHUNKED, "bench2": PREPASS_CHUNKED, "bench3": PREPASS_CHUNKED, "bench4": FASTEST_CONFIG.label},
 )
