@@ -608,6 +608,18 @@ MUTANTS = MUTANTS + HARNESS_MUTANTS
 BY_NAME = {m.name: m for m in MUTANTS}
 
 
+# one proof for both variants of the moved accumulator-reset fence (cubins identical to production)
+_ACC_RESET_AFTER_FENCE_PROOF = (
+    "cubin unchanged: with the wgmma fence moved above the accumulator reset (acc.fill(0) and the "
+    "accumulate flag now follow it, nothing fences them before the tile's first wgmma) the variant's "
+    "SASS is production's instruction by instruction (ptxas puts its own WARPGROUP.ARRIVE between "
+    "the CS2R zeroing and the first HGMMA; python -m ci.sass_identity on a copy with the edit: "
+    "h90_m128n128k256_s3_wg1_fp16 3640 and ..._tma_prmt_rs 2456 instructions, identical, as are the "
+    "other 21 m128 variants). The same bug as hopper_sync_no_acc_reset_fence__*, whose SASS differs "
+    "only in where the explicit fence's ARRIVE sits"
+)
+
+
 # Mutants no test can catch because the compiled code does not change; kept in the catalog, with
 # the evidence, so the table says so instead of "SURVIVED".
 EQUIVALENT = {
@@ -623,24 +635,8 @@ EQUIVALENT = {
         "variant's SASS is identical instruction by instruction (ptxas orders the fragment "
         "registers before HGMMA itself; python -m ci.mutation_runner --section=sync --sass-equivalence)"
     ),
-    "hopper_sync_acc_reset_after_fence__default": (
-        "cubin unchanged: with the wgmma fence moved above the accumulator reset (acc.fill(0) and the "
-        "accumulate flag now follow it, nothing fences them before the tile's first wgmma) the variant's "
-        "SASS is production's instruction by instruction (ptxas puts its own WARPGROUP.ARRIVE between "
-        "the CS2R zeroing and the first HGMMA; python -m ci.sass_identity on a copy with the edit: "
-        "h90_m128n128k256_s3_wg1_fp16 3640 and ..._tma_prmt_rs 2456 instructions, identical, as are the "
-        "other 21 m128 variants). The same bug as hopper_sync_no_acc_reset_fence__*, whose SASS differs "
-        "only in where the explicit fence's ARRIVE sits"
-    ),
-    "hopper_sync_acc_reset_after_fence__rs": (
-        "cubin unchanged: with the wgmma fence moved above the accumulator reset (acc.fill(0) and the "
-        "accumulate flag now follow it, nothing fences them before the tile's first wgmma) the variant's "
-        "SASS is production's instruction by instruction (ptxas puts its own WARPGROUP.ARRIVE between "
-        "the CS2R zeroing and the first HGMMA; python -m ci.sass_identity on a copy with the edit: "
-        "h90_m128n128k256_s3_wg1_fp16 3640 and ..._tma_prmt_rs 2456 instructions, identical, as are the "
-        "other 21 m128 variants). The same bug as hopper_sync_no_acc_reset_fence__*, whose SASS differs "
-        "only in where the explicit fence's ARRIVE sits"
-    ),
+    "hopper_sync_acc_reset_after_fence__default": _ACC_RESET_AFTER_FENCE_PROOF,
+    "hopper_sync_acc_reset_after_fence__rs": _ACC_RESET_AFTER_FENCE_PROOF,
 }
 
 

@@ -920,6 +920,16 @@ class HopperNvfp4GroupedGemm:
             self.prepass_wait(ws, chunks)
         cute.arch.barrier()
 
+    def prepass_chunking(self, items):
+        """Phase 1's run-time chunk (``prepass_chunk`` = F > 0): clamp(ceil(items / (F x grid)),
+        PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items, and the number of chunks. Traced inline."""
+        num_ctas, _, _ = cute.arch.grid_dim()
+        div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
+        chunk = (items + (div - 1)) // div
+        chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
+        chunk = cutlass.min(chunk, cutlass.Int32(self.threads * cfgmod.PREPASS_BATCH))
+        return chunk, (items + (chunk - 1)) // chunk
+
     @cute.jit
     def prepass_decode_scaled(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
                               ws: cutlass.Int64, slots: cutlass.Int32):
@@ -953,12 +963,7 @@ class HopperNvfp4GroupedGemm:
             items = items + count
             roff = roff + m
             kmax = cutlass.max(kmax, m_sizes[s, 2])
-        num_ctas, _, _ = cute.arch.grid_dim()
-        div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
-        chunk = (items + (div - 1)) // div
-        chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
-        chunk = cutlass.min(chunk, cutlass.Int32(threads * batch))
-        chunks = (items + (chunk - 1)) // chunk
+        chunk, chunks = self.prepass_chunking(items)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
         it = cutlass.Int32(0)
@@ -1206,12 +1211,7 @@ class HopperNvfp4GroupedGemm:
         levels = kmax // self.config.tile_k
         per_level = rows * sbk
         items = per_level * levels
-        num_ctas, _, _ = cute.arch.grid_dim()
-        div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
-        chunk = (items + (div - 1)) // div
-        chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
-        chunk = cutlass.min(chunk, cutlass.Int32(threads * batch))
-        chunks = (items + (chunk - 1)) // chunk
+        chunk, chunks = self.prepass_chunking(items)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
         flags = data + cutlass.Int64(rows) * pitch
