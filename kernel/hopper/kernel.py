@@ -26,7 +26,7 @@ loop then has a 4-stage ring of raw X (+ scales) and a ring of fp16 Y boxes load
 the consumers decode only X (``produce_prepass`` / ``consume_x_regs_y_ring``). With
 ``prepass_sync="flags"`` (experimental) there is no completion barrier: phase 1 runs
 K-chunk-major and publishes a flag per (Y block, K chunk), and the producer acquire-waits on the
-flag of each K chunk before its Y boxes (``prepass_decode_flags`` / ``produce_prepass_flags``).
+flag of each K chunk before its Y boxes (``prepass_decode_flags`` / ``produce_prepass_q``).
 
 ``cluster_x=2`` (issue 14, experimental; prepass with ``prepass_chunk`` only): a grid of 2-CTA
 clusters. A cluster runs *cluster tiles* (kernel.plan ``cluster_n``): N blocks 2j and 2j+1 of one
@@ -498,8 +498,8 @@ class HopperNvfp4GroupedGemm:
             # no completion barrier: the producer waits per Y box on its flag, the consumers on
             # the Y ring's full mbarriers as before
             if warp_idx >= self.producer_warp:
-                self.produce_prepass_flags(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                           t_begin, t_end, t_step, total, gen)
+                self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
+                                       t_begin, t_end, t_step, total, gen)
             else:
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
                                      t_begin, t_end, t_step, late_coords=cfg.consumer_warpgroups == 3)
@@ -1108,14 +1108,28 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                          t_begin, t_end, t_step, total):
+                          t_begin, t_end, t_step, total, gen=None):
         """Issue 14q (``prepass_chunk`` builds): ``produce_prepass`` with the producer warp
         arriving at phase 1's completion barrier itself, and with ``prepass_x_early`` its first
         tile's X stages (up to ``num_ab_stages``; they read only B and its scales) issued
-        before it."""
+        before it.
+
+        ``prepass_sync="flags"`` (``gen``: phase 1's generation): no completion barrier; before
+        the Y boxes of K chunk ``kt`` of a tile the warp waits for that chunk's flag of the
+        tile's Y block (``wait_flags_ready``: the lanes read the flags of chunks kt .. kt + 31 at
+        once, so a tile whose Y is all published costs one round trip)."""
         cfg = self.config
         lane = cute.arch.lane_idx()
         tm_ws = ws + TENSOR_MAP_OFFSET
+        if cutlass.const_expr(self.prepass_flags):
+            target = gen + 1
+            rows = cutlass.Int32(0)
+            kmax = cutlass.Int32(0)
+            for s in cutlass.range_constexpr(self.num_groups):
+                rows = rows + m_sizes[s, 0]
+                kmax = cutlass.max(kmax, m_sizes[s, 2])
+            levels = kmax // cfg.tile_k
+            flags = ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         pre = cutlass.Int32(0)  # X stages of the first tile already issued
         if cutlass.const_expr(cfg.prepass_x_early):
@@ -1130,9 +1144,10 @@ class HopperNvfp4GroupedGemm:
             for kt_f in range(pre):
                 self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
                 state.advance()
-        cute.arch.barrier()  # phase 1's completion barrier (thread 0 waited before it)
-        # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
-        fence_proxy_async_global()
+        if cutlass.const_expr(not self.prepass_flags):
+            cute.arch.barrier()  # phase 1's completion barrier (thread 0 waited before it)
+            # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
+            fence_proxy_async_global()
         if lane == 0:
             tensormap_acquire(tm_ws)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
@@ -1140,6 +1155,14 @@ class HopperNvfp4GroupedGemm:
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
             tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
             y_row = self.row_offset(m_sizes, slot) + m0
+            if cutlass.const_expr(self.prepass_flags):
+                block = cutlass.Int32(0)
+                for s in range(slot):
+                    block = block + (m_sizes[s, 0] + (self.mma_n - 1)) // self.mma_n
+                block = block + m0 // self.mma_n
+                my_flag = flags + cutlass.Int64(block * levels + lane) * FLAG_CELL_BYTES + 4
+                k_tiles = k // cfg.tile_k
+                ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
             self.delay("producer", "tensormap", "before")
             if lane == 0:
                 tensormap_acquire(tm_x)
@@ -1148,6 +1171,11 @@ class HopperNvfp4GroupedGemm:
                 if kt >= pre:
                     self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt)
                     state.advance()
+                if cutlass.const_expr(self.prepass_flags):
+                    if kt >= ready:
+                        # lane l: chunk kt + l; acquire, ballot, warp sync, proxy fence (ptx.py)
+                        ready = kt + wait_flags_ready(my_flag + cutlass.Int64(kt) * FLAG_CELL_BYTES,
+                                                      cutlass.Int32(kt + lane < k_tiles), target)
                 for sb in cutlass.range_constexpr(self.n_sub):
                     self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
                     ystate.advance()  # here, in the loop's own body: the loop carries it
@@ -1324,73 +1352,6 @@ class HopperNvfp4GroupedGemm:
                 store_relaxed_gpu(cell, cutlass.Int32(0))  # no other add to it in this launch
                 store_release_gpu(cell + 4, gen + 1)
             g = g + self.threads
-
-    @cute.jit
-    def produce_prepass_flags(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                              t_begin, t_end, t_step, total, gen):
-        """``prepass_sync="flags"``: ``produce_prepass_q`` without the completion barrier; before
-        the Y boxes of K chunk ``kt`` of a tile the warp waits for that chunk's flag of the
-        tile's Y block (``wait_flags_ready``: the lanes read the flags of chunks kt .. kt + 31 at
-        once, so a tile whose Y is all published costs one round trip). With ``prepass_x_early``
-        the first tile's X stages go first, as in ``produce_prepass_q``."""
-        cfg = self.config
-        lane = cute.arch.lane_idx()
-        tm_ws = ws + TENSOR_MAP_OFFSET
-        target = gen + 1
-        rows = cutlass.Int32(0)
-        kmax = cutlass.Int32(0)
-        for s in cutlass.range_constexpr(self.num_groups):
-            rows = rows + m_sizes[s, 0]
-            kmax = cutlass.max(kmax, m_sizes[s, 2])
-        levels = kmax // cfg.tile_k
-        flags = ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
-        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-        pre = cutlass.Int32(0)  # X stages of the first tile already issued
-        if cutlass.const_expr(cfg.prepass_x_early):
-            t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
-            slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
-            tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
-            if lane == 0:
-                tensormap_acquire(tm_f)
-            pre = cutlass.min(k_f // cfg.tile_k, cutlass.Int32(self.stages))
-            if t_begin >= t_end:
-                pre = cutlass.Int32(0)
-            for kt_f in range(pre):
-                self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
-                state.advance()
-        if lane == 0:
-            tensormap_acquire(tm_ws)
-        ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
-        for tile in range(t_begin, t_end, t_step):
-            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
-            tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
-            y_row = self.row_offset(m_sizes, slot) + m0
-            block = cutlass.Int32(0)
-            for s in range(slot):
-                block = block + (m_sizes[s, 0] + (self.mma_n - 1)) // self.mma_n
-            block = block + m0 // self.mma_n
-            my_flag = flags + cutlass.Int64(block * levels + lane) * FLAG_CELL_BYTES + 4
-            k_tiles = k // cfg.tile_k
-            self.delay("producer", "tensormap", "before")
-            if lane == 0:
-                tensormap_acquire(tm_x)
-            self.delay("producer", "tensormap", "after")
-            ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
-            for kt in range(k_tiles):
-                if kt >= pre:
-                    self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt)
-                    state.advance()
-                if kt >= ready:
-                    # lane l: chunk kt + l; acquire, ballot, warp sync, proxy fence (ptx.py)
-                    ready = kt + wait_flags_ready(my_flag + cutlass.Int64(kt) * FLAG_CELL_BYTES,
-                                                  cutlass.Int32(kt + lane < k_tiles), target)
-                for sb in cutlass.range_constexpr(self.n_sub):
-                    self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
-                    ystate.advance()  # here, in the loop's own body: the loop carries it
-            pre = cutlass.Int32(0)  # only the first tile's first stages went early
-        self.delay("producer", "tail", "before")
-        pipe.producer_tail(state)
-        y_pipe.producer_tail(ystate)
 
     @cute.jit
     def produce_y_box(self, lane, y_pipe, ystate, sy_base, tm_ws, sub_block, y_row):
