@@ -469,15 +469,22 @@ def sleep_ns_from_table(table: Int64, slot: int, jitter: Int32, *, loc=None, ip=
     variants and in the ``_rs`` variant with a lax wgmma wait, and so did computing the jitter
     here from ``%tid`` (properties/MUTANTS.md "Fifth pass";
     kernel/tests/test_hopper_perturbed_sass.py checks every declared variant)."""
-    asm = (
+    _inline_asm(_table_sleep_asm(slot, skewed=False), "l,r,~{memory}", _ir(loc, ip, (Int64, table), (Int32, jitter)),
+                loc=loc, ip=ip)
+
+
+def _table_sleep_asm(slot: int, skewed: bool) -> str:
+    """The branch-free sleep of table word ``slot`` plus the jitter ($1) and, ``skewed``, the warp
+    skew ($2): what :func:`sleep_ns_from_table` and :func:`sleep_ns_from_table_skewed` run."""
+    return (
         "{\n.reg .u32 d, h;\n.reg .pred p;\n"
         f"ld.global.nc.u32 d, [$0+{4 * int(slot)}];\n"
         "setp.ne.u32 p, d, 0;\n"
         "add.u32 h, d, $1;\n"
         "selp.u32 h, h, 0, p;\n"
-        "nanosleep.u32 h;\n}"
+        + ("add.u32 h, h, $2;\n" if skewed else "")
+        + "nanosleep.u32 h;\n}"
     )
-    _inline_asm(asm, "l,r,~{memory}", _ir(loc, ip, (Int64, table), (Int32, jitter)), loc=loc, ip=ip)
 
 
 @dsl_user_op
@@ -502,16 +509,7 @@ def warp_skew_from_table(table: Int64, warp: Int32, skew_ns_word: int, skew_warp
 def sleep_ns_from_table_skewed(table: Int64, slot: int, jitter: Int32, skew: Int32, *, loc=None, ip=None) -> None:
     """:func:`sleep_ns_from_table` plus this thread's warp skew (:func:`warp_skew_from_table`),
     slept whether or not the slot's word is 0; branch-free, ``nanosleep`` always executed."""
-    asm = (
-        "{\n.reg .u32 d, h;\n.reg .pred p;\n"
-        f"ld.global.nc.u32 d, [$0+{4 * int(slot)}];\n"
-        "setp.ne.u32 p, d, 0;\n"
-        "add.u32 h, d, $1;\n"
-        "selp.u32 h, h, 0, p;\n"
-        "add.u32 h, h, $2;\n"
-        "nanosleep.u32 h;\n}"
-    )
-    _inline_asm(asm, "l,r,r,~{memory}", _ir(loc, ip, (Int64, table), (Int32, jitter), (Int32, skew)), loc=loc, ip=ip)
+    _inline_asm(_table_sleep_asm(slot, skewed=True), "l,r,r,~{memory}", _ir(loc, ip, (Int64, table), (Int32, jitter), (Int32, skew)), loc=loc, ip=ip)
 
 
 @dsl_user_op
