@@ -27,13 +27,10 @@ def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
         data = oracle.make_inputs(sizes, 100 + i, device="cuda")
         want = [c.clone() for c in hopper.custom_kernel(data, config=FASTEST_CONFIG)]
         for rep in range(3):  # the fast path replays the same launch: counters must self-reset
-            for g in data[0]:
-                g[2].fill_(float("nan"))
+            _nan_outputs(data)
             got = hopper.custom_kernel(data, config=pre)
             torch.cuda.synchronize()
-            same = all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(got, want))
-            print(f"case {i} rep {rep} {sizes[:2]}...: {'bit-identical' if same else 'DIFFERS'}", flush=True)
-            bad += not same
+            bad += _differs(torch, f"case {i} rep {rep} {sizes[:2]}...", got, want)
     # two problems of one geometry, launched alternately without a sync in between: one
     # workspace for both, so a counter or (prepass_sync="flags") a readiness flag left looking
     # ready by the previous launch would let a tile read the other problem's fp16 Y
@@ -43,15 +40,12 @@ def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
     wb = [c.clone() for c in hopper.custom_kernel(db, config=FASTEST_CONFIG)]
     torch.cuda.synchronize()
     for rep in range(4):
-        for d in (da, db):
-            for g in d[0]:
-                g[2].fill_(float("nan"))
+        _nan_outputs(da)
+        _nan_outputs(db)
         oa = hopper.custom_kernel(da, config=pre)
         ob = hopper.custom_kernel(db, config=pre)
         torch.cuda.synchronize()
-        same = all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(oa + ob, wa + wb))
-        print(f"alternating problems rep {rep}: {'bit-identical' if same else 'DIFFERS'}", flush=True)
-        bad += not same
+        bad += _differs(torch, f"alternating problems rep {rep}", oa + ob, wa + wb)
     # two streams at once, two problems: each stream its own workspace
     d1 = oracle.make_inputs(cases[2], 7, device="cuda")
     d2 = oracle.make_inputs(cases[1], 8, device="cuda")
@@ -65,10 +59,20 @@ def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
         with torch.cuda.stream(s2):
             o2 = hopper.custom_kernel(d2, config=pre)
     torch.cuda.synchronize()
-    same = all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(o1 + o2, w1 + w2))
-    print(f"two streams: {'bit-identical' if same else 'DIFFERS'}", flush=True)
-    bad += not same
+    bad += _differs(torch, "two streams", o1 + o2, w1 + w2)
     return bad
+
+
+def _nan_outputs(data) -> None:
+    for g in data[0]:
+        g[2].fill_(float("nan"))
+
+
+def _differs(torch, what: str, got, want) -> int:
+    """Print whether ``got`` is bit-identical to ``want``; 1 when it differs."""
+    same = len(got) == len(want) and all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(got, want))
+    print(f"{what}: {'bit-identical' if same else 'DIFFERS'}", flush=True)
+    return int(not same)
 
 
 def main(argv=None) -> int:
