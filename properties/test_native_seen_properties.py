@@ -42,12 +42,11 @@ from kernel.fast_path import FastPath, flatten
 from kernel.host_pipeline import HostPipeline, _native_state
 from kernel.seen_shapes import AuxTemplate, signature_key
 from kernel.validation import validate_problem
-from properties.breakages import broken_problem
 from properties.native import native_or_skip
-from properties.strategies import (BREAKAGES, Example, InvalidExample, applicable_breakages, breakage_tensor,
-                                   problem_sizes)
+from properties.strategies import applicable_breakages, problem_sizes
 from properties.subjects import SizeLimits
 from properties.test_fast_path_properties import CONFIG, CONSTRAINTS, RecordingPipeline, expected_launch
+from properties.test_seen_shapes_properties import broken_and_valid_twin
 
 pytestmark = pytest.mark.properties
 
@@ -302,17 +301,9 @@ def test_native_pipeline_refuses_like_validation(native, sizes, seed, breakage, 
 
 
 def _refuses_like_validation(counting, sizes, seed, breakage, group):
-    group %= len(sizes)
-    inv = InvalidExample(Example(sizes, seed, "uniform", "separate"), breakage, BREAKAGES[breakage],
-                         None if breakage in ("too_many_groups", "no_groups") else group, breakage_tensor(breakage))
-    broken = broken_problem(inv, CONSTRAINTS, "cpu")
+    broken, valid = broken_and_valid_twin(sizes, seed, breakage, group)
     with_native, without = RecordingPipeline(), RecordingPipeline()
     without.native_seen = False
-    try:
-        valid = oracle.make_inputs([tuple(s) for s in broken[3]], seed + 1, device="cpu")
-        validate_problem(valid, CONSTRAINTS)
-    except Exception:
-        valid = None  # the breakage is in the sizes themselves: no template can match them
     if valid is not None:
         for p in (with_native, without):
             p.run(valid, CONFIG)

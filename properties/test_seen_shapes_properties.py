@@ -49,21 +49,29 @@ def _accepted(pipeline) -> int:
 
 
 @settings(max_examples=120, deadline=None)
-@given(sizes=problem_sizes(CONSTRAINTS, LIMITS), seed=st.integers(0, 2**16),
-       breakage=st.sampled_from([b for b in applicable_breakages(CONSTRAINTS)]), group=st.integers(0, 3))
-def test_seen_path_refuses_what_validation_refuses(sizes, seed, breakage, group):
+def broken_and_valid_twin(sizes, seed, breakage, group):
+    """The problem ``breakage`` breaks (in group ``group`` modulo the group count), and a valid
+    problem of its sizes (None when the breakage is in the sizes themselves: no template can
+    match them)."""
     group %= len(sizes)
     inv = InvalidExample(Example(sizes, seed, "uniform", "separate"), breakage, BREAKAGES[breakage],
                          None if breakage in ("too_many_groups", "no_groups") else group,
                          breakage_tensor(breakage))
     broken = broken_problem(inv, CONSTRAINTS, "cpu")
-    pipeline = RecordingPipeline()
-    # a valid problem of the broken one's sizes, twice: the template is learned, then used
     try:
         valid = oracle.make_inputs([tuple(s) for s in broken[3]], seed + 1, device="cpu")
         validate_problem(valid, CONSTRAINTS)
     except Exception:
-        valid = None  # the breakage is in the sizes themselves: no template can match them
+        valid = None
+    return broken, valid
+
+
+@given(sizes=problem_sizes(CONSTRAINTS, LIMITS), seed=st.integers(0, 2**16),
+       breakage=st.sampled_from([b for b in applicable_breakages(CONSTRAINTS)]), group=st.integers(0, 3))
+def test_seen_path_refuses_what_validation_refuses(sizes, seed, breakage, group):
+    broken, valid = broken_and_valid_twin(sizes, seed, breakage, group)
+    pipeline = RecordingPipeline()
+    # a valid problem of the broken one's sizes, twice: the template is learned, then used
     if valid is not None:
         pipeline.run(valid, CONFIG)
         before = _accepted(pipeline)
