@@ -85,7 +85,7 @@ POISON_WORD = 0xFFFFFFFF  # E4M3 0xFF: NaN; fp16 0xFFFF: NaN; FP4 0xF: -6
 Jitter = Literal["none", "cta", "warp"]
 JITTERS = ("none", "cta", "warp")
 _TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)"
-                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<rt>-rt)?$")
+                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<stress>-t)?(?P<rt>-rt)?$")
 # the run-time delay table (Perturbation.device_words): one int32 per (role, site, when) of
 # SLOTS, in this order, then the jitter bound (ns), the jitter mode (JITTERS index), the seed, and
 # the warp skew of the consumers' decode site (Perturbation.skew: nanoseconds, victim warp % 4)
@@ -95,6 +95,8 @@ SLOTS: tuple[tuple[str, str, str], ...] = tuple(
 SLOT_INDEX = {slot: i for i, slot in enumerate(SLOTS)}
 JITTER_NS_WORD, JITTER_MODE_WORD, SEED_WORD = len(SLOTS), len(SLOTS) + 1, len(SLOTS) + 2
 SKEW_NS_WORD, SKEW_WARP_WORD = len(SLOTS) + 3, len(SLOTS) + 4
+# one in STRESS_ONE_IN run-time seeds launches beside the tensor-pipe stressor (stressed_seed)
+STRESS_ONE_IN = 2
 # one in SKEW_ONE_IN run-time "delays" seeds has no warp skew (Perturbation.skew)
 SKEW_ONE_IN = 4
 TABLE_WORDS = 64  # 256 bytes, zero-padded
@@ -149,6 +151,10 @@ class Perturbation:
     fill_stride: int = 1
     # delays read at run time from the build's device table (one build serves every seed)
     runtime: bool = False
+    # the launch runs beside a tensor-pipe stressor on another stream (properties.tensor_stress:
+    # one small CTA per SM keeping long wgmmas queued, so the subject's wgmma groups execute late
+    # while its warps run on). Not a build option: no part of the compile form or the kernel
+    stress: bool = False
 
     def __post_init__(self):
         problems = []
@@ -242,7 +248,7 @@ class Perturbation:
         return (f"s{self.seed}-d{self.max_delay_ns}-p{self.density_pct}-{'poison' if self.poison else 'clean'}"
                 f"-{self.jitter}{'' if self.delays else '-nodelay'}{f'-c{self.max_ctas}' if self.max_ctas else ''}"
                 f"{f'-w{self.wgmma_fill}' if self.wgmma_fill else ''}{f'-e{self.fill_stride}' if self.fill_stride != 1 else ''}"
-                f"{'-rt' if self.runtime else ''}")
+                f"{'-t' if self.stress else ''}{'-rt' if self.runtime else ''}")
 
     @classmethod
     def from_tag(cls, tag: str) -> "Perturbation":
@@ -251,7 +257,7 @@ class Perturbation:
             raise ValueError(f"not a perturbation tag: {tag!r} (expected e.g. s3-d4000-p50-poison-none)")
         return cls(int(m["seed"]), int(m["max"]), int(m["density"]), m["poison"] == "poison", m["jitter"],
                    m["nodelay"] is None, int(m["ctas"] or 0),
-                   int(m["fill"] or 0), int(m["every"] or 1), m["rt"] is not None)
+                   int(m["fill"] or 0), int(m["every"] or 1), m["rt"] is not None, m["stress"] is not None)
 
 
 def palette(size: int, *, max_delay_ns: int = 4000, runtime: bool = False) -> tuple[Perturbation, ...]:
@@ -275,4 +281,12 @@ def runtime_perturbation(seed: int, *, max_delay_ns: int = 4000, density_pct: in
     window = kind == "window"
     return Perturbation(seed, max_delay_ns, density_pct, poison=True, jitter=JITTERS[seed % 3],
                         delays=kind == "delays", max_ctas=PALETTE_CTAS[(seed // 3) % len(PALETTE_CTAS)],
-                        wgmma_fill=FILL if window else 0, fill_stride=FILL_STRIDE if window else 1, runtime=True)
+                        wgmma_fill=FILL if window else 0, fill_stride=FILL_STRIDE if window else 1, runtime=True,
+                        stress=stressed_seed(seed))
+
+
+def stressed_seed(seed: int) -> bool:
+    """Whether the run-time perturbation of ``seed`` launches beside the tensor-pipe stressor:
+    one seed in :data:`STRESS_ONE_IN`, by a hash of the seed (independent of its kind, jitter
+    and grid cap, which are ``seed % 4``, ``seed % 3`` and ``(seed // 3) % 3``)."""
+    return random.Random(f"{seed}/stress").randrange(STRESS_ONE_IN) == 0

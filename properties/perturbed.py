@@ -9,6 +9,9 @@ isolation worker, ``properties.repro`` and ``ci.sanitize`` rebuild the same vari
 A family supports perturbation when its ``custom_kernel`` takes a ``perturbation`` argument
 (and gets ``strict=True``, guarded device tables, when it takes ``strict``);
 the variants of other subjects (the CPU model, subject files) come back with a ``skip_reason``.
+A perturbation with ``stress`` (tag ``-t``) also launches the GPU subject beside the tensor-pipe
+stressor (properties/tensor_stress.py: another stream, one small CTA per SM keeping long wgmmas
+queued), on devices that have one.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import os
 
 from kernel.perturbation import Perturbation
 from properties.subjects import SubjectVariant
@@ -67,7 +71,16 @@ def perturbed(variant: SubjectVariant, perturbation: Perturbation) -> SubjectVar
         run = functools.partial(run.func, *run.args, **run.keywords, **extra)
     else:
         run = functools.partial(run, **extra)
+    if perturbation.stress and variant.device == "cuda" and stress_enabled():
+        from properties.tensor_stress import stressed
+
+        run = stressed(run)
     return dataclasses.replace(variant, label=label, run=run, source=source)
+
+
+def stress_enabled() -> bool:
+    """``NVFP4_TENSOR_STRESS=0`` launches stressed seeds without the stressor (their tag keeps ``-t``)."""
+    return os.environ.get("NVFP4_TENSOR_STRESS", "1") != "0"
 
 
 def resolve_perturbed(name: str, scope: str = "production") -> list[SubjectVariant]:

@@ -239,3 +239,69 @@ def test_run_time_seeds_share_one_worker_and_reach_it_as_themselves(tmp_path):
     calls = [line.split() for line in log.read_text().splitlines()]
     assert [tag for _, tag in calls] == [a.tag, b.tag, a.tag]
     assert len({pid for pid, _ in calls}) == 1, calls
+
+
+# ---- the tensor-pipe stressor (properties/tensor_stress.py) --------------------------------
+
+def test_stress_is_in_the_tag_and_never_in_the_compile_form():
+    from kernel.perturbation import stressed_seed
+
+    seeds = range(1, 400)
+    stressed = [s for s in seeds if stressed_seed(s)]
+    assert 0.35 < len(stressed) / len(seeds) < 0.65  # about one seed in two
+    for seed in (stressed[0], next(s for s in seeds if not stressed_seed(s))):
+        p = runtime_perturbation(seed)
+        assert p.stress == stressed_seed(seed)
+        assert Perturbation.from_tag(p.tag) == p
+        assert p.tag.endswith("-t-rt") == p.stress
+        assert p.compile_form.stress is False  # one build serves stressed and plain seeds
+    # independent of the kind (seed % 4): every kind has stressed and unstressed seeds
+    kinds = {(runtime_perturbation(s).kind, runtime_perturbation(s).stress) for s in seeds}
+    assert {k for k, _ in kinds} == {"delays", "quiet", "window"}
+    assert all((k, True) in kinds and (k, False) in kinds for k, _ in kinds)
+
+
+def test_a_stressed_perturbation_wraps_only_gpu_launches(monkeypatch):
+    from dataclasses import replace
+
+    stressed_p = replace(runtime_perturbation(1), stress=True)
+    (cpu_variant,) = resolve_subject("hopper")[:1]
+    gpu_variant = replace(cpu_variant, constraints=replace(cpu_variant.constraints, device_type="cuda"))
+    assert getattr(perturbed(gpu_variant, stressed_p).run, "stressed", False)
+    assert not getattr(perturbed(gpu_variant, replace(stressed_p, stress=False)).run, "stressed", False)
+    assert not getattr(perturbed(replace(gpu_variant, constraints=replace(gpu_variant.constraints, device_type="cpu")),
+                                 stressed_p).run, "stressed", False)
+    monkeypatch.setenv("NVFP4_TENSOR_STRESS", "0")
+    assert not getattr(perturbed(gpu_variant, stressed_p).run, "stressed", False)
+
+
+def test_the_stressor_keeps_long_wgmmas_queued_until_its_stop_word(tmp_path):
+    """SASS of the stressor (sm_90a, no GPU needed): every wgmma kept (8 HGMMA.64x256x16 per loop
+    turn, accumulating, at most one group waited for), the loop's exit decided for the whole CTA
+    (BAR.RED), the stop word read from global memory each turn, the accumulator stored at the
+    end (what keeps ptxas from folding the wgmmas away), and room beside the catalog variants."""
+    pytest.importorskip("cutlass")
+    from kernel.hopper.config import DECLARED_VARIANTS, smem_bytes
+    from profiling import sass
+    from properties import tensor_stress
+
+    tensor_stress.compiled_kernels.cache_clear()
+    tensor_stress.compiled_kernels(str(tmp_path))
+    (cubin,) = [c for c in tmp_path.glob("*.cubin") if "stress" in c.name]
+    (usage,) = sass.resource_usage(cubin)
+    code = [i.text if hasattr(i, "text") else str(i) for i in sass.kernel_code(cubin)]
+    text = sass.disassemble(cubin)
+    hgmma = [line for line in text.splitlines() if "HGMMA.64x256x16" in line]
+    assert len(hgmma) == tensor_stress.WGMMAS_PER_GROUP, hgmma
+    assert sum("gsb0" in line for line in hgmma) == 1  # one group per loop turn
+    assert "DEPBAR.LE gsb0, 0x1" in text and "BAR.RED.OR" in text
+    assert "LDG.E.STRONG.SYS" in text  # the volatile stop word, every turn
+    assert "STS" not in text  # it never writes shared memory
+    assert len(code) > 0
+    # room beside both catalog variants (the stressor's registers are allocated per warp in 256s)
+    stress_regs = -(-usage.registers * 32 // 256) * 256 * (tensor_stress.STRESS_THREADS // 32)
+    for label, regs in (("h90_m128n128k256_s3_wg1_fp16", 200), ("h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs", 168)):
+        config = next(c for c in DECLARED_VARIANTS if c.label == label)
+        subject_regs = -(-regs * 32 // 256) * 256 * (config.threads // 32)
+        assert subject_regs + stress_regs <= 65536, (label, subject_regs, stress_regs)
+        assert smem_bytes(config)["total"] + 1024 + tensor_stress.STRESS_SMEM_BYTES + 1024 + usage.shared_bytes <= 233472

@@ -28,4 +28,10 @@ def test_perturbed_subject_matches_oracle(subject_variant, request, data):
     if variant.skip_reason:
         pytest.skip(variant.skip_reason)
     note(example.repro(variant.repro_subject, variant.label))
-    check_example(variant, example)
+    try:
+        check_example(variant, example)
+    finally:
+        last_report = getattr(variant.run, "last_report", None)  # a stressed launch in this process
+        report = last_report() if last_report is not None else None
+        if report is not None:
+            note(report.line())
