@@ -11,9 +11,11 @@ export CUTE_DSL_ARCH=sm_90a
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
 { echo "[$(el) s] stressor beside production variants"
   timeout 90 python3 -m properties.tensor_stress --measure --shape bench3 --reps 10 2>&1 | tail -4
+  ok=${PIPESTATUS[0]}
   timeout 60 python3 -m properties.tensor_stress --measure --shape bench4 --reps 10 \
       --variant h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs 2>&1 | tail -3
-  echo "[$(el) s] mutants"; } > "$OUT/stress.txt" 2>&1
+  echo "[$(el) s] stressor beside the subjects: exit $ok"; exit "$ok"; } > "$OUT/stress.txt" 2>&1 \
+  || { echo "the stressor did not run beside the subjects: mutants not run" >> "$OUT/stress.txt"; exit 1; }
 timeout 350 python3 -m ci.mutation_runner --subject=hopper --baseline \
     --mutant hopper_sync_wgmma_wait_lax__default --mutant hopper_sync_wgmma_wait_lax__rs \
     --mutant hopper_sync_no_reuse_barrier__default --mutant hopper_sync_no_reuse_barrier__rs \
