@@ -74,7 +74,7 @@ def perturbed(variant: SubjectVariant, perturbation: Perturbation) -> SubjectVar
     if perturbation.stress and variant.device == "cuda" and stress_enabled():
         from properties.tensor_stress import stressed
 
-        run = stressed(run)
+        run = stressed(run, key=variant.label.partition(SEPARATOR)[0])
     return dataclasses.replace(variant, label=label, run=run, source=source)
 
 

@@ -9,8 +9,8 @@ kernel's barriers couple the warps, so a delayed warp holds the others back and 
 those warps at issue. Work queued by *another CTA on the same SM* does neither: its warps are not
 bound by the subject's barriers, and every SM sub-partition's tensor core is shared by all the
 warps resident on it. So this module launches, on a side stream, one small CTA per SM (one
-warpgroup, 16 KB of shared memory, ~80 registers per thread) that keeps ``m64n256k16`` wgmmas
-queued (each ~256 tensor cycles, the longest single wgmma there is) until the subject has finished.
+warpgroup, 8 KB of shared memory, few registers) that keeps ``m64n128k16`` wgmmas queued (~128
+tensor cycles each) until the subject has finished.
 The subject's wgmma groups then wait behind them, while its dequantizing warps run at full speed:
 the backlog the races need ("stress" in the sense of Alglave et al., ASPLOS 2015).
 
@@ -24,18 +24,21 @@ How a stressed launch runs (:meth:`TensorPipeStress.run`), every step stream-ord
 3. the subject's own launch (``run(data)``: unchanged, on the current stream);
 4. current stream: set the stop word.
 
-What it needs: room on each SM for one stressor CTA next to the subject's CTA (16 KB + 1 KB of
-shared memory, 128 threads, ~10 K registers). Both catalog variants leave it (the default variant
-192 KB of shared memory and 160 threads, ``_rs`` 183 KB and 288 threads at 168 registers). When a
-subject does not leave room, its launch waits until the stressor ends by its cap: the result is
-still checked, the example is just not stressed, and :attr:`StressReport.overlapped` says so.
+What it needs: room on each SM for one stressor CTA next to the subject's CTA: shared memory
+(8 KB + 2 KB), threads, and registers *per SM sub-partition* (:func:`fits_beside`: each of the
+four has its own 16 K-register file, and a CTA's warp ``w`` lives on sub-partition ``w % 4``).
+Measured on the H200: with a 122-register stressor no subject launch ran beside it (both catalog
+variants waited for its cap); the default variant (5 warps at 193 registers: two on one
+sub-partition, 12800 registers) leaves 3584, enough for this stressor; the fastest one (9 warps at
+161: three on one sub-partition, 16128) leaves nothing. When a subject does not run beside the
+stressor its launch waits until the stressor's cap: the result is still checked, the example is
+just not stressed, :attr:`StressReport.overlapped` says so, and later launches of that variant
+in the process run without the stressor (:func:`stressed`).
 
 The stressor's wgmmas read uninitialized shared memory into accumulators nobody reads; it writes
 only its control block. Hopper (sm_90a) only: on other devices :func:`stress_available` is false
 and the subject runs unstressed.
 """
-
-
 
 import functools
 import os
@@ -43,7 +46,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 STRESS_THREADS = 128  # one warpgroup: a wgmma needs exactly that
-STRESS_SMEM_BYTES = 16 * 1024  # B operand of m64n256k16 (K-major, no swizzle): 8 KB; room to spare
+STRESS_SMEM_BYTES = 8 * 1024  # B operand of m64n128k16 (K-major, no swizzle): 4 KB; room to spare
 WGMMAS_PER_GROUP = 8
 DEFAULT_CAP_NS = 100_000_000  # the stressor's own limit (0.1 s): only reached when the subject could not run beside it
 # An SM's split between L1 and shared memory is set when CTAs start on it and changes only when it
@@ -63,7 +66,11 @@ END_BY_FLAG, END_BY_CAP = 1, 2
 ARCH = "sm_90a"
 
 
-def _acc_list(n: int = 64) -> str:
+MMA_N = 128  # m64n128k16: a 32-register accumulator (f16), ~128 tensor cycles per wgmma
+ACC_REGS = MMA_N // 4
+
+
+def _acc_list(n: int = ACC_REGS) -> str:
     return ", ".join(f"d{i}" for i in range(n))
 
 
@@ -72,13 +79,13 @@ def stress_loop_asm(wgmmas: int = WGMMAS_PER_GROUP) -> str:
     ``$1`` control block (u64), ``$2`` cap in ns (u64), ``$3`` this CTA's report slot (u64),
     ``$4`` thread index (u32). The loop's exit is decided for the whole CTA (``bar.red.or``),
     so every wgmma (``.sync.aligned``) is issued by all four warps together."""
-    zero = "\n".join(f"mov.b32 d{i}, 0;" for i in range(64))
-    mma = (f"wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 {{{_acc_list()}}}, {{a0, a1, a2, a3}}, "
+    zero = "\n".join(f"mov.b32 d{i}, 0;" for i in range(ACC_REGS))
+    mma = (f"wgmma.mma_async.sync.aligned.m64n{MMA_N}k16.f16.f16.f16 {{{_acc_list()}}}, {{a0, a1, a2, a3}}, "
            f"desc, pz, 1, 1, 0;")
     body = "\n".join([mma] * wgmmas)
     return f"""{{
 .reg .b32 a<4>;
-.reg .b32 d<64>;
+.reg .b32 d<{ACC_REGS}>;
 .reg .b32 lo, hi, flag, it, code, smid, one;
 .reg .b64 desc, t0, t1, el;
 .reg .pred pz, mine, late, stop, leader;
@@ -289,16 +296,29 @@ def stress_for_device(device_index: int) -> TensorPipeStress:
         return TensorPipeStress()
 
 
-def stressed(run: Callable) -> Callable:
+# base labels (no perturbation tag) whose launch did not run beside the stressor: no room on the SM
+NO_ROOM: set = set()
+
+
+def stressed(run: Callable, key: str = "") -> Callable:
     """``run`` launched beside the tensor-pipe stressor where the device has one (sm_90);
     unchanged elsewhere. The wrapper's ``last_report()`` gives the last stressed launch's
-    :class:`StressReport` (None before the first)."""
+    :class:`StressReport` (None before the first). When a launch of ``key`` (the variant's base
+    label) did not run beside the stressor (no room on the SM: :func:`fits_beside`), later
+    launches of ``key`` in this process run without it, and say so once on stderr."""
     state: dict = {"stress": None}
 
     def run_stressed(data):
+        import sys
+
         import torch
 
-        if not stress_available():
+        if not stress_available() or key in NO_ROOM:
+            return run(data)
+        if state["stress"] is not None and not state["stress"].report().overlapped:
+            NO_ROOM.add(key)
+            print(f"tensor stress: {key or 'this subject'} does not run beside the stressor (no room on the SM); "
+                  f"its later stressed seeds run without it", file=sys.stderr)
             return run(data)
         stress = stress_for_device(torch.cuda.current_device())
         state["stress"] = stress
@@ -310,6 +330,23 @@ def stressed(run: Callable) -> Callable:
     run_stressed.last_report = last_report
     run_stressed.stressed = True
     return run_stressed
+
+
+def warp_registers(regs_per_thread: int) -> int:
+    """Registers a warp holds: allocated per warp in units of 256."""
+    return -(-regs_per_thread * 32 // 256) * 256
+
+
+def fits_beside(subject_regs: int, subject_warps: int, stress_regs: int,
+                smsp_registers: int = 16384, smsps: int = 4) -> bool:
+    """Whether one stressor CTA (4 warps, one per SM sub-partition) and one subject CTA fit in
+    the register files together. Each sub-partition has its own register file (16 K of the
+    SM's 64 K), and warp ``w`` of a CTA lives on sub-partition ``w % 4``, so the fullest one
+    holds ``ceil(warps / 4)`` subject warps plus one stressor warp. (Shared memory and threads
+    leave room for both catalog variants.) The ``_rs`` variant's 9 warps at 161 registers put
+    3 x 5376 on one sub-partition: no stressor fits beside it."""
+    fullest = -(-subject_warps // smsps)
+    return fullest * warp_registers(subject_regs) + warp_registers(stress_regs) <= smsp_registers
 
 
 def main(argv=None) -> int:
