@@ -16,6 +16,8 @@ t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
   ok=${PIPESTATUS[0]}
   timeout 60 python3 -m properties.tensor_stress --measure --shape bench1 --reps 5 \
       --variant h90_m128n128k256_s3_wg1_fp16 2>&1 | tail -2
+  timeout 40 python3 -m properties.tensor_stress --measure --shape bench4 --reps 3 \
+      --variant h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs 2>&1 | tail -1   # predicted: no room
   echo "[$(el) s] stressor beside the subjects: exit $ok"; exit "$ok"; } > "$OUT/stress.txt" 2>&1 \
   || { echo "the stressor did not run beside the subjects: mutants not run" >> "$OUT/stress.txt"; exit 1; }
 timeout 350 python3 -m ci.mutation_runner --subject=hopper --baseline \

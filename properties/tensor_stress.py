@@ -17,8 +17,9 @@ the backlog the races need ("stress" in the sense of Alglave et al., ASPLOS 2015
 How a stressed launch runs (:meth:`TensorPipeStress.run`), every step stream-ordered:
 
 1. side stream (after the current stream's earlier work): zero the control block, launch the
-   stressor (one CTA per SM); each CTA counts itself in, then loops: 8 wgmmas, commit, keep one
-   group in flight, poll the stop word, until it is set or ``cap_ns`` passed (a safety net);
+   stressor (one CTA per SM); each CTA counts itself in, then loops: a burst of wgmmas, wait for
+   it, a pseudo-random pause, poll the stop word, until it is set or ``cap_ns`` passed (a safety
+   net);
 2. current stream: a one-warp gate that spins until every stressor CTA has started, so the
    subject's CTAs land next to running stressor CTAs rather than before them;
 3. the subject's own launch (``run(data)``: unchanged, on the current stream);
@@ -47,7 +48,14 @@ from typing import Callable
 
 STRESS_THREADS = 128  # one warpgroup: a wgmma needs exactly that
 STRESS_SMEM_BYTES = 8 * 1024  # B operand of m64n128k16 (K-major, no swizzle): 4 KB; room to spare
-WGMMAS_PER_GROUP = 8
+# Bursts, not a flood: measured on the H200, a stressor that always kept wgmmas queued starved
+# the subject's wgmmas completely (every subject launch finished only when the stressor stopped
+# at its cap). So each turn issues one group of WGMMAS_PER_GROUP wgmmas (~0.5 us of tensor
+# work), waits for it, then sleeps a pseudo-random 0..GAP_MAX_NS (per SM and turn): a subject
+# wgmma group issued during a burst executes after it, up to a burst late, and the subject
+# still gets the pipe between bursts.
+WGMMAS_PER_GROUP = 16
+GAP_MAX_NS = 1024
 DEFAULT_CAP_NS = 100_000_000  # the stressor's own limit (0.1 s): only reached when the subject could not run beside it
 # An SM's split between L1 and shared memory is set when CTAs start on it and changes only when it
 # is idle. Left to itself the driver gives the stressor (16 KB) a small shared carveout, and then
@@ -74,22 +82,23 @@ def _acc_list(n: int = ACC_REGS) -> str:
     return ", ".join(f"d{i}" for i in range(n))
 
 
-def stress_loop_asm(wgmmas: int = WGMMAS_PER_GROUP) -> str:
+def stress_loop_asm(wgmmas: int = WGMMAS_PER_GROUP, gap_max_ns: int = 0) -> str:
     """The stressor CTA's whole life, one inline-PTX block. Operands: ``$0`` shared base (u32),
     ``$1`` control block (u64), ``$2`` cap in ns (u64), ``$3`` this CTA's report slot (u64),
     ``$4`` thread index (u32). The loop's exit is decided for the whole CTA (``bar.red.or``),
     so every wgmma (``.sync.aligned``) is issued by all four warps together."""
+    gap_max_ns = gap_max_ns or GAP_MAX_NS
     zero = "\n".join(f"mov.b32 d{i}, 0;" for i in range(ACC_REGS))
-    mma = (f"wgmma.mma_async.sync.aligned.m64n{MMA_N}k16.f16.f16.f16 {{{_acc_list()}}}, {{a0, a1, a2, a3}}, "
-           f"desc, pz, 1, 1, 0;")
+    # both operands from shared memory (A from registers would cost ptxas a copy of the
+    # fragment per wgmma in flight: 122 registers), the same bytes for A and B
+    mma = (f"wgmma.mma_async.sync.aligned.m64n{MMA_N}k16.f16.f16.f16 {{{_acc_list()}}}, desc, desc, "
+           f"pz, 1, 1, 0, 0;")
     body = "\n".join([mma] * wgmmas)
     return f"""{{
-.reg .b32 a<4>;
 .reg .b32 d<{ACC_REGS}>;
-.reg .b32 lo, hi, flag, it, code, smid, one;
+.reg .b32 lo, hi, flag, it, code, smid, one, gap;
 .reg .b64 desc, t0, t1, el;
 .reg .pred pz, mine, late, stop, leader;
-mov.b32 a0, 0; mov.b32 a1, 0; mov.b32 a2, 0; mov.b32 a3, 0;
 {zero}
 setp.eq.b32 pz, 0, 0;
 shr.b32 lo, $0, 4;
@@ -105,8 +114,14 @@ NVFP4_STRESS_LOOP:
 wgmma.fence.sync.aligned;
 {body}
 wgmma.commit_group.sync.aligned;
-wgmma.wait_group.sync.aligned 1;
+wgmma.wait_group.sync.aligned 0;
 add.u32 it, it, 1;
+mov.u32 smid, %smid;
+mad.lo.u32 gap, it, 1103515245, smid;
+mad.lo.u32 gap, gap, 747796405, 2891336453;
+shr.u32 gap, gap, 16;
+rem.u32 gap, gap, {gap_max_ns};
+nanosleep.u32 gap;
 ld.volatile.global.u32 flag, [$1];
 mov.u64 t1, %globaltimer;
 sub.u64 el, t1, t0;
