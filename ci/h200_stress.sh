@@ -11,8 +11,7 @@ export OUT=${OUT:-out}; mkdir -p "$OUT"
 export CUTE_DSL_ARCH=sm_90a
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
 { echo "[$(el) s] stressor beside production variants"
-  timeout 60 python3 -m properties.tensor_stress --measure --shape bench3 --reps 3 --variant h90_m128n128k256_s3_wg1_fp16 \
-      --carveout 85 --carveout 86 --carveout 90 --carveout 100 --carveout 50 2>&1 | tail -5
+  timeout 60 python3 -m properties.tensor_stress --torch-subjects --reps 3 --carveout 85 --carveout 100 2>&1 | tail -4
   timeout 90 python3 -m properties.tensor_stress --measure --shape bench3 --reps 10 \
       --variant h90_m128n128k256_s3_wg1_fp16 2>&1 | tail -3
   ok=${PIPESTATUS[0]}

@@ -381,6 +381,8 @@ def main(argv=None) -> int:
     p.add_argument("--measure", action="store_true")
     p.add_argument("--variant", action="append", default=[])
     p.add_argument("--shape", default="bench3")
+    p.add_argument("--torch-subjects", action="store_true",
+                   help="also time two torch kernels beside the stressor (an elementwise op, an fp16 matmul)")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--carveout", type=int, action="append", default=[],
                    help="the stressor's shared-memory carveout in percent (repeatable; default %d)" % SMEM_CARVEOUT_PERCENT)
@@ -388,10 +390,40 @@ def main(argv=None) -> int:
     if args.compile:
         compiled_kernels(args.dump)
         print(f"compiled the tensor-pipe stressor and its gate for {ARCH}" + (f" into {args.dump}" if args.dump else ""))
+    if args.torch_subjects:
+        _measure_torch(args.reps, args.carveout or [SMEM_CARVEOUT_PERCENT])
     if args.measure:
         return _measure(args.variant or ["h90_m128n128k256_s3_wg1_fp16"], args.shape, args.reps,
                         args.carveout or [SMEM_CARVEOUT_PERCENT])
     return 0
+
+
+def _measure_torch(reps: int, carveouts) -> None:
+    import statistics
+
+    import torch
+
+    x = torch.ones(1 << 20, device="cuda")
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    subjects = {"elementwise": lambda d: x.mul_(1.0), "fp16 matmul 4096^3": lambda d: a @ a}
+    for carveout in carveouts:
+        stress = stress_for_device(torch.cuda.current_device(), carveout)
+        for name, fn in subjects.items():
+            fn(None)
+            times = []
+            for _ in range(reps):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+                def timed(d, fn=fn, start=start, end=end):
+                    start.record()
+                    fn(d)
+                    end.record()
+
+                stress.run(timed, None)
+                torch.cuda.synchronize()
+                times.append(start.elapsed_time(end) * 1000)
+            print(f"torch {name} (carveout {carveout} %): {statistics.median(times):.1f} us beside the stressor; "
+                  f"{stress.report().line()}", flush=True)
 
 
 def _measure(labels, shape_name: str, reps: int, carveouts) -> int:
