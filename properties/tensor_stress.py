@@ -428,6 +428,7 @@ def _measure_torch(reps: int, carveouts) -> None:
 
 def _measure(labels, shape_name: str, reps: int, carveouts) -> int:
     import statistics
+    import time
 
     import torch
 
@@ -446,6 +447,7 @@ def _measure(labels, shape_name: str, reps: int, carveouts) -> int:
         run(data)
         torch.cuda.synchronize()
         timings = {}
+        host: list = []
         for mode in ("plain", "stressed"):
             times = []
             for _ in range(reps):
@@ -453,7 +455,9 @@ def _measure(labels, shape_name: str, reps: int, carveouts) -> int:
 
                 def timed(d, start=start, end=end):
                     start.record()
+                    t = time.perf_counter()
                     out = run(d)
+                    host.append((time.perf_counter() - t) * 1e6)
                     end.record()
                     return out
 
@@ -461,11 +465,13 @@ def _measure(labels, shape_name: str, reps: int, carveouts) -> int:
                 torch.cuda.synchronize()
                 times.append(start.elapsed_time(end) * 1000)
             timings[mode] = statistics.median(times)
+            timings[mode + "_host"] = statistics.median(host[-reps:])
         report = stress.report()
         check = oracle.check_outputs(data)
         status = status or (0 if report.overlapped else 1)
         print(f"{label} {shape_name} (stressor carveout {carveout} %): plain {timings['plain']:.1f} us, beside the stressor {timings['stressed']:.1f} us "
-              f"({timings['stressed'] / timings['plain']:.2f}x, host launch included); {report.line()}; "
+              f"({timings['stressed'] / timings['plain']:.2f}x, host launch included; host time of the call "
+              f"{timings['plain_host']:.0f} / {timings['stressed_host']:.0f} us); {report.line()}; "
               f"last output {'matches' if check.ok else 'DIFFERS FROM'} the oracle", flush=True)
     return status  # 1: the stressor did not run beside some subject
 
