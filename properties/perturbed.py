@@ -10,8 +10,8 @@ A family supports perturbation when its ``custom_kernel`` takes a ``perturbation
 (and gets ``strict=True``, guarded device tables, when it takes ``strict``);
 the variants of other subjects (the CPU model, subject files) come back with a ``skip_reason``.
 A perturbation with ``stress`` (tag ``-t``) also launches the GPU subject beside the tensor-pipe
-stressor (properties/tensor_stress.py: another stream, one small CTA per SM keeping long wgmmas
-queued), on devices that have one.
+stressor (properties/tensor_stress.py: another stream, one small CTA per SM issuing bursts of
+wgmmas), on sm_90 devices, when ``NVFP4_TENSOR_STRESS=1`` (off by default: see stress_enabled).
 """
 
 from __future__ import annotations
@@ -79,8 +79,10 @@ def perturbed(variant: SubjectVariant, perturbation: Perturbation) -> SubjectVar
 
 
 def stress_enabled() -> bool:
-    """``NVFP4_TENSOR_STRESS=0`` launches stressed seeds without the stressor (their tag keeps ``-t``)."""
-    return os.environ.get("NVFP4_TENSOR_STRESS", "1") != "0"
+    """Stressed seeds (tag ``-t``) launch beside the stressor only with ``NVFP4_TENSOR_STRESS=1``:
+    on the H200 no subject CTA of the Hopper variants (~190 KB of shared memory) ever started
+    beside it (properties/tensor_stress.py), so by default it stays off and costs nothing."""
+    return os.environ.get("NVFP4_TENSOR_STRESS", "0") == "1"
 
 
 def resolve_perturbed(name: str, scope: str = "production") -> list[SubjectVariant]:

@@ -264,6 +264,7 @@ def test_stress_is_in_the_tag_and_never_in_the_compile_form():
 def test_a_stressed_perturbation_wraps_only_gpu_launches(monkeypatch):
     from dataclasses import replace
 
+    monkeypatch.setenv("NVFP4_TENSOR_STRESS", "1")
     stressed_p = replace(runtime_perturbation(1), stress=True)
     (cpu_variant,) = resolve_subject("hopper")[:1]
     gpu_variant = replace(cpu_variant, constraints=replace(cpu_variant.constraints, device_type="cuda"))
@@ -271,7 +272,7 @@ def test_a_stressed_perturbation_wraps_only_gpu_launches(monkeypatch):
     assert not getattr(perturbed(gpu_variant, replace(stressed_p, stress=False)).run, "stressed", False)
     assert not getattr(perturbed(replace(gpu_variant, constraints=replace(gpu_variant.constraints, device_type="cpu")),
                                  stressed_p).run, "stressed", False)
-    monkeypatch.setenv("NVFP4_TENSOR_STRESS", "0")
+    monkeypatch.delenv("NVFP4_TENSOR_STRESS")  # off by default
     assert not getattr(perturbed(gpu_variant, stressed_p).run, "stressed", False)
 
 
