@@ -358,6 +358,7 @@ class HostPipeline:
         self.native_seen = True
         self._production_staging = (type(self).host_buffer is HostPipeline.host_buffer
                                     and type(self).upload is HostPipeline.upload)
+        self.lane_calls = 0  # first calls launched through run()'s lane (_run_seen)
 
     # ---- compile ----------------------------------------------------------------------------
     def compile_key(self, config: Any, num_groups: int, perturbation: Any = None, ablation: Any = None) -> Hashable:
@@ -621,6 +622,10 @@ class HostPipeline:
         reason = self.hooks.unavailable_reason()
         if reason is not None:
             raise DeviceUnavailableError(reason)
+        if stream is None and tensors is not None:
+            outputs = self._run_seen(data, config, tensors, key)
+            if outputs is not None:
+                return outputs
         prepared = self.prepare(data, config, tensors=tensors)
         if prepared.plan.total_tiles == 0:
             return list(prepared.outputs)  # every group is empty: nothing to write (nothing stored)
@@ -629,6 +634,51 @@ class HostPipeline:
             self.fast_path.store(data, config, stream, prepared.launch_args, keep=(prepared.tables, prepared.aux),
                                  tensors=tensors, key=key)
         return outputs
+
+    def _run_seen(self, data: Any, config: Any, tensors: list, key: Any) -> list[torch.Tensor] | None:
+        """:meth:`run`'s first call on new tensors of seen shapes on torch's current stream, in
+        one lane: the native pass (the same decision and block as :meth:`prepare`'s), the launch
+        arguments rebased from the stream's prototype (what :meth:`marshal` does for it), the
+        launch and the fast-path store, without a :class:`Prepared`, its tables' dataclasses or
+        its groups. Taken only where prepare + launch would do exactly that: the native pass is
+        in use, the template has its compiled kernel, no per-problem fourth table and a rebasable
+        prototype for the stream (:meth:`marshal` keeps them; a subclass that never stores one
+        never gets this lane). Returns the caller's ``c`` tensors, or None when not taken (nothing
+        done) or when the native pass declines (then :meth:`prepare` decides, running it again)."""
+        if not (isinstance(data, (tuple, list)) and len(data) == 4):
+            return None
+        native = native_probe.SEEN_TABLES if self.native_seen and self._production_staging else None
+        if native is None:
+            return None
+        template = self.templates.find(config, data[3])
+        if template is None or template.compiled is None or template.aux_per_problem:
+            return None
+        # the copy's stream is the launch's (torch's current one): no wait between them
+        proto = template.launch_protos.get(self.stream_handle(None, template.devices[2]))
+        if proto is None:
+            return None
+        state = template.native_state
+        if state is None:
+            state = template.native_state = _native_state(template)
+        if not state:
+            return None
+        try:
+            done = native(state, data, tensors)
+        except Exception:  # e.g. out of memory: prepare meets it again, or not
+            return None
+        if done is None:
+            return None
+        template.stats["accepted"] += 1
+        self.lane_calls += 1
+        pointer_view, aux_view = done
+        pointers = pointer_view.data_ptr()
+        args = proto.rebased(pointers, pointers // 64 * 64 if aux_view is None else aux_view.data_ptr())
+        args.launch()
+        # the entry keeps every table its arguments point at (the template's may be evicted)
+        self.fast_path.store(data, config, None, args,
+                             keep=(template.sizes_table, template.prefix_table, pointer_view, aux_view),
+                             tensors=tensors, key=key)
+        return tensors[2:3 * template.num_groups:3]
 
     def clear(self) -> None:
         """Forget every compiled kernel, table, shape template and fast-path entry (tests; after

@@ -9,8 +9,10 @@ first), ``probe_py_us``/``repeat_py_us`` the Python one; ``probe`` says which is
 ``first_call_us`` is a first call on new tensors of seen shapes with the native helpers
 (``native_pass_us``: the seen-shape pass alone, ``prepare_seen_us``: the whole preparation,
 ``launch_us``: the launch, i.e. the launch arguments rebased from a fake prototype and replayed
-through a no-op C function, ``store_us``: the fast-path store), ``first_call_py_us`` the same
-with the Python code alone
+through a no-op C function, ``store_us``: the fast-path store, each as ``prepare`` + ``launch``
++ ``store`` do them; ``lane_us``: ``run``'s lane, ``HostPipeline._run_seen``, which a first call
+takes instead of those three: the native pass, the rebased arguments, the launch and the store,
+without a ``Prepared``), ``first_call_py_us`` the same with the Python code alone
 (``accept_us`` + ``seen_tables_us`` are what the native pass replaces, ``prepare_seen_py_us``,
 ``store_py_us``). A column is empty where the native module cannot be built.
 
@@ -236,7 +238,7 @@ def measure(name: str, reps: int) -> dict:
     dev = torch.device("cpu")
     for suffix, native in (("_py", False), ("", True)):
         if native and native_probe.SEEN_TABLES is None:
-            for k in ("native_pass_us", "prepare_seen_us", "launch_us", "store_us", "first_call_us"):
+            for k in ("native_pass_us", "prepare_seen_us", "launch_us", "store_us", "lane_us", "first_call_us"):
                 row[k] = None
             continue
         fresh = flats = prepared = keys = None
@@ -268,6 +270,14 @@ def measure(name: str, reps: int) -> dict:
             row[f"store{suffix}_us"] = _median_us(
                 lambda i: fp.store(fresh[i], CONFIG, None, prepared[i], tensors=flats[i], key=keys[i]), reps,
                 lambda i: i)
+            if native:  # run()'s lane alone (HostPipeline._run_seen: what a first call does after the probe)
+                fresh = [realias(base) for _ in range(reps)]
+                probed = [fp.probe(fresh[i], CONFIG) for i in range(reps)]
+                lanes = pipe.lane_calls
+                row["lane_us"] = _median_us(lambda i: pipe._run_seen(fresh[i], CONFIG, probed[i][1], probed[i][2]),
+                                            reps, lambda i: i)
+                assert pipe.lane_calls == lanes + reps, "a first call missed run()'s lane"
+                probed = None
             fresh = [realias(base) for _ in range(reps)]
             accepted = template.stats["accepted"]
             row[f"first_call{suffix}_us"] = _median_us(lambda i: pipe.run(fresh[i], CONFIG), reps, lambda i: i)
@@ -293,7 +303,7 @@ def measure(name: str, reps: int) -> dict:
 
 COLUMNS = ("shape", "tensors", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us",
            "first_call_us", "first_call_py_us", "native_pass_us", "accept_us", "seen_tables_us", "prepare_seen_us",
-           "prepare_seen_py_us", "launch_us", "store_us", "store_py_us", "full_first_call_us", "full_encodes")
+           "prepare_seen_py_us", "launch_us", "store_us", "store_py_us", "lane_us", "full_first_call_us", "full_encodes")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
