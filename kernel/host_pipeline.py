@@ -17,7 +17,10 @@ may launch, the fourth table its kernel reads, and how to compile). Everything e
   ``c`` tensors in the caller's order (every family, same contract);
 * :meth:`HostPipeline.run` is ``custom_kernel``: prepare + launch behind the fast path of
   :mod:`kernel.fast_path`, so a repeated call with the same tensors costs an identity check
-  and the launch.
+  and the launch; a first call on new tensors of seen shapes, on torch's current stream, takes
+  one lane where the native pass is loaded (:meth:`HostPipeline._run_seen`: the native pass,
+  the arguments rebased from the stream's prototype, the launch and the fast-path store, with
+  the decisions, tables and launch that prepare + launch would make, and no ``Prepared``).
 
 Harness-only builds never change a production launch: a ``perturbation``
 (:mod:`kernel.perturbation`: seeded delays and poison at the synchronization sites) and an
