@@ -46,7 +46,7 @@ import threading
 import weakref
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import chain, repeat
 from typing import Any, Callable
 
@@ -145,6 +145,11 @@ class Entry:
         return tensors[self.outputs_slice]
 
 
+# FastPath.store builds entries without the dataclass __init__, from every one of these fields
+assert [f.name for f in fields(Entry)] == ["launch_args", "versions", "device_index", "stream_id", "config", "refs",
+                                           "keep", "sizes", "outputs_slice"]
+
+
 @dataclass
 class FastPathStats:
     hits: int = 0
@@ -166,6 +171,7 @@ class FastPath:
         self._stream_id = stream_id or current_stream_id
         self.stats = FastPathStats()
         self._entries: OrderedDict[bytes | tuple, Entry] = OrderedDict()
+        self._entries_ref = weakref.ref(self._entries)  # what an entry's eviction callback holds
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -219,9 +225,10 @@ class FastPath:
             if key is None:
                 return
             tensors = flatten(data)
-        # a launched problem's tensors are all on one device: its first tensor's says which
-        device = tensors[0].device if tensors else None
-        device_index = (device.index or 0) if device is not None and device.type == "cuda" else 0
+        # a launched problem's tensors are all on one device: its first tensor's says which (the
+        # CUDA index, else 0; no torch.device made)
+        first = tensors[0] if tensors else None
+        device_index = first.get_device() if first is not None and first.is_cuda else 0
         evict = self._evictor(key)
         # the version sum and the weak references in one C call (kernel.native_probe.REFS), or
         # None: the Python code below decides (it raises RuntimeError on inference tensors)
@@ -230,17 +237,13 @@ class FastPath:
         try:
             if made is None:
                 made = (sum(map(_VERSION, tensors)), list(map(weakref.ref, tensors, repeat(evict, len(tensors)))))
-            entry = Entry(
-                launch_args=launch_args,
-                versions=made[0],
-                device_index=device_index,
-                stream_id=self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
-                config=config,
-                refs=made[1],
-                keep=keep,
-                sizes=list(data[3]),
-                outputs_slice=slice(2, 3 * len(data[3]), 3),
-            )
+            # Entry(...) without the dataclass __init__ (every field given; equal field for field)
+            entry = object.__new__(Entry)
+            entry.__dict__ = {
+                "launch_args": launch_args, "versions": made[0], "device_index": device_index,
+                "stream_id": self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
+                "config": config, "refs": made[1], "keep": keep, "sizes": list(data[3]),
+                "outputs_slice": slice(2, 3 * len(data[3]), 3)}
         except RuntimeError:
             return  # inference-mode tensors have no version counter: such problems always take the full path
         with self._lock:
@@ -252,7 +255,7 @@ class FastPath:
                 self.stats.evictions += 1
 
     def _evictor(self, key: tuple):
-        entries = weakref.ref(self._entries)
+        entries = self._entries_ref
         stats = self.stats
 
         def evict(_ref):

@@ -17,7 +17,10 @@ may launch, the fourth table its kernel reads, and how to compile). Everything e
   ``c`` tensors in the caller's order (every family, same contract);
 * :meth:`HostPipeline.run` is ``custom_kernel``: prepare + launch behind the fast path of
   :mod:`kernel.fast_path`, so a repeated call with the same tensors costs an identity check
-  and the launch.
+  and the launch; a first call on new tensors of seen shapes, on torch's current stream, takes
+  one lane where the native pass is loaded (:meth:`HostPipeline._run_seen`: the native pass,
+  the arguments rebased from the stream's prototype, the launch and the fast-path store, with
+  the decisions, tables and launch that prepare + launch would make, and no ``Prepared``).
 
 Harness-only builds never change a production launch: a ``perturbation``
 (:mod:`kernel.perturbation`: seeded delays and poison at the synchronization sites) and an
@@ -139,6 +142,20 @@ assert [f.name for f in fields(Prepared) if f.default is MISSING] == [
     "config", "groups", "plan", "tables", "aux", "compiled", "outputs"]
 
 
+def _frozen(cls, values: dict):
+    """An instance of the frozen dataclass ``cls`` with the field values ``values`` (every
+    field), without its ``__init__`` (one ``object.__setattr__`` per field): equal to
+    ``cls(**values)`` field for field (properties/test_native_seen_properties.py)."""
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", values)
+    return obj
+
+
+# the fields _frozen is given on the seen-shape path (checked here, so a new field cannot be missed)
+assert [f.name for f in fields(DeviceTables)] == ["sizes", "tile_prefix", "pointers", "guard_rows"]
+assert [f.name for f in fields(AuxTable)] == ["tensor", "element", "align"]
+
+
 def _prepared(config, groups, plan, tables, aux, compiled, outputs, upload_stream, template) -> Prepared:
     """``Prepared(config, groups, plan, tables, aux, compiled, outputs, upload_stream=...,
     template=...)``, equal to it field for field (properties/test_native_seen_properties.py)."""
@@ -200,26 +217,28 @@ class LaunchArgs:
         (same kernel, sizes and tile-prefix tables, CTA count and stream): a copy of the packed
         argument array whose two table entries point at two new 64-bit cells. Only on a
         :attr:`rebasable` instance."""
-        import ctypes
-
         if not self.rebasable:
             raise ValueError("these launch arguments cannot be rebased")
         image = self._image
-        if image is None:  # the packed array and two cells, as bytes, made once per prototype
+        if image is None:  # made once per prototype
+            import ctypes
+
             n = len(self._packed)
-            image = self._image = (ctypes.c_void_p * (n + 2), bytes(self._packed) + bytes(16), n)
-        array, raw, n = image
-        new = object.__new__(LaunchArgs)
+            # the packed array and two cells, as bytes; every attribute of a copy but its array
+            image = self._image = (ctypes.c_void_p * (n + 2), bytes(self._packed) + bytes(16), n, ctypes.addressof, {
+                "stream": self.stream, "args": None, "exe_args": None, "adapted": None, "_run": None,
+                "workspace": self.workspace,  # the prototype's: same stream, same shape template
+                "_capi": self._capi, "_result": self._result,
+                "_keep": self,  # the other cells live in the prototype
+                "rebasable": False, "_image": None})
+        array, raw, n, addressof, attributes = image
         # one ctypes array: the prototype's argument addresses, then the two new 64-bit cells,
         # which entries 2 and 3 (the pointer table and the fourth table) point at
         packed = array.from_buffer_copy(raw)
-        cells = ctypes.addressof(packed) + 8 * n
+        cells = addressof(packed) + 8 * n
         packed[2], packed[3], packed[n], packed[n + 1] = cells, cells + 8, pointers, aux
-        new.stream, new.args, new.exe_args, new.adapted, new._run = self.stream, None, None, None, None
-        new.workspace = self.workspace  # the prototype's: same stream, same shape template
-        new._packed, new._capi, new._result = packed, self._capi, self._result
-        new._keep = self  # the other cells live in the prototype
-        new.rebasable, new._image = False, None
+        new = object.__new__(LaunchArgs)
+        new.__dict__ = {**attributes, "_packed": packed}
         return new
 
     def launch(self) -> None:
@@ -342,6 +361,7 @@ class HostPipeline:
         self.native_seen = True
         self._production_staging = (type(self).host_buffer is HostPipeline.host_buffer
                                     and type(self).upload is HostPipeline.upload)
+        self.lane_calls = 0  # first calls launched through run()'s lane (_run_seen)
 
     # ---- compile ----------------------------------------------------------------------------
     def compile_key(self, config: Any, num_groups: int, perturbation: Any = None, ablation: Any = None) -> Hashable:
@@ -379,7 +399,9 @@ class HostPipeline:
         A problem whose shape signature passed full validation before takes the seen-shape path
         (:mod:`kernel.seen_shapes`): only the address rules are checked, the plan and the sizes
         tables are reused, and the pointers and tensor maps go to the GPU in one copy.
-        ``tensors``: the problem's flat tensor list when the caller has it already.
+        ``tensors``: the problem's flat tensor list when the caller has it already (a list the
+        caller does not change afterwards: a seen-shape preparation keeps it, unpacked per group
+        when first read).
         """
         # harness builds (perturbed, ablated, strict) take the full path and teach it nothing
         production = not dry_run and not strict and perturbation is None and ablation is None
@@ -472,8 +494,11 @@ class HostPipeline:
                 template.stats["accepted"] += 1
                 device = template.devices[2]  # group 0's c: what tensors[2].device equals
                 pointer_view, aux_view = done
-                tables = DeviceTables(template.sizes_table, template.prefix_table, pointer_view)
-                aux = None if aux_view is None else AuxTable(aux_view, template.aux.element, 64)
+                # DeviceTables(...) and AuxTable(...) without the frozen dataclasses' __init__
+                tables = _frozen(DeviceTables, {"sizes": template.sizes_table, "tile_prefix": template.prefix_table,
+                                                "pointers": pointer_view, "guard_rows": 0})
+                aux = None if aux_view is None else _frozen(
+                    AuxTable, {"tensor": aux_view, "element": template.aux.element, "align": 64})
                 upload_stream = self.stream_handle(None, device) if device.type == "cuda" else None
                 return self._seen_prepared(template, data, tensors, device, tables, aux, upload_stream)
         pointers = template.accept(data, tensors)
@@ -484,7 +509,7 @@ class HostPipeline:
         return self._seen_prepared(template, data, tensors, device, tables, aux, upload_stream)
 
     def _seen_prepared(self, template, data, tensors, device, tables, aux, upload_stream) -> Prepared:
-        groups = template.groups(data)
+        groups = template.groups(tensors)
         if template.aux_per_problem:
             aux = self.hooks.aux_table(template.config, template.plan, groups, device)
         if template.compiled is None:
@@ -545,7 +570,15 @@ class HostPipeline:
         reason = self.hooks.unavailable_reason()
         if reason is not None:
             raise DeviceUnavailableError(reason)
-        handle = self.stream_handle(stream, prepared.tables.sizes.device)
+        return self._launch(prepared, stream)
+
+    def _launch(self, prepared: Prepared, stream: Any) -> list[torch.Tensor]:
+        """:meth:`launch` of a production preparation with tiles, on a machine that can run the
+        family (:meth:`run` checked it before preparing)."""
+        template = prepared.template
+        # the tables' device: a seen-shape preparation's is its template's (no torch.device made)
+        handle = self.stream_handle(stream, template.devices[2] if template is not None
+                                    else prepared.tables.sizes.device)
         if prepared.upload_stream is not None and prepared.upload_stream != handle:
             _after_upload(prepared, handle)
         args = prepared.launch_args
@@ -592,12 +625,63 @@ class HostPipeline:
         reason = self.hooks.unavailable_reason()
         if reason is not None:
             raise DeviceUnavailableError(reason)
+        if stream is None and tensors is not None:
+            outputs = self._run_seen(data, config, tensors, key)
+            if outputs is not None:
+                return outputs
         prepared = self.prepare(data, config, tensors=tensors)
-        outputs = self.launch(prepared, stream)
+        if prepared.plan.total_tiles == 0:
+            return list(prepared.outputs)  # every group is empty: nothing to write (nothing stored)
+        outputs = self._launch(prepared, stream)  # availability checked above
         if prepared.launch_args is not None:
             self.fast_path.store(data, config, stream, prepared.launch_args, keep=(prepared.tables, prepared.aux),
                                  tensors=tensors, key=key)
         return outputs
+
+    def _run_seen(self, data: Any, config: Any, tensors: list, key: Any) -> list[torch.Tensor] | None:
+        """:meth:`run`'s first call on new tensors of seen shapes on torch's current stream, in
+        one lane: the native pass (the same decision and block as :meth:`prepare`'s), the launch
+        arguments rebased from the stream's prototype (what :meth:`marshal` does for it), the
+        launch and the fast-path store, without a :class:`Prepared`, its tables' dataclasses or
+        its groups. Taken only where prepare + launch would do exactly that: the native pass is
+        in use, the template has its compiled kernel, no per-problem fourth table and a rebasable
+        prototype for the stream (:meth:`marshal` keeps them; a subclass that never stores one
+        never gets this lane). Returns the caller's ``c`` tensors, or None when not taken (nothing
+        done) or when the native pass declines (then :meth:`prepare` decides, running it again)."""
+        if not (isinstance(data, (tuple, list)) and len(data) == 4):
+            return None
+        native = native_probe.SEEN_TABLES if self.native_seen and self._production_staging else None
+        if native is None:
+            return None
+        template = self.templates.find(config, data[3])
+        if template is None or template.compiled is None or template.aux_per_problem:
+            return None
+        # the copy's stream is the launch's (torch's current one): no wait between them
+        proto = template.launch_protos.get(self.stream_handle(None, template.devices[2]))
+        if proto is None:
+            return None
+        state = template.native_state
+        if state is None:
+            state = template.native_state = _native_state(template)
+        if not state:
+            return None
+        try:
+            done = native(state, data, tensors)
+        except Exception:  # e.g. out of memory: prepare meets it again, or not
+            return None
+        if done is None:
+            return None
+        template.stats["accepted"] += 1
+        self.lane_calls += 1
+        pointer_view, aux_view = done
+        pointers = pointer_view.data_ptr()
+        args = proto.rebased(pointers, pointers // 64 * 64 if aux_view is None else aux_view.data_ptr())
+        args.launch()
+        # the entry keeps every table its arguments point at (the template's may be evicted)
+        self.fast_path.store(data, config, None, args,
+                             keep=(template.sizes_table, template.prefix_table, pointer_view, aux_view),
+                             tensors=tensors, key=key)
+        return tensors[2:3 * template.num_groups:3]
 
     def clear(self) -> None:
         """Forget every compiled kernel, table, shape template and fast-path entry (tests; after

@@ -283,25 +283,28 @@ class ShapeTemplate:
         self.stats["rejected"] += 1
         return None
 
-    def groups(self, data: Any) -> "LazyGroups":
-        """The problem unpacked per group (what full validation returns), built on first use."""
-        return LazyGroups(data, self.sizes)
+    def groups(self, tensors: list) -> "LazyGroups":
+        """The problem unpacked per group (what full validation returns), built on first use from
+        its flat tensor list ``tensors`` (:func:`kernel.fast_path.flatten` order; kept, not copied:
+        the pipeline's own list, which nothing changes)."""
+        return LazyGroups(tensors, self.sizes)
 
 
 class LazyGroups(Sequence):
     """``list[GroupTensors]`` of an accepted problem, built when first read (most launches never do)."""
 
-    def __init__(self, data: Any, sizes: tuple):
-        # the outer lists are copied: a caller that edits them after the call changes nothing here
-        self._data = (tuple(data[0]), tuple(data[1]), tuple(data[2]), None)
-        self._sizes, self._groups = sizes, None
+    def __init__(self, tensors: list, sizes: tuple):
+        # the flat list (flatten order), not the caller's outer lists: a caller that edits those
+        # after the call changes nothing here
+        self._tensors, self._sizes, self._groups = tensors, sizes, None
 
     def _build(self) -> list[GroupTensors]:
         if self._groups is None:
-            abc, sfs, blocked, _ = self._data
-            self._groups = [GroupTensors(*abc[j], *sfs[j], *blocked[j], self._sizes[j])
-                            for j in range(len(self._sizes))]
-            self._data = None
+            t, sizes = self._tensors, self._sizes
+            g = len(sizes)
+            self._groups = [GroupTensors(t[3 * j], t[3 * j + 1], t[3 * j + 2], t[3 * g + 2 * j], t[3 * g + 2 * j + 1],
+                                         t[5 * g + 2 * j], t[5 * g + 2 * j + 1], sizes[j]) for j in range(g)]
+            self._tensors = None
         return self._groups
 
     def __getitem__(self, i):

@@ -8,13 +8,18 @@ a GPU host's: there the upload is a pinned non-blocking copy, here a CPU copy).
 first), ``probe_py_us``/``repeat_py_us`` the Python one; ``probe`` says which is in use.
 ``first_call_us`` is a first call on new tensors of seen shapes with the native helpers
 (``native_pass_us``: the seen-shape pass alone, ``prepare_seen_us``: the whole preparation,
-``store_us``: the fast-path store), ``first_call_py_us`` the same with the Python code alone
+``launch_us``: the launch, i.e. the launch arguments rebased from a fake prototype and replayed
+through a no-op C function, ``store_us``: the fast-path store, each as ``prepare`` + ``launch``
++ ``store`` do them; ``lane_us``: ``run``'s lane, ``HostPipeline._run_seen``, which a first call
+takes instead of those three: the native pass, the rebased arguments, the launch and the store,
+without a ``Prepared``), ``first_call_py_us`` the same with the Python code alone
 (``accept_us`` + ``seen_tables_us`` are what the native pass replaces, ``prepare_seen_py_us``,
 ``store_py_us``). A column is empty where the native module cannot be built.
 
 The pipeline is the real :class:`kernel.host_pipeline.HostPipeline` with a CPU family double
 whose fourth table is a tensor-map table from a fake encoder (so the seen path patches maps as
-the Hopper TMA variants do) and whose launch does nothing. Problems have the benchmarks' shapes,
+the Hopper TMA variants do) and whose launch is the real marshalling and replay in Python with a
+no-op C entry point instead of the driver (:func:`fake_prototype`). Problems have the benchmarks' shapes,
 allocated empty (values are never read): 56 tensors for bench1's 8 groups, 14 for bench4's 2.
 """
 
@@ -92,7 +97,41 @@ class _NoLaunch:
         pass
 
 
+_NOOP_C = None
+
+
+def fake_prototype(prepared, handle: int, extra: int = 12):
+    """Launch arguments as :class:`kernel.host_pipeline.LaunchArgs` marshals them (a packed ctypes
+    array whose first four entries point at 64-bit cells holding the tables' addresses, then
+    ``extra`` other entries), whose C entry point is a libc no-op (``labs``): a seen-shape
+    problem's marshalling (``LaunchArgs.rebased``) and replay cost what they cost in Python, the
+    driver's launch is left out."""
+    import ctypes
+
+    from kernel.host_pipeline import LaunchArgs
+
+    global _NOOP_C
+    if _NOOP_C is None:
+        _NOOP_C = ctypes.CDLL(None).labs
+    tables, aux = prepared.tables, prepared.aux
+    addresses = [tables.sizes.data_ptr(), tables.tile_prefix.data_ptr(), tables.pointers.data_ptr(),
+                 tables.pointers.data_ptr() // 64 * 64 if aux is None else aux.tensor.data_ptr()]
+    cells = (ctypes.c_uint64 * 4)(*addresses)
+    proto = object.__new__(LaunchArgs)
+    proto._packed = (ctypes.c_void_p * (4 + extra))(*[ctypes.addressof(cells) + 8 * i for i in range(4)],
+                                                  *range(1, extra + 1))
+    proto._cells = cells
+    proto._capi, proto._result, proto.stream, proto.workspace = _NOOP_C, None, handle, None
+    proto.args = proto.exe_args = proto.adapted = proto._run = proto._keep = proto._image = None
+    proto.rebasable = True
+    return proto
+
+
 class CpuPipeline(HostPipeline):
+    """The real pipeline on the CPU: its stream is 7, a production preparation's launch
+    arguments are rebased from a fake prototype (:func:`fake_prototype`: the marshalling and the
+    replay in Python, no driver), any other preparation launches nothing."""
+
     def __init__(self, hooks=None):
         super().__init__(hooks or CpuMapHooks(), fast_path=FastPath(64, stream_id=lambda device_index: 7))
 
@@ -100,7 +139,12 @@ class CpuPipeline(HostPipeline):
         return 7
 
     def marshal(self, prepared, handle):
-        return _NoLaunch(handle)
+        template = prepared.template
+        if template is None:
+            return _NoLaunch(handle)
+        if handle not in template.launch_protos:
+            template.launch_protos[handle] = fake_prototype(prepared, handle)
+        return super().marshal(prepared, handle)
 
 
 def cpu_problem(sizes: Sequence[Sequence[int]]):
@@ -194,7 +238,7 @@ def measure(name: str, reps: int) -> dict:
     dev = torch.device("cpu")
     for suffix, native in (("_py", False), ("", True)):
         if native and native_probe.SEEN_TABLES is None:
-            for k in ("native_pass_us", "prepare_seen_us", "store_us", "first_call_us"):
+            for k in ("native_pass_us", "prepare_seen_us", "launch_us", "store_us", "lane_us", "first_call_us"):
                 row[k] = None
             continue
         fresh = flats = prepared = keys = None
@@ -219,10 +263,21 @@ def measure(name: str, reps: int) -> dict:
                 prepared[i] = pipe.prepare(fresh[i], CONFIG, tensors=flats[i])
 
             row[f"prepare_seen{suffix}_us"] = _median_us(prepare, reps, lambda i: i)
+            # the launch of a seen-shape preparation: its arguments rebased from the stream's
+            # prototype (fake_prototype) and replayed through a no-op C entry point
+            row[f"launch{suffix}_us"] = _median_us(lambda i: pipe.launch(prepared[i]), reps, lambda i: i)
             keys = [fp.probe(fresh[i], CONFIG)[2] for i in range(reps)]
             row[f"store{suffix}_us"] = _median_us(
                 lambda i: fp.store(fresh[i], CONFIG, None, prepared[i], tensors=flats[i], key=keys[i]), reps,
                 lambda i: i)
+            if native:  # run()'s lane alone (HostPipeline._run_seen: what a first call does after the probe)
+                fresh = [realias(base) for _ in range(reps)]
+                probed = [fp.probe(fresh[i], CONFIG) for i in range(reps)]
+                lanes = pipe.lane_calls
+                row["lane_us"] = _median_us(lambda i: pipe._run_seen(fresh[i], CONFIG, probed[i][1], probed[i][2]),
+                                            reps, lambda i: i)
+                assert pipe.lane_calls == lanes + reps, "a first call missed run()'s lane"
+                probed = None
             fresh = [realias(base) for _ in range(reps)]
             accepted = template.stats["accepted"]
             row[f"first_call{suffix}_us"] = _median_us(lambda i: pipe.run(fresh[i], CONFIG), reps, lambda i: i)
@@ -248,7 +303,7 @@ def measure(name: str, reps: int) -> dict:
 
 COLUMNS = ("shape", "tensors", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us",
            "first_call_us", "first_call_py_us", "native_pass_us", "accept_us", "seen_tables_us", "prepare_seen_us",
-           "prepare_seen_py_us", "store_us", "store_py_us", "full_first_call_us", "full_encodes")
+           "prepare_seen_py_us", "launch_us", "store_us", "store_py_us", "lane_us", "full_first_call_us", "full_encodes")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

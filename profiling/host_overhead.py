@@ -21,8 +21,12 @@ Per shape set, on the family's fastest production variant by default:
   same with the Python code alone. ``first_*_us``: its stages on the seen-shape path
   (kernel.seen_shapes): ``first_native_pass_us`` the native pass alone, ``first_address_checks_py_us``
   and ``first_tables_py_us`` the two Python stages it replaces, ``first_prepare_seen[_py]_us``
-  the whole preparation, ``first_marshal_us``, ``first_launch_us``, ``first_store[_py]_us`` (the
-  fast-path entry), and what full validation would have cost;
+  the whole preparation, ``first_marshal_us``, ``first_launch_us``, ``first_relaunch_us`` (the
+  same arguments launched again right after: what the first launch pays beyond a replay),
+  ``first_store[_py]_us`` (the fast-path entry), ``first_lane_us`` (``run``'s lane for these
+  calls as a whole: ``HostPipeline._run_seen``, i.e. the native pass, the rebased arguments, the
+  launch and the store, without a ``Prepared``), and what full validation would have cost;
+  ``first_call_lane``: how many of the 8 timed first calls took that lane;
 * ``call_compiled_us``: calling the compiled CuTe DSL function the ordinary way,
   ``compiled(*args)``, against ``replay_us``, replaying the marshalled arguments
   (``run_compiled_program``): the cost the fast path removes from the launch itself;
@@ -114,6 +118,7 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
             for _, _, c in d[0]:
                 c.fill_(float("nan"))
         accepted_before = sum(t.stats["accepted"] for t in pipeline.templates._entries.values())
+        lane_before = pipeline.lane_calls
         times = []
         with python_only(pipeline, not use_native):
             for d in batch:
@@ -123,6 +128,7 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
                 times.append((time.perf_counter() - t0) * 1e6)
         torch.cuda.synchronize()
         firsts[suffix] = statistics.median(times)
+        firsts[f"lane{suffix}"] = pipeline.lane_calls - lane_before
         accepted = sum(t.stats["accepted"] for t in pipeline.templates._entries.values()) - accepted_before
         if accepted != len(batch):
             raise AssertionError(f"{accepted} of {len(batch)} first calls took the seen-shape path on {shape_name}")
@@ -213,6 +219,8 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
         "probe": "native" if native_in_use else ("python (--probe python)" if not native else native_probe.describe()),
         "repeat_us": repeat_us, "repeat_py_us": repeat_py_us, "probe_us": probe_us, "probe_py_us": probe_py_us,
         "full_us": full_us, "seen_us": seen_us, "first_call_us": firsts[""], "first_call_py_us": firsts["_py"],
+        # how many of the first calls took run()'s lane (HostPipeline._run_seen), of 8 each way
+        "first_call_lane": firsts["lane"], "first_call_py_lane": firsts["lane_py"],
         "native_seen": native and native_probe.SEEN_TABLES is not None,
         "call_compiled_us": compiled_call_us, "replay_us": replay_us,
         "eager_us": eager_us, "graph_us": graph_us, "eager_over_graph": eager_us / graph_us,
@@ -293,9 +301,22 @@ def first_call_stages(family, config, fresh: list, native: bool = True) -> dict:
             handle = pipeline.stream_handle(None, prepared.tables.sizes.device)
             args = timed("marshal", lambda: pipeline.marshal(prepared, handle))
             timed("launch", args.launch)
+            # the same arguments launched again at once: a first launch that costs more than this
+            # pays for something a replay does not (the driver after the table copy, cold caches)
+            timed("relaunch", args.launch)
             timed("store", lambda: fast_path.store(clones, config, None, args, keep=(prepared.tables, prepared.aux),
                                                    tensors=tensors, key=key))
             timed("full_validation", lambda: validate_problem(clones, constraints))
+        if use_native:
+            # run()'s lane as a whole (HostPipeline._run_seen: native pass, rebased arguments,
+            # launch, fast-path store: what a first call does after the probe), on new clones
+            for data in fresh:
+                clones = __import__("oracle").clone_data(data)
+                _, tensors, key = fast_path.probe(clones, config)
+                torch.cuda.synchronize()
+                if timed("lane", lambda: pipeline._run_seen(clones, config, tensors, key)) is None:
+                    del totals["lane"]  # not taken (no rebasable prototype): nothing was launched
+                    break
     torch.cuda.synchronize()
     return {k: statistics.median(v) for k, v in totals.items()}
 
@@ -303,7 +324,8 @@ def first_call_stages(family, config, fresh: list, native: bool = True) -> dict:
 COLUMNS = ("shape", "groups", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us", "full_us", "seen_us",
            "first_call_us", "first_call_py_us", "first_template_us", "first_flatten_us", "first_native_pass_us",
            "first_address_checks_py_us", "first_tables_py_us", "first_prepare_seen_us", "first_prepare_seen_py_us",
-           "first_marshal_us", "first_launch_us", "first_store_us", "first_store_py_us", "first_full_validation_us",
+           "first_marshal_us", "first_launch_us", "first_relaunch_us", "first_store_us", "first_store_py_us",
+           "first_lane_us", "first_call_lane", "first_full_validation_us",
            "call_compiled_us", "replay_us", "eager_us", "graph_us", "eager_over_graph")
 
 

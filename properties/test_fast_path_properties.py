@@ -279,6 +279,79 @@ NATIVE_WALKS: list = []
 NativeFastPathMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
 
 
+def recording_prototype(log: list, prepared, handle: int):
+    """Launch arguments as ``LaunchArgs`` marshals them on a GPU (profiling.host_cpu.fake_prototype:
+    a packed array whose first four entries point at cells holding the tables' addresses), whose C
+    entry point reads the tables those cells point at when called and logs what
+    :class:`RecordedLaunch` logs: a rebased copy (``LaunchArgs.rebased``) records the tables it
+    really points at."""
+    import ctypes
+
+    from profiling.host_cpu import fake_prototype
+
+    proto = fake_prototype(prepared, handle)
+    t, num_ctas = prepared.tables, prepared.plan.num_ctas
+    shapes = (tuple(t.sizes.shape), tuple(t.tile_prefix.shape), tuple(t.pointers.shape))
+
+    def table(address, ctype, shape):
+        count = 1
+        for extent in shape:
+            count *= extent
+        flat = list((ctype * count).from_address(address)) if count else []
+        if len(shape) == 1:
+            return flat
+        return [flat[i * shape[1]:(i + 1) * shape[1]] for i in range(shape[0])]
+
+    def capi(packed):
+        entries = (ctypes.c_void_p * 3).from_address(packed)
+        cells = [ctypes.c_uint64.from_address(entries[i]).value for i in range(3)]
+        log.append((table(cells[0], ctypes.c_int32, shapes[0]), table(cells[1], ctypes.c_int32, shapes[1]),
+                    table(cells[2], ctypes.c_int64, shapes[2]), num_ctas, handle))
+        return 0
+
+    proto._capi = proto._recording = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(capi)
+    return proto
+
+
+class LanePipeline(RecordingPipeline):
+    """:class:`RecordingPipeline` whose production launches are arguments rebased from one
+    prototype per shape template and stream (:func:`recording_prototype`), as on a GPU: a first
+    call on new tensors of seen shapes takes ``run``'s lane (``HostPipeline._run_seen``) where the
+    native pass is loaded, and every launch is recorded from the tables its arguments point at."""
+
+    def marshal(self, prepared, handle):
+        template = prepared.template
+        if template is None:
+            return super().marshal(prepared, handle)
+        if handle not in template.launch_protos:
+            template.launch_protos[handle] = recording_prototype(self.launched, prepared, handle)
+        return HostPipeline.marshal(self, prepared, handle)
+
+
+class LaneFastPathMachine(NativeFastPathMachine):
+    """The native machine on :class:`LanePipeline`: first calls on new tensors of seen shapes take
+    the lane (counted), repeated calls replay its rebased arguments; nothing may be stale."""
+
+    def __init__(self):
+        super().__init__()
+        self.pipeline = LanePipeline(native=True)
+
+    def teardown(self):
+        super().teardown()
+        LANE_CALLS.append(self.pipeline.lane_calls)
+
+
+LANE_CALLS: list = []
+LaneFastPathMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
+
+
+def test_fast_path_never_stale_through_the_first_call_lane():
+    native_or_skip()
+    LANE_CALLS.clear()
+    LaneFastPathMachine.TestCase().runTest()
+    assert sum(LANE_CALLS) > 0, "no first call took the lane"
+
+
 def test_fast_path_never_stale_with_the_native_probe():
     native_or_skip()
     NATIVE_WALKS.clear()

@@ -539,6 +539,10 @@ def test_rebased_arguments_point_at_their_own_cells():
     assert list(one._packed)[4:9] == list(two._packed)[4:9] == before[4:9] and list(packed) == before
     assert isinstance(one._packed, ctypes.Array) and one._packed._type_ is ctypes.c_void_p
     assert not one.rebasable and one.stream == 7 and one._keep is proto
+    assert one._capi is proto._capi and one._result is proto._result and one.workspace is proto.workspace
+    assert one.args is one.exe_args is one.adapted is one._run is one._image is None
+    assert vars(one) is not vars(two) and one._packed is not two._packed
+    assert one.rebased.__func__ is LaunchArgs.rebased  # an ordinary instance (no attribute shadows a method)
     with pytest.raises(ValueError):
         one.rebased(1, 2)
 
@@ -573,3 +577,72 @@ def test_a_native_pass_that_raises_falls_back_to_the_python_path(monkeypatch):
     template = pipeline.templates.find(CONFIG, data[3])
     assert template.native_state == "a state" and template.stats["accepted"] == 1
     assert pipeline.launched[-1] == expected_launch(data)
+
+
+# ---- the seen path's objects built without dataclass __init__ (issue 13, fifth step) --------
+
+GROUP_FIELDS = ("a", "b", "c", "sfa", "sfb", "sfa_blocked", "sfb_blocked")
+
+
+def _same_groups(got, want) -> bool:
+    """Two lists of GroupTensors hold the very same tensor objects and equal sizes, group by group."""
+    return len(got) == len(want) and all(
+        all(getattr(x, f) is getattr(y, f) for f in GROUP_FIELDS) and x.size == y.size for x, y in zip(got, want))
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=problem_sizes(CONSTRAINTS, LIMITS), seed=st.integers(0, 2**16), use_native=st.booleans())
+def test_a_seen_preparation_is_the_dataclasses_and_the_validated_groups(sizes, seed, use_native):
+    """A seen-shape preparation (native pass or Python path): its tables and fourth table are the
+    frozen dataclasses ``DeviceTables(...)``/``AuxTable(...)`` field for field, and its lazily
+    unpacked groups (built from the flat tensor list) are ``validate_problem``'s, tensor for
+    tensor; a caller that edits its lists after the call changes nothing in them."""
+    from dataclasses import fields
+
+    from kernel.host_pipeline import AuxTable
+    from kernel.tables import DeviceTables
+
+    if use_native:
+        native_or_skip()
+    learned = _learned(sizes, seed)
+    if learned is None:
+        return
+    pipeline, template, _ = learned
+    pipeline.native_seen = use_native
+    data = oracle.make_inputs(sizes, seed + 1, device="cpu")
+    data = ([*data[0]], [*data[1]], [*data[2]], list(data[3]))
+    want = validate_problem(data, CONSTRAINTS)
+    accepted = template.stats["accepted"]
+    prepared = pipeline.prepare(data, CONFIG)
+    assert template.stats["accepted"] == accepted + 1, "the problem missed the seen path"
+    assert bool(template.native_state) == use_native
+    tables, aux = prepared.tables, prepared.aux
+    assert type(tables) is DeviceTables and tables == DeviceTables(tables.sizes, tables.tile_prefix, tables.pointers)
+    assert [getattr(tables, f.name) for f in fields(DeviceTables)] == [
+        template.sizes_table, template.prefix_table, tables.pointers, 0]
+    assert aux is not None and type(aux) is AuxTable and aux == AuxTable(aux.tensor, template.aux.element, 64)
+    with pytest.raises(AttributeError):
+        tables.pointers = None  # still frozen
+    data[0].reverse(), data[1].clear(), data[2].append(None)  # the caller's lists, edited after the call
+    assert _same_groups(list(prepared.groups), want) and len(prepared.groups) == len(want)
+    assert _same_groups([prepared.groups[j] for j in range(len(want))], want)
+
+
+def test_a_fast_path_entry_is_the_dataclass():
+    """``FastPath.store`` builds its ``Entry`` without the dataclass ``__init__``: equal, field for
+    field, to ``Entry(...)`` of the same values, with the device index of the problem's tensors."""
+    from dataclasses import fields
+
+    from kernel.fast_path import Entry
+
+    fast_path = FastPath(4, stream_id=lambda device_index: ("stream", device_index), native=False)
+    data = oracle.make_inputs([(16, 24, 64, 1), (8, 8, 128, 1)], 3, device="cpu")
+    launch, keep, config = object(), object(), object()
+    fast_path.store(data, config, None, launch, keep=keep)
+    (entry,) = fast_path._entries.values()
+    assert type(entry) is Entry
+    want = Entry(launch_args=launch, versions=sum(t._version for t in flatten(data)), device_index=0,
+                 stream_id=("stream", 0), config=config, refs=entry.refs, keep=keep, sizes=list(data[3]),
+                 outputs_slice=slice(2, 6, 3))
+    assert {f.name: getattr(entry, f.name) for f in fields(Entry)} == {f.name: getattr(want, f.name) for f in fields(Entry)}
+    assert entry == want and [r() for r in entry.refs] == flatten(data)
