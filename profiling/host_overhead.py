@@ -26,7 +26,7 @@ Per shape set, on the family's fastest production variant by default:
   ``first_store[_py]_us`` (the fast-path entry), ``first_lane_us`` (``run``'s lane for these
   calls as a whole: ``HostPipeline._run_seen``, i.e. the native pass, the rebased arguments, the
   launch and the store, without a ``Prepared``), and what full validation would have cost;
-  ``first_call_lane``: how many of the 8 timed first calls took that lane;
+  ``first_call_lane``: how many of the first calls (warm-up included) took that lane;
 * ``call_compiled_us``: calling the compiled CuTe DSL function the ordinary way,
   ``compiled(*args)``, against ``replay_us``, replaying the marshalled arguments
   (``run_compiled_program``): the cost the fast path removes from the launch itself;
@@ -45,6 +45,13 @@ import statistics
 import sys
 import time
 from typing import Sequence
+
+
+# first calls on new tensors of seen shapes: FIRST_WARMUP untimed, then FIRST_SAMPLES timed, each
+# after a synchronize (how a caller that times each call meets it); the median and the 90th
+# percentile are reported
+FIRST_WARMUP = 4
+FIRST_SAMPLES = 24
 
 
 def _per_call_us(fn, calls: int) -> float:
@@ -68,7 +75,7 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
     pipeline.fast_path.native = native
     shape = floors.get_shape(shape_name)
     data = oracle.make_inputs(shape.problem_sizes(), 1111, distribution="uniform", device="cuda")
-    fresh = [oracle.clone_data(data) for _ in range(8)]
+    fresh = [oracle.clone_data(data) for _ in range(FIRST_WARMUP + FIRST_SAMPLES)]
     run = lambda d=data: family.custom_kernel(d, config)  # noqa: E731
     run()  # compile + first fast-path store
     torch.cuda.synchronize()
@@ -111,7 +118,7 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
 
     # first calls on new tensors of seen shapes: with the native helpers (kernel.native_probe:
     # the seen-shape pass, template key, weak references) where loaded, then the Python code alone
-    fresh_py = [oracle.clone_data(data) for _ in range(8)]
+    fresh_py = [oracle.clone_data(data) for _ in range(FIRST_WARMUP + FIRST_SAMPLES)]
     firsts = {}
     for suffix, batch, use_native in (("", fresh, native), ("_py", fresh_py, False)):
         for d in batch:  # poison: the check below sees whether the seen-shape launch wrote every C
@@ -127,7 +134,9 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
                 family.custom_kernel(d, config)
                 times.append((time.perf_counter() - t0) * 1e6)
         torch.cuda.synchronize()
-        firsts[suffix] = statistics.median(times)
+        timed = sorted(times[FIRST_WARMUP:])  # the first few warm the path's own caches (code, allocator blocks)
+        firsts[suffix] = statistics.median(timed)
+        firsts[f"p90{suffix}"] = timed[int(0.9 * (len(timed) - 1))]
         firsts[f"lane{suffix}"] = pipeline.lane_calls - lane_before
         accepted = sum(t.stats["accepted"] for t in pipeline.templates._entries.values()) - accepted_before
         if accepted != len(batch):
@@ -139,8 +148,8 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
             raise AssertionError(f"seen-shape launch{' (Python path)' if suffix else ''} is wrong on {shape_name}: "
                                  f"{report}")
 
-    stages = first_call_stages(family, config, fresh, native)
-    stages.update({f"{k}_py": v for k, v in first_call_stages(family, config, fresh_py, False).items()
+    stages = first_call_stages(family, config, fresh[:8], native)
+    stages.update({f"{k}_py": v for k, v in first_call_stages(family, config, fresh_py[:8], False).items()
                    if k != "full_validation"})
 
     from kernel.host_pipeline import LaunchArgs
@@ -218,8 +227,8 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
         "family": family_name, "variant": config.label, "shape": shape_name, "groups": shape.num_groups,
         "probe": "native" if native_in_use else ("python (--probe python)" if not native else native_probe.describe()),
         "repeat_us": repeat_us, "repeat_py_us": repeat_py_us, "probe_us": probe_us, "probe_py_us": probe_py_us,
-        "full_us": full_us, "seen_us": seen_us, "first_call_us": firsts[""], "first_call_py_us": firsts["_py"],
-        # how many of the first calls took run()'s lane (HostPipeline._run_seen), of 8 each way
+        "full_us": full_us, "seen_us": seen_us, "first_call_us": firsts[""], "first_call_p90_us": firsts["p90"], "first_call_py_us": firsts["_py"],
+        # how many of the first calls took run()'s lane (HostPipeline._run_seen), of FIRST_WARMUP + FIRST_SAMPLES each way
         "first_call_lane": firsts["lane"], "first_call_py_lane": firsts["lane_py"],
         "native_seen": native and native_probe.SEEN_TABLES is not None,
         "call_compiled_us": compiled_call_us, "replay_us": replay_us,
@@ -322,7 +331,7 @@ def first_call_stages(family, config, fresh: list, native: bool = True) -> dict:
 
 
 COLUMNS = ("shape", "groups", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us", "full_us", "seen_us",
-           "first_call_us", "first_call_py_us", "first_template_us", "first_flatten_us", "first_native_pass_us",
+           "first_call_us", "first_call_p90_us", "first_call_py_us", "first_template_us", "first_flatten_us", "first_native_pass_us",
            "first_address_checks_py_us", "first_tables_py_us", "first_prepare_seen_us", "first_prepare_seen_py_us",
            "first_marshal_us", "first_launch_us", "first_relaunch_us", "first_store_us", "first_store_py_us",
            "first_lane_us", "first_call_lane", "first_full_validation_us",
