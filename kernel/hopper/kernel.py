@@ -61,7 +61,8 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 
 from kernel.hopper import config as cfgmod
-from kernel.device_schedule import cluster_tile_range, cta_tile_range, group_search
+from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_share, cluster_tile_range,
+                                    cta_tile_range, group_search)
 from kernel.hopper.config import HopperConfig
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
                                  Perturbation)
@@ -192,6 +193,13 @@ class HopperNvfp4GroupedGemm:
         self.prepass_flags = config.prepass_sync == "flags"
         if self.prepass_flags:
             fp16_bar_count += 1
+        # y_tail64 (session 5, experimental): a tile whose Y rows are at most 64 (m - m0 <= 64, a
+        # group's last Y block) runs wgmma N = 64 on the first half of the 128-row Y buffer and of
+        # the accumulators; tiles come from the balanced schedule (kernel.plan): this CTA's
+        # (first full, full count, first light, light count), set while the kernel is traced
+        self.tail64 = config.y_tail64
+        self.half_n = self.mma_n // 2
+        self.share = None
 
         @cute.struct
         class SharedStorage:
@@ -243,12 +251,23 @@ class HopperNvfp4GroupedGemm:
     # ---------------------------------------------------------------------- device side
     @cute.jit
     def locate(self, m_prefix: cute.Tensor, m_sizes: cute.Tensor, tile: cutlass.Int32):
-        """tile -> (slot, m_block, n_block); the loop of kernel.plan.device_group_search."""
-        slot = group_search(m_prefix, tile, self.num_groups)
-        rest = tile - m_prefix[slot]
-        tiles_m = (m_sizes[slot, 0] + (self.config.tile_m - 1)) // self.config.tile_m
-        n_block = rest // tiles_m
-        m_block = rest - n_block * tiles_m
+        """tile -> (slot, m_block, n_block); the loop of kernel.plan.device_group_search.
+        ``y_tail64``: ``tile`` is the index into this CTA's balanced list (its full tiles, then
+        its light tiles; kernel.plan.LaunchPlan.cta_tiles)."""
+        if cutlass.const_expr(self.tail64):
+            fs, fc, ts, _tc = self.share
+            light_list = cutlass.Int32(tile >= fc)
+            idx = fs + tile
+            if tile >= fc:
+                idx = ts + (tile - fc)
+            slot, m_block, n_block = balanced_locate(m_sizes, self.num_groups, self.config.tile_m,
+                                                     self.config.tile_n, light_list, idx)
+        else:
+            slot = group_search(m_prefix, tile, self.num_groups)
+            rest = tile - m_prefix[slot]
+            tiles_m = (m_sizes[slot, 0] + (self.config.tile_m - 1)) // self.config.tile_m
+            n_block = rest // tiles_m
+            m_block = rest - n_block * tiles_m
         return slot, m_block, n_block
 
     @cute.jit
@@ -271,7 +290,10 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def tile_range(self, total: cutlass.Int32):
-        if cutlass.const_expr(self.cluster != 1):
+        if cutlass.const_expr(self.tail64):
+            # the balanced schedule: entries 0 .. full + light - 1 of this CTA's list (locate)
+            first, end, step = cutlass.Int32(0), self.share[1] + self.share[3], cutlass.Int32(1)
+        elif cutlass.const_expr(self.cluster != 1):
             # the cluster's range of cluster tiles, the same for both CTAs (kernel.plan)
             first, end, step = cluster_tile_range(total, self.config.schedule, self.cluster)
         else:
@@ -480,6 +502,12 @@ class HopperNvfp4GroupedGemm:
         m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
         m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
         total = m_prefix[G]
+        if cutlass.const_expr(self.tail64):
+            # this CTA's share of the balanced split (kernel.plan.balanced_share), once
+            nf, nt = balanced_counts(m_sizes, G, cfg.tile_m, cfg.tile_n)
+            cta_b, _, _ = cute.arch.block_idx()
+            ctas_b, _, _ = cute.arch.grid_dim()
+            self.share = balanced_share(nf, nt, cutlass.Int32(ctas_b), cutlass.Int32(cta_b))
         t_begin, t_end, t_step = self.tile_range(total)
 
         if cutlass.const_expr(self.prepass_flags):
@@ -526,7 +554,8 @@ class HopperNvfp4GroupedGemm:
                     self.prepass_wait(ws, chunks)
                 cute.arch.barrier()  # phase 1's completion barrier (the producer warp joins it)
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                     t_begin, t_end, t_step, late_coords=cfg.consumer_warpgroups == 3)
+                                     t_begin, t_end, t_step, late_coords=cfg.consumer_warpgroups == 3,
+                                     sy_iter=storage.sY if self.tail64 else None)
         elif cutlass.const_expr(self.prepass):
             # ---------------------------------------------- phase 1: Y -> fp16 workspace
             ws = ws_ptr.toint()
@@ -1398,16 +1427,36 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def consume_x_regs_y_ring(self, tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                        t_begin, t_end, t_step, late_coords=False):
+                        t_begin, t_end, t_step, late_coords=False, sy_iter=None):
         """The consumer warpgroups of phase 2 (prepass; ``y_pipe`` the TMA-filled Y ring) and of
         ``roles="split"`` with X in registers (``y_pipe`` the dequant warpgroups' fp16 ring): per
         64-K sub-block decode the X fragment from the raw stage (releasing the stage after the last one), wait for Y's fp16 box, issue the
         wgmmas, and release the previous sub-block's Y buffer once its wgmmas retired (one
-        group in flight). No named barrier: each warp arrives on the empty mbarriers itself."""
+        group in flight). No named barrier: each warp arrives on the empty mbarriers itself.
+
+        ``y_tail64`` (``sy_iter``: the Y ring's storage): a tile with at most 64 Y rows issues
+        m64n64k16 wgmmas (``mma64``) on the first 64 rows of the same 128-row Y buffer (the ring
+        seen as 64-row buffers, buffer 2 b = the first half of buffer b) into the first half of
+        the accumulators (the m64nNk16 accumulator fragment's first N/2 values are columns
+        0 .. N/2 - 1, in the same order); the epilogue is unchanged (columns 64.. are zero and
+        never stored: their rows are past the group's M). Per element the same m64nNk16 chain,
+        one per 16 K in K order."""
         cfg = self.config
         thr_mma = tiled_mma.get_slice(tidx)
         tCrY = tiled_mma.make_fragment_B(thr_mma.partition_B(sY))
         acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
+        if cutlass.const_expr(self.tail64):
+            mma64 = sm90_utils.make_trivial_tiled_mma(
+                cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K, cutlass.Float32,
+                (cfg.consumer_warpgroups, 1, 1), tiler_mn=(64, self.half_n), a_source=warpgroup.OperandSource.RMEM,
+            )
+            atom64 = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
+            y64_layout = cute.tile_to_shape(atom64, (self.half_n, SUB_K, 2 * self.fp16_buffers), order=(0, 1, 2))
+            sY64 = sy_iter.get_tensor(y64_layout.outer, swizzle=y64_layout.inner)
+            thr64 = mma64.get_slice(tidx)
+            tCrY64 = mma64.make_fragment_B(thr64.partition_B(sY64))
+            acc64 = cute.make_tensor(acc.iterator, cute.make_layout(thr64.partition_shape_C((self.mma_m, self.half_n))))
+            mma64.set(warpgroup.Field.ACCUMULATE, True)
         tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
         filler = self.wgmma_filler(tidx)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -1416,6 +1465,8 @@ class HopperNvfp4GroupedGemm:
         for tile in range(t_begin, t_end, t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
             x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
+            if cutlass.const_expr(self.tail64):
+                rows64 = m - m0 <= self.half_n  # a 64-row tile (run-time, per tile)
             acc.fill(0.0)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             warpgroup.fence()
@@ -1437,9 +1488,23 @@ class HopperNvfp4GroupedGemm:
                     self.delay("consumer", "fp16_wait", "after")
                     warpgroup.fence()  # the fragment registers were just written
                     self.fill_wgmma(filler, acc, tCrY, ystate.index, sb)
-                    for kb in cutlass.range_constexpr(SUB_K // 16):
-                        cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
-                    warpgroup.commit_group()
+                    if cutlass.const_expr(self.tail64):
+                        # each branch commits its own group (a commit after the join made ptxas add
+                        # a null HGMMA carrying it: a second group per sub-block)
+                        if rows64:
+                            for kb in cutlass.range_constexpr(SUB_K // 16):
+                                cute.gemm(mma64, acc64, x_frag[(None, None, kb)],
+                                          tCrY64[(None, None, kb, 2 * ystate.index)], acc64)
+                            warpgroup.commit_group()
+                        else:
+                            for kb in cutlass.range_constexpr(SUB_K // 16):
+                                cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],
+                                          tCrY[(None, None, kb, ystate.index)], acc)
+                            warpgroup.commit_group()
+                    else:
+                        for kb in cutlass.range_constexpr(SUB_K // 16):
+                            cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
+                        warpgroup.commit_group()
                     ystate.advance()
                     # the previous sub-block's wgmma has retired: its Y buffer is free
                     self.delay("consumer", "wgmma_wait", "before")
