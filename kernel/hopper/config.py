@@ -353,6 +353,9 @@ def y_box_rows_per_cta(config: HopperConfig) -> int:
 PREPASS_SMEM_SLOT_BYTES = 8
 # ``prepass_sync="flags"``: one more 8-byte cell (the launch's generation, broadcast by thread 0)
 PREPASS_FLAGS_SLOT_BYTES = 8
+# ``y_tail64``: four int32 (the CTA's balanced share, computed by the producer warp, read by the
+# consumers after phase 1's completion barrier)
+TAIL64_SHARE_BYTES = 16
 
 
 def dequant_buffer_bytes(config: HopperConfig) -> int:
@@ -376,6 +379,8 @@ def smem_bytes(config: HopperConfig) -> dict[str, int]:
         barriers += PREPASS_SMEM_SLOT_BYTES
     if config.prepass_sync == "flags":
         barriers += PREPASS_FLAGS_SLOT_BYTES
+    if config.y_tail64:
+        barriers += TAIL64_SHARE_BYTES
     raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)

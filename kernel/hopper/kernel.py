@@ -111,6 +111,14 @@ from kernel.hopper.workspace import (  # noqa: E402
 from kernel.hopper.workspace import FLAG_CELL_BYTES, GEN_WORD  # noqa: E402
 
 
+@cute.jit
+def if_lane0_store_share(slots: cutlass.Int32, share):
+    """Lane 0 stores the four int32 of a balanced share (y_tail64) at shared address ``slots``."""
+    if cute.arch.lane_idx() == 0:
+        for i in cutlass.range_constexpr(4):
+            st_shared_u32(slots + 4 * i, share[i])
+
+
 class HopperNvfp4GroupedGemm:
     """One compiled variant: ``(config, num_groups)`` fixed, everything else run-time."""
 
@@ -200,6 +208,10 @@ class HopperNvfp4GroupedGemm:
         self.tail64 = config.y_tail64
         self.half_n = self.mma_n // 2
         self.share = None
+        if self.tail64:
+            # the share's four int32 after the claim slots (the producer warp computes it during
+            # phase 1's completion wait, the consumers read it after the barrier)
+            fp16_bar_count += cfgmod.TAIL64_SHARE_BYTES // 8
 
         @cute.struct
         class SharedStorage:
@@ -287,6 +299,26 @@ class HopperNvfp4GroupedGemm:
             m_block * self.config.tile_m,
             n_block * self.config.tile_n,
         )
+
+    def balanced_setup(self, m_sizes: cute.Tensor, total, slots):
+        """y_tail64, the producer warp: this CTA's share of the balanced split
+        (kernel.plan.balanced_share), kept on ``self`` while the warp's code is traced (``locate``
+        and ``tile_range`` read it) and stored at ``slots`` (4 x int32, lane 0) for the consumers
+        (``balanced_read``, after phase 1's completion barrier). Returns the tile range. Traced
+        inline (a plain method: an attribute set in a run-time branch's own body would be carried
+        out of it)."""
+        nf, nt = balanced_counts(m_sizes, self.num_groups, self.config.tile_m, self.config.tile_n)
+        cta, _, _ = cute.arch.block_idx()
+        ctas, _, _ = cute.arch.grid_dim()
+        self.share = balanced_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))
+        if_lane0_store_share(slots, self.share)
+        return self.tile_range(total)
+
+    def balanced_read(self, total, slots):
+        """y_tail64, the consumer warps after phase 1's completion barrier: the share the producer
+        warp stored (``balanced_setup``), and the tile range. Traced inline."""
+        self.share = tuple(ld_shared_u32(slots + 4 * i) for i in range(4))
+        return self.tile_range(total)
 
     @cute.jit
     def tile_range(self, total: cutlass.Int32):
@@ -502,13 +534,9 @@ class HopperNvfp4GroupedGemm:
         m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
         m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
         total = m_prefix[G]
-        if cutlass.const_expr(self.tail64):
-            # this CTA's share of the balanced split (kernel.plan.balanced_share), once
-            nf, nt = balanced_counts(m_sizes, G, cfg.tile_m, cfg.tile_n)
-            cta_b, _, _ = cute.arch.block_idx()
-            ctas_b, _, _ = cute.arch.grid_dim()
-            self.share = balanced_share(nf, nt, cutlass.Int32(ctas_b), cutlass.Int32(cta_b))
-        t_begin, t_end, t_step = self.tile_range(total)
+        if cutlass.const_expr(not self.tail64):
+            t_begin, t_end, t_step = self.tile_range(total)
+        # (y_tail64: the CTA's tiles are known after phase 1: balanced_setup, producer warp)
 
         if cutlass.const_expr(self.prepass_flags):
             # ---------- issue 14: phase 1 K-chunk-major with readiness flags, then phase 2
@@ -545,16 +573,27 @@ class HopperNvfp4GroupedGemm:
                 cta_layout_vmnk=cute.make_layout(self.y_cluster_vmnk),
             )
             chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots)
+            share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
             if warp_idx >= self.producer_warp:
+                if cutlass.const_expr(self.tail64):
+                    # the producer warp alone computes the split (~1200 instructions), after its
+                    # phase-1 chunks, and publishes it before phase 1's completion barrier
+                    p_begin, p_end, p_step = self.balanced_setup(m_sizes, total, share_slots)
+                else:
+                    p_begin, p_end, p_step = t_begin, t_end, t_step
                 # (prepass_x_early) the first tile's X stages, then phase 1's completion barrier
                 self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                       t_begin, t_end, t_step, total)
+                                       p_begin, p_end, p_step, total)
             else:
                 if tidx == 0:
                     self.prepass_wait(ws, chunks)
                 cute.arch.barrier()  # phase 1's completion barrier (the producer warp joins it)
+                if cutlass.const_expr(self.tail64):
+                    c_begin, c_end, c_step = self.balanced_read(total, share_slots)
+                else:
+                    c_begin, c_end, c_step = t_begin, t_end, t_step
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                     t_begin, t_end, t_step, late_coords=cfg.consumer_warpgroups == 3,
+                                     c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
                                      sy_iter=storage.sY if self.tail64 else None)
         elif cutlass.const_expr(self.prepass):
             # ---------------------------------------------- phase 1: Y -> fp16 workspace
