@@ -2,14 +2,17 @@
 
 Each function is the device twin of a host function whose properties are fuzzed on the CPU
 (``properties/test_plan_properties.py``): :func:`group_search` is
-``kernel.plan.device_group_search``, :func:`cta_tile_range` is ``LaunchPlan.cta_tiles``. Both are
-``@cute.jit`` helpers, inlined where they are called.
+``kernel.plan.device_group_search``, :func:`cta_tile_range` is ``LaunchPlan.cta_tiles``; the
+``balanced_*`` functions are ``kernel.plan``'s functions of the same names (schedule="balanced").
+All are ``@cute.jit`` helpers, inlined where they are called.
 """
 
 from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
+
+from kernel.plan import BALANCED_STEPS, FULL_COST, LIGHT_COST
 
 
 @cute.jit
@@ -66,3 +69,114 @@ def cluster_tile_range(total_tiles: cutlass.Int32, schedule: cutlass.Constexpr[s
         end = cutlass.min(first + per, total_tiles)
         step = cutlass.Int32(1)
     return first, end, step
+
+
+# ---- schedule="balanced" (the Hopper y_tail64 variant; kernel.plan states the split) -----------
+@cute.jit
+def balanced_counts(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
+                    tile_n: cutlass.Constexpr[int]):
+    """(full tiles, light tiles) of the problem: LaunchPlan.balanced_lists' lengths. A slot's last
+    M block is light when it holds at most tile_m / 2 rows (LaunchPlan.slot_light)."""
+    nf = cutlass.Int32(0)
+    nt = cutlass.Int32(0)
+    for s in cutlass.range_constexpr(num_groups):
+        m = m_sizes[s, 0]
+        tm = (m + (tile_m - 1)) // tile_m
+        tn = (m_sizes[s, 1] + (tile_n - 1)) // tile_n
+        light = cutlass.Int32(m - (tm - 1) * tile_m <= tile_m // 2) * cutlass.Int32(tm > 0)
+        nf = nf + tn * (tm - light)
+        nt = nt + tn * light
+    return nf, nt
+
+
+@cute.jit
+def balanced_split(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int32):
+    """kernel.plan.balanced_split, the same candidates in the same order, every one unrolled;
+    the first feasible one is kept (``found``)."""
+    fu = (nf + (ctas - 1)) // ctas
+    tu = (nt + (ctas - 1)) // ctas
+    p = ctas
+    fa = fu
+    ta = tu
+    fb = fu
+    tb = tu
+    found = cutlass.Int32(0)
+    l0 = (FULL_COST * nf + LIGHT_COST * nt + (ctas - 1)) // ctas
+    phi = nf // ctas
+    for step in cutlass.range_constexpr(BALANCED_STEPS):
+        lim = l0 + step
+        for o in cutlass.range_constexpr(3):
+            f1 = phi + (o - 2)
+            ta1 = cutlass.max(lim - FULL_COST * f1, cutlass.Int32(0)) // LIGHT_COST
+            ok = cutlass.Int32(f1 >= 0) * cutlass.Int32(ctas * f1 >= nf) * cutlass.Int32(ctas * ta1 >= nt)
+            if ok * (1 - found) != 0:
+                p = ctas
+                fa = f1
+                ta = ta1
+                fb = f1
+                tb = ta1
+                found = cutlass.Int32(1)
+            for d in cutlass.range_constexpr(1, 4):
+                f2 = f1 + d
+                tb2 = cutlass.max(lim - FULL_COST * f2, cutlass.Int32(0)) // LIGHT_COST
+                hi = cutlass.min(ctas, cutlass.max(ctas * f2 - nf, cutlass.Int32(0)) // d)
+                ok = (cutlass.Int32(f1 >= 0) * cutlass.Int32(FULL_COST * f2 <= lim) * cutlass.Int32(ctas * f2 >= nf)
+                      * cutlass.Int32(hi * (ta1 - tb2) >= nt - ctas * tb2))
+                if ok * (1 - found) != 0:
+                    p = hi
+                    fa = f1
+                    ta = ta1
+                    fb = f2
+                    tb = tb2
+                    found = cutlass.Int32(1)
+    return p, fa, ta, fb, tb
+
+
+@cute.jit
+def balanced_share(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int32, cta: cutlass.Int32):
+    """(first full, full count, first light, light count) of CTA ``cta``: kernel.plan.balanced_share."""
+    p, fa, ta, fb, tb = balanced_split(nf, nt, ctas)
+    fs = cta * fa
+    fc = fa
+    ts = cta * ta
+    tc = ta
+    if cta >= p:
+        fs = p * fa + (cta - p) * fb
+        fc = fb
+        ts = p * ta + (cta - p) * tb
+        tc = tb
+    fs = cutlass.min(fs, nf)
+    ts = cutlass.min(ts, nt)
+    return fs, cutlass.min(fc, nf - fs), ts, cutlass.min(tc, nt - ts)
+
+
+@cute.jit
+def balanced_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
+                    tile_n: cutlass.Constexpr[int], light_list: cutlass.Int32, idx: cutlass.Int32):
+    """(slot, m_block, n_block) of entry ``idx`` of the full list (``light_list`` 0) or of the
+    light list (1): kernel.plan.balanced_locate. The slot is the last one that owns entries of
+    that list and whose first entry is <= ``idx`` (slot 0 when none: an index past the list,
+    never run, still gets an in-range slot)."""
+    sel_slot = cutlass.Int32(0)
+    sel_base = cutlass.Int32(0)
+    sel_per = cutlass.Int32(1)
+    sel_tm = cutlass.Int32(1)
+    base = cutlass.Int32(0)
+    for s in cutlass.range_constexpr(num_groups):
+        m = m_sizes[s, 0]
+        tm = (m + (tile_m - 1)) // tile_m
+        tn = (m_sizes[s, 1] + (tile_n - 1)) // tile_n
+        light = cutlass.Int32(m - (tm - 1) * tile_m <= tile_m // 2) * cutlass.Int32(tm > 0)
+        per = light * light_list + (tm - light) * (1 - light_list)  # entries per N block
+        count = tn * per
+        if idx >= base:
+            if count != 0:
+                sel_slot = cutlass.Int32(s)
+                sel_base = base
+                sel_per = per
+                sel_tm = tm
+        base = base + count
+    rest = idx - sel_base
+    n_block = rest // sel_per
+    m_block = rest - n_block * sel_per + light_list * (sel_tm - 1)
+    return sel_slot, m_block, n_block

@@ -23,6 +23,18 @@ cluster walks the same sequence of (group, M block)), and member ``r`` of a clus
 block ``column * cluster_n + r`` (:meth:`LaunchPlan.member`): a *ghost* when that is past the
 group's last N block (it computes on zero-filled rows and stores nothing). ``num_ctas`` is a
 multiple of ``cluster_n``.
+
+Balanced (``schedule="balanced"``, the Hopper ``y_tail64`` variant): a slot's last M block that
+holds at most ``tile_m / 2`` rows is a *light* tile (the kernel runs it with a half-height
+wgmma, measured at about 3/4 of a full tile's time); every other tile is *full*. The tile index
+space is unchanged (``tile_prefix``, M block fastest); what changes is which CTA runs which
+tile. With tile costs of :data:`FULL_COST` and :data:`LIGHT_COST` (quarter units) the split
+:func:`balanced_split` gives CTAs ``c < p`` ``fa`` full and ``ta`` light tiles and the others
+``fb`` and ``tb`` (a makespan of at most L units, the smallest L it finds); CTA ``c`` runs a
+contiguous run of the full tiles (global order), then a contiguous run of the light tiles (the
+heavy tiles first). ``num_ctas`` is ``min(total, max_ctas)``: trailing CTAs may own no tile (they
+still take part in the Hopper prepass's phase 1). The device twins are in kernel.device_schedule
+(``balanced_split``, ``balanced_share``, ``balanced_locate``): the same integer arithmetic.
 """
 
 from __future__ import annotations
@@ -32,7 +44,15 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Sequence
 
 GroupOrder = Literal["by_work", "caller"]
-Schedule = Literal["contiguous", "strided"]
+Schedule = Literal["contiguous", "strided", "balanced"]
+
+# schedule="balanced": tile costs in quarter units (a light tile, <= tile_m / 2 rows of the
+# slot's last M block, ~0.75 of a full tile on the H200: profiling/PERF_LOG.md, session 4)
+FULL_COST = 4
+LIGHT_COST = 3
+# balanced_split tries makespans L0 .. L0 + BALANCED_STEPS - 1 (L0 = ceil(cost / CTAs)), then
+# falls back to the uniform split (every CTA ceil(full / CTAs) full + ceil(light / CTAs) light)
+BALANCED_STEPS = 4
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -75,17 +95,54 @@ class LaunchPlan:
     @property
     def tiles_per_cta(self) -> int:
         """Upper bound of tiles one CTA runs (the contiguous range length); with clusters, of
-        cluster tiles one cluster (each of its CTAs) runs."""
+        cluster tiles one cluster (each of its CTAs) runs; ``balanced``: the longest CTA list."""
+        if self.schedule == "balanced":
+            return max((len(self.cta_tiles(c)) for c in range(self.num_ctas)), default=0)
         return ceil_div(self.total_tiles, self.num_clusters) if self.num_ctas else 0
+
+    # ---- schedule="balanced" -------------------------------------------------------------
+    def slot_light(self, slot: int) -> bool:
+        """Whether the slot's last M block is a light tile (<= tile_m / 2 rows; slots that own
+        tiles only)."""
+        m = self.sizes[slot][0]
+        if not self.tiles_m[slot] or not self.tiles_n[slot]:
+            return False
+        return m - (self.tiles_m[slot] - 1) * self.tile_m <= self.tile_m // 2
+
+    def is_light(self, tile: int) -> bool:
+        c = self.locate(tile)
+        return self.slot_light(c.slot) and c.m_block == self.tiles_m[c.slot] - 1
+
+    def tile_cost(self, tile: int) -> int:
+        """Quarter units (schedule="balanced"'s model): LIGHT_COST or FULL_COST."""
+        return LIGHT_COST if self.is_light(tile) else FULL_COST
+
+    def balanced_lists(self) -> tuple[list[int], list[int]]:
+        """(full tiles, light tiles), each in global tile order."""
+        full, light = [], []
+        for t in range(self.total_tiles):
+            (light if self.is_light(t) else full).append(t)
+        return full, light
+
+    def balanced_share(self, cta: int) -> tuple[int, int, int, int]:
+        """(first full, full count, first light, light count) of CTA ``cta``: its positions in
+        :meth:`balanced_lists` (kernel.device_schedule.balanced_share on the device)."""
+        full, light = self.balanced_lists()
+        return balanced_share(len(full), len(light), self.num_ctas, cta)
 
     def k_tiles(self, slot: int) -> int:
         return ceil_div(self.sizes[slot][2], self.tile_k)
 
-    def cta_tiles(self, cta: int) -> range:
+    def cta_tiles(self, cta: int) -> Sequence[int]:
         """The global tiles CTA ``cta`` runs, in the order it runs them (with clusters: the
-        cluster tiles of its cluster, the same range for every CTA of the cluster)."""
+        cluster tiles of its cluster, the same range for every CTA of the cluster); a range,
+        except for ``balanced`` (a tuple: its full tiles, then its light tiles)."""
         if not 0 <= cta < self.num_ctas:
             raise IndexError(f"cta {cta} outside 0..{self.num_ctas - 1}")
+        if self.schedule == "balanced":
+            full, light = self.balanced_lists()
+            fs, fc, ts, tc = balanced_share(len(full), len(light), self.num_ctas, cta)
+            return tuple(full[fs:fs + fc]) + tuple(light[ts:ts + tc])
         unit, units = cta // self.cluster_n, self.num_clusters
         if self.schedule == "contiguous":
             per = self.tiles_per_cta
@@ -148,6 +205,54 @@ def device_group_search(tile_prefix: Sequence[int], tile: int) -> int:
     return left
 
 
+def balanced_split(nf: int, nt: int, ctas: int) -> tuple[int, int, int, int, int]:
+    """(p, fa, ta, fb, tb): CTAs ``c < p`` take ``fa`` full and ``ta`` light tiles, the others
+    ``fb`` and ``tb``, with ``p * fa + (ctas - p) * fb >= nf`` and the same for the light tiles
+    (the runs are cut at the lists' ends). For each makespan L = L0, L0 + 1, ... (BALANCED_STEPS
+    of them, L0 = ceil((FULL_COST nf + LIGHT_COST nt) / ctas)) and each ``f1`` in
+    ``phi - 2 .. phi`` (``phi`` = nf // ctas): one kind (every CTA ``f1`` full + the most light
+    tiles that fit in L), then two kinds (``f1`` and ``f1 + d``, d = 1..3, each with the most
+    light tiles that fit, ``p`` the most CTAs of the first kind that still cover the full tiles);
+    the first that covers both lists wins. Otherwise the uniform split (ceil(nf / ctas),
+    ceil(nt / ctas)). The device runs the same arithmetic (kernel.device_schedule.balanced_split:
+    every candidate unrolled, the first feasible one selected); only non-negative integers are
+    divided, so C's truncating division and Python's floor division agree."""
+    fu, tu = ceil_div(nf, ctas), ceil_div(nt, ctas)
+    best = (ctas, fu, tu, fu, tu)
+    found = 0
+    l0 = ceil_div(FULL_COST * nf + LIGHT_COST * nt, ctas)
+    phi = nf // ctas
+    for step in range(BALANCED_STEPS):
+        lim = l0 + step
+        for o in range(3):
+            f1 = phi - 2 + o
+            ta = max(lim - FULL_COST * f1, 0) // LIGHT_COST
+            ok = int(f1 >= 0) * int(ctas * f1 >= nf) * int(ctas * ta >= nt)
+            if ok * (1 - found):
+                best, found = (ctas, f1, ta, f1, ta), 1
+            for d in (1, 2, 3):
+                f2 = f1 + d
+                tb = max(lim - FULL_COST * f2, 0) // LIGHT_COST
+                hi = min(ctas, max(ctas * f2 - nf, 0) // d)
+                ok = (int(f1 >= 0) * int(FULL_COST * f2 <= lim) * int(ctas * f2 >= nf)
+                      * int(hi * (ta - tb) >= nt - ctas * tb))
+                if ok * (1 - found):
+                    best, found = (hi, f1, ta, f2, tb), 1
+    return best
+
+
+def balanced_share(nf: int, nt: int, ctas: int, cta: int) -> tuple[int, int, int, int]:
+    """(first full, full count, first light, light count) of CTA ``cta`` under
+    :func:`balanced_split` (kernel.device_schedule.balanced_share, the same arithmetic)."""
+    p, fa, ta, fb, tb = balanced_split(nf, nt, ctas)
+    if cta < p:
+        fs, fc, ts, tc = cta * fa, fa, cta * ta, ta
+    else:
+        fs, fc, ts, tc = p * fa + (cta - p) * fb, fb, p * ta + (cta - p) * tb, tb
+    fs, ts = min(fs, nf), min(ts, nt)
+    return fs, min(fc, nf - fs), ts, min(tc, nt - ts)
+
+
 def group_work(size: Sequence[int], tile_m: int, tile_n: int, tile_k: int) -> int:
     m, n, k = size[0], size[1], size[2]
     return ceil_div(m, tile_m) * ceil_div(n, tile_n) * ceil_div(k, tile_k)
@@ -174,6 +279,8 @@ def make_plan(
     """
     if cluster_n < 1:
         raise ValueError(f"cluster_n must be >= 1, got {cluster_n}")
+    if schedule == "balanced" and cluster_n != 1:
+        raise ValueError("schedule='balanced' is built without clusters (cluster_n=1)")
     sizes = [tuple(int(x) for x in s) for s in problem_sizes]
     if order == "by_work":
         group_order = sorted(
@@ -197,13 +304,15 @@ def make_plan(
         if max_ctas < 1:
             raise ValueError(f"max_ctas must be >= 1, got {max_ctas}")
         num_ctas = min(total, max(1, max_ctas // cluster_n))  # clusters from here on
-        if schedule == "contiguous" and total:
+        if schedule == "balanced":
+            pass  # every CTA of min(total, max_ctas): the split is of this grid (trailing CTAs may idle)
+        elif schedule == "contiguous" and total:
             # ceil-sized ranges can leave trailing CTAs with nothing (9 tiles on 8 CTAs: ranges of
             # 2 fill 5 CTAs): launch only the CTAs that own a range. The range length, which the
             # device derives from the grid as ceil(total / num_ctas), does not change.
             num_ctas = ceil_div(total, ceil_div(total, num_ctas))
     num_ctas *= cluster_n
-    if schedule not in ("contiguous", "strided"):
+    if schedule not in ("contiguous", "strided", "balanced"):
         raise ValueError(f"unknown schedule {schedule!r}")
     return LaunchPlan(
         tile_m=tile_m,
@@ -218,3 +327,23 @@ def make_plan(
         schedule=schedule,
         cluster_n=cluster_n,
     )
+
+
+def balanced_locate(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, light_list: int,
+                    idx: int) -> tuple[int, int, int]:
+    """(slot, m_block, n_block) of entry ``idx`` of the full list (``light_list`` 0) or the light
+    list (1) of :meth:`LaunchPlan.balanced_lists` (``sizes`` in slot order), written as the loop
+    the device runs (kernel.device_schedule.balanced_locate)."""
+    sel_slot, sel_base, sel_per, sel_tm, base = 0, 0, 1, 1, 0
+    for s, size in enumerate(sizes):
+        m, n = size[0], size[1]
+        tm, tn = ceil_div(m, tile_m), ceil_div(n, tile_n)
+        light = int(m - (tm - 1) * tile_m <= tile_m // 2) * int(tm > 0)
+        per = light * light_list + (tm - light) * (1 - light_list)
+        count = tn * per
+        if idx >= base and count != 0:
+            sel_slot, sel_base, sel_per, sel_tm = s, base, per, tm
+        base += count
+    rest = idx - sel_base
+    n_block = rest // sel_per
+    return sel_slot, rest - n_block * sel_per + light_list * (sel_tm - 1), n_block

@@ -26,7 +26,8 @@ from typing import Literal
 from kernel.errors import UnsupportedConfigError
 
 DequantDtype = Literal["fp16"]
-Schedule = Literal["contiguous", "strided"]
+# "balanced": y_tail64 only (kernel.plan: full tiles and light 64-row tiles split by cost)
+Schedule = Literal["contiguous", "strided", "balanced"]
 # How the producer warp moves packed FP4 rows and scale blocks into a stage:
 #   "cp_async":  16-byte cp.async per lane (LDGSTS), completion through cp.async.mbarrier.arrive;
 #   "bulk_rows": one cp.async.bulk (copy engine) per operand row, completion by transaction bytes.
@@ -153,6 +154,12 @@ class HopperConfig:
     # traffic halved). A group with an odd number of N blocks gives its last pair a "ghost"
     # member (N block past N: X zero-filled by TMA, every store predicated off). 1: no cluster
     cluster_x: int = 1
+    # issue 14, session 5 (experimental, y_source="prepass" with prepass_chunk > 0, the 128-row Y
+    # tile): a group's last Y block of at most 64 rows runs as a 64-row tile (wgmma N = 64, the
+    # first half of the accumulators; the Y box is still 128 rows: the rows past the group reach
+    # only columns never stored), chosen per tile at run time (m - m0 <= 64); with
+    # schedule="balanced" (kernel.plan): each CTA runs a cost-balanced share, heavy tiles first
+    y_tail64: bool = False
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -257,7 +264,8 @@ class HopperConfig:
             role += f"_b{self.fp16_buffers}"
         swap = "_swap" if self.swapped else ""
         shift = "" if self.operand_exp_shift == -14 else f"_x{self.operand_exp_shift}"
-        sched = "" if self.schedule == "contiguous" else f"_{self.schedule}"
+        # schedule="balanced" goes with y_tail64 (its "_t64" suffix says both)
+        sched = "" if self.schedule in ("contiguous", "balanced") else f"_{self.schedule}"
         sched += "" if self.loader == "cp_async" else f"_{self.loader}"
         sched += "" if self.dequant == "shift" else f"_{self.dequant}"
         sched += "" if self.producer_warps == 1 else f"_p{self.producer_warps}"
@@ -270,6 +278,7 @@ class HopperConfig:
         sched += "f" if self.prepass_sync == "flags" else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
+        sched += "_t64" if self.y_tail64 else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -344,6 +353,9 @@ def y_box_rows_per_cta(config: HopperConfig) -> int:
 PREPASS_SMEM_SLOT_BYTES = 8
 # ``prepass_sync="flags"``: one more 8-byte cell (the launch's generation, broadcast by thread 0)
 PREPASS_FLAGS_SLOT_BYTES = 8
+# ``y_tail64``: four int32 (the CTA's balanced share, computed by the producer warp, read by the
+# consumers after phase 1's completion barrier)
+TAIL64_SHARE_BYTES = 16
 
 
 def dequant_buffer_bytes(config: HopperConfig) -> int:
@@ -367,6 +379,8 @@ def smem_bytes(config: HopperConfig) -> dict[str, int]:
         barriers += PREPASS_SMEM_SLOT_BYTES
     if config.prepass_sync == "flags":
         barriers += PREPASS_FLAGS_SLOT_BYTES
+    if config.y_tail64:
+        barriers += TAIL64_SHARE_BYTES
     raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
@@ -404,8 +418,8 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"dequant_dtype must be 'fp16', got {config.dequant_dtype!r}")
     if config.operand_exp_shift not in (0, -14):
         p.append(f"operand_exp_shift must be 0 or -14, got {config.operand_exp_shift}")
-    if config.schedule not in ("contiguous", "strided"):
-        p.append(f"schedule must be 'contiguous' or 'strided', got {config.schedule!r}")
+    if config.schedule not in ("contiguous", "strided", "balanced"):
+        p.append(f"schedule must be 'contiguous', 'strided' or 'balanced', got {config.schedule!r}")
     if config.loader not in ("cp_async", "bulk_rows", "tma"):
         p.append(f"loader must be 'cp_async', 'bulk_rows' or 'tma', got {config.loader!r}")
     if config.loader == "tma" and config.tile_k != 256:
@@ -499,8 +513,8 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_source='prepass' needs loader='tma' and dequant='prmt'")
         if config.y_per_warpgroup or config.consumer_regs:
             p.append("y_source='prepass' takes neither y_per_warpgroup nor consumer_regs")
-        if config.schedule != "contiguous":
-            p.append("y_source='prepass' is declared for schedule='contiguous' only")
+        if config.schedule != "contiguous" and not (config.schedule == "balanced" and config.y_tail64):
+            p.append("y_source='prepass' is declared for schedule='contiguous' only (or 'balanced' with y_tail64)")
     if config.prepass_chunk not in PREPASS_CHUNK_SPLITS:
         p.append(f"prepass_chunk must be one of {PREPASS_CHUNK_SPLITS}, got {config.prepass_chunk!r}")
     if not isinstance(config.prepass_x_early, bool):
@@ -523,6 +537,17 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append(f"cluster_x {config.cluster_x} splits each Y box's {config.mma_n} rows into whole 8-row swizzle atoms")
     if config.cluster_x != 1 and config.prepass_sync != "barrier":
         p.append("cluster_x > 1 is built with prepass_sync='barrier' only (flags and clusters not combined yet)")
+    if not isinstance(config.y_tail64, bool):
+        p.append(f"y_tail64 must be a bool, got {config.y_tail64!r}")
+    elif config.y_tail64:
+        if config.y_source != "prepass" or not config.prepass_chunk or config.prepass_sync != "barrier":
+            p.append("y_tail64 needs y_source='prepass', prepass_chunk > 0 and prepass_sync='barrier'")
+        if config.cluster_x != 1:
+            p.append("y_tail64 is built without clusters (cluster_x=1)")
+        if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
+            p.append("y_tail64 halves a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128")
+    if (config.schedule == "balanced") != (config.y_tail64 is True):
+        p.append("schedule='balanced' and y_tail64 go together (the balanced split costs the 64-row tiles)")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
     if config.num_ab_stages < 2:
@@ -733,6 +758,15 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     HopperConfig(
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", y_source="prepass", fp16_buffers=9, prepass_chunk=1, prepass_x_early=True, cluster_x=2,
+    ),
+    # issue 14, session 5 (experimental, not yet run on a GPU): the best prepass variant (_prec1x)
+    # with mixed Y tiles: a group's last Y block of <= 64 rows runs as a 64-row tile (wgmma N = 64,
+    # ~0.75 of a 128-row tile's time), chosen per tile at run time, and a cost-balanced schedule
+    # (kernel.plan, schedule="balanced"): bench1 3 -> 2.75 rounds, bench2 6 -> 5
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1, prepass_x_early=True,
+        y_tail64=True, schedule="balanced",
     ),
 )
 

@@ -61,7 +61,8 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 
 from kernel.hopper import config as cfgmod
-from kernel.device_schedule import cluster_tile_range, cta_tile_range, group_search
+from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_share, cluster_tile_range,
+                                    cta_tile_range, group_search)
 from kernel.hopper.config import HopperConfig
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
                                  Perturbation)
@@ -108,6 +109,14 @@ from kernel.hopper.workspace import (  # noqa: E402
     CLAIM_WORD, DATA_OFFSET, DONE_WORD, ITEMS_PER_THREAD, PASSED_WORD, TENSOR_MAP_OFFSET,
 )
 from kernel.hopper.workspace import FLAG_CELL_BYTES, GEN_WORD  # noqa: E402
+
+
+@cute.jit
+def if_lane0_store_share(slots: cutlass.Int32, share):
+    """Lane 0 stores the four int32 of a balanced share (y_tail64) at shared address ``slots``."""
+    if cute.arch.lane_idx() == 0:
+        for i in cutlass.range_constexpr(4):
+            st_shared_u32(slots + 4 * i, share[i])
 
 
 class HopperNvfp4GroupedGemm:
@@ -192,6 +201,17 @@ class HopperNvfp4GroupedGemm:
         self.prepass_flags = config.prepass_sync == "flags"
         if self.prepass_flags:
             fp16_bar_count += 1
+        # y_tail64 (session 5, experimental): a tile whose Y rows are at most 64 (m - m0 <= 64, a
+        # group's last Y block) runs wgmma N = 64 on the first half of the 128-row Y buffer and of
+        # the accumulators; tiles come from the balanced schedule (kernel.plan): this CTA's
+        # (first full, full count, first light, light count), set while the kernel is traced
+        self.tail64 = config.y_tail64
+        self.half_n = self.mma_n // 2
+        self.share = None
+        if self.tail64:
+            # the share's four int32 after the claim slots (the producer warp computes it during
+            # phase 1's completion wait, the consumers read it after the barrier)
+            fp16_bar_count += cfgmod.TAIL64_SHARE_BYTES // 8
 
         @cute.struct
         class SharedStorage:
@@ -243,12 +263,23 @@ class HopperNvfp4GroupedGemm:
     # ---------------------------------------------------------------------- device side
     @cute.jit
     def locate(self, m_prefix: cute.Tensor, m_sizes: cute.Tensor, tile: cutlass.Int32):
-        """tile -> (slot, m_block, n_block); the loop of kernel.plan.device_group_search."""
-        slot = group_search(m_prefix, tile, self.num_groups)
-        rest = tile - m_prefix[slot]
-        tiles_m = (m_sizes[slot, 0] + (self.config.tile_m - 1)) // self.config.tile_m
-        n_block = rest // tiles_m
-        m_block = rest - n_block * tiles_m
+        """tile -> (slot, m_block, n_block); the loop of kernel.plan.device_group_search.
+        ``y_tail64``: ``tile`` is the index into this CTA's balanced list (its full tiles, then
+        its light tiles; kernel.plan.LaunchPlan.cta_tiles)."""
+        if cutlass.const_expr(self.tail64):
+            fs, fc, ts, _tc = self.share
+            light_list = cutlass.Int32(tile >= fc)
+            idx = fs + tile
+            if tile >= fc:
+                idx = ts + (tile - fc)
+            slot, m_block, n_block = balanced_locate(m_sizes, self.num_groups, self.config.tile_m,
+                                                     self.config.tile_n, light_list, idx)
+        else:
+            slot = group_search(m_prefix, tile, self.num_groups)
+            rest = tile - m_prefix[slot]
+            tiles_m = (m_sizes[slot, 0] + (self.config.tile_m - 1)) // self.config.tile_m
+            n_block = rest // tiles_m
+            m_block = rest - n_block * tiles_m
         return slot, m_block, n_block
 
     @cute.jit
@@ -269,9 +300,32 @@ class HopperNvfp4GroupedGemm:
             n_block * self.config.tile_n,
         )
 
+    def balanced_setup(self, m_sizes: cute.Tensor, total, slots):
+        """y_tail64, the producer warp: this CTA's share of the balanced split
+        (kernel.plan.balanced_share), kept on ``self`` while the warp's code is traced (``locate``
+        and ``tile_range`` read it) and stored at ``slots`` (4 x int32, lane 0) for the consumers
+        (``balanced_read``, after phase 1's completion barrier). Returns the tile range. Traced
+        inline (a plain method: an attribute set in a run-time branch's own body would be carried
+        out of it)."""
+        nf, nt = balanced_counts(m_sizes, self.num_groups, self.config.tile_m, self.config.tile_n)
+        cta, _, _ = cute.arch.block_idx()
+        ctas, _, _ = cute.arch.grid_dim()
+        self.share = balanced_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))
+        if_lane0_store_share(slots, self.share)
+        return self.tile_range(total)
+
+    def balanced_read(self, total, slots):
+        """y_tail64, the consumer warps after phase 1's completion barrier: the share the producer
+        warp stored (``balanced_setup``), and the tile range. Traced inline."""
+        self.share = tuple(ld_shared_u32(slots + 4 * i) for i in range(4))
+        return self.tile_range(total)
+
     @cute.jit
     def tile_range(self, total: cutlass.Int32):
-        if cutlass.const_expr(self.cluster != 1):
+        if cutlass.const_expr(self.tail64):
+            # the balanced schedule: entries 0 .. full + light - 1 of this CTA's list (locate)
+            first, end, step = cutlass.Int32(0), self.share[1] + self.share[3], cutlass.Int32(1)
+        elif cutlass.const_expr(self.cluster != 1):
             # the cluster's range of cluster tiles, the same for both CTAs (kernel.plan)
             first, end, step = cluster_tile_range(total, self.config.schedule, self.cluster)
         else:
@@ -480,7 +534,9 @@ class HopperNvfp4GroupedGemm:
         m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
         m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
         total = m_prefix[G]
-        t_begin, t_end, t_step = self.tile_range(total)
+        if cutlass.const_expr(not self.tail64):
+            t_begin, t_end, t_step = self.tile_range(total)
+        # (y_tail64: the CTA's tiles are known after phase 1: balanced_setup, producer warp)
 
         if cutlass.const_expr(self.prepass_flags):
             # ---------- issue 14: phase 1 K-chunk-major with readiness flags, then phase 2
@@ -517,16 +573,28 @@ class HopperNvfp4GroupedGemm:
                 cta_layout_vmnk=cute.make_layout(self.y_cluster_vmnk),
             )
             chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots)
+            share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
             if warp_idx >= self.producer_warp:
+                if cutlass.const_expr(self.tail64):
+                    # the producer warp alone computes the split (~1200 instructions), after its
+                    # phase-1 chunks, and publishes it before phase 1's completion barrier
+                    p_begin, p_end, p_step = self.balanced_setup(m_sizes, total, share_slots)
+                else:
+                    p_begin, p_end, p_step = t_begin, t_end, t_step
                 # (prepass_x_early) the first tile's X stages, then phase 1's completion barrier
                 self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                       t_begin, t_end, t_step, total)
+                                       p_begin, p_end, p_step, total)
             else:
                 if tidx == 0:
                     self.prepass_wait(ws, chunks)
                 cute.arch.barrier()  # phase 1's completion barrier (the producer warp joins it)
+                if cutlass.const_expr(self.tail64):
+                    c_begin, c_end, c_step = self.balanced_read(total, share_slots)
+                else:
+                    c_begin, c_end, c_step = t_begin, t_end, t_step
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                     t_begin, t_end, t_step, late_coords=cfg.consumer_warpgroups == 3)
+                                     c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
+                                     sy_iter=storage.sY if self.tail64 else None)
         elif cutlass.const_expr(self.prepass):
             # ---------------------------------------------- phase 1: Y -> fp16 workspace
             ws = ws_ptr.toint()
@@ -1398,16 +1466,36 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def consume_x_regs_y_ring(self, tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                        t_begin, t_end, t_step, late_coords=False):
+                        t_begin, t_end, t_step, late_coords=False, sy_iter=None):
         """The consumer warpgroups of phase 2 (prepass; ``y_pipe`` the TMA-filled Y ring) and of
         ``roles="split"`` with X in registers (``y_pipe`` the dequant warpgroups' fp16 ring): per
         64-K sub-block decode the X fragment from the raw stage (releasing the stage after the last one), wait for Y's fp16 box, issue the
         wgmmas, and release the previous sub-block's Y buffer once its wgmmas retired (one
-        group in flight). No named barrier: each warp arrives on the empty mbarriers itself."""
+        group in flight). No named barrier: each warp arrives on the empty mbarriers itself.
+
+        ``y_tail64`` (``sy_iter``: the Y ring's storage): a tile with at most 64 Y rows issues
+        m64n64k16 wgmmas (``mma64``) on the first 64 rows of the same 128-row Y buffer (the ring
+        seen as 64-row buffers, buffer 2 b = the first half of buffer b) into the first half of
+        the accumulators (the m64nNk16 accumulator fragment's first N/2 values are columns
+        0 .. N/2 - 1, in the same order); the epilogue is unchanged (columns 64.. are zero and
+        never stored: their rows are past the group's M). Per element the same m64nNk16 chain,
+        one per 16 K in K order."""
         cfg = self.config
         thr_mma = tiled_mma.get_slice(tidx)
         tCrY = tiled_mma.make_fragment_B(thr_mma.partition_B(sY))
         acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
+        if cutlass.const_expr(self.tail64):
+            mma64 = sm90_utils.make_trivial_tiled_mma(
+                cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K, cutlass.Float32,
+                (cfg.consumer_warpgroups, 1, 1), tiler_mn=(64, self.half_n), a_source=warpgroup.OperandSource.RMEM,
+            )
+            atom64 = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
+            y64_layout = cute.tile_to_shape(atom64, (self.half_n, SUB_K, 2 * self.fp16_buffers), order=(0, 1, 2))
+            sY64 = sy_iter.get_tensor(y64_layout.outer, swizzle=y64_layout.inner)
+            thr64 = mma64.get_slice(tidx)
+            tCrY64 = mma64.make_fragment_B(thr64.partition_B(sY64))
+            acc64 = cute.make_tensor(acc.iterator, cute.make_layout(thr64.partition_shape_C((self.mma_m, self.half_n))))
+            mma64.set(warpgroup.Field.ACCUMULATE, True)
         tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
         filler = self.wgmma_filler(tidx)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -1416,6 +1504,8 @@ class HopperNvfp4GroupedGemm:
         for tile in range(t_begin, t_end, t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
             x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
+            if cutlass.const_expr(self.tail64):
+                rows64 = m - m0 <= self.half_n  # a 64-row tile (run-time, per tile)
             acc.fill(0.0)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             warpgroup.fence()
@@ -1437,9 +1527,23 @@ class HopperNvfp4GroupedGemm:
                     self.delay("consumer", "fp16_wait", "after")
                     warpgroup.fence()  # the fragment registers were just written
                     self.fill_wgmma(filler, acc, tCrY, ystate.index, sb)
-                    for kb in cutlass.range_constexpr(SUB_K // 16):
-                        cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
-                    warpgroup.commit_group()
+                    if cutlass.const_expr(self.tail64):
+                        # each branch commits its own group (a commit after the join made ptxas add
+                        # a null HGMMA carrying it: a second group per sub-block)
+                        if rows64:
+                            for kb in cutlass.range_constexpr(SUB_K // 16):
+                                cute.gemm(mma64, acc64, x_frag[(None, None, kb)],
+                                          tCrY64[(None, None, kb, 2 * ystate.index)], acc64)
+                            warpgroup.commit_group()
+                        else:
+                            for kb in cutlass.range_constexpr(SUB_K // 16):
+                                cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],
+                                          tCrY[(None, None, kb, ystate.index)], acc)
+                            warpgroup.commit_group()
+                    else:
+                        for kb in cutlass.range_constexpr(SUB_K // 16):
+                            cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
+                        warpgroup.commit_group()
                     ystate.advance()
                     # the previous sub-block's wgmma has retired: its Y buffer is free
                     self.delay("consumer", "wgmma_wait", "before")
