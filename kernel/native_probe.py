@@ -81,7 +81,8 @@ def driver_copy(on: bool | None = None, *, resolve: bool = False) -> dict | None
     for this process (``NVFP4_DRIVER_COPY`` set it at load); returns the module's state (``enabled``,
     ``resolved``: None before the first CUDA upload tried libcuda, ``reason`` when unavailable or
     turned off, ``failed``: the CUresult that turned it off, counts of ``driver_copies``,
-    ``torch_copies`` and ``no_context``), or None without a loaded module that has it (an older
+    ``torch_copies``, ``no_context`` (not the device's context current) and ``capturing`` (a stream
+    under CUDA-graph capture: torch's copy)), or None without a loaded module that has it (an older
     build: torch's copy). ``resolve=True`` resolves libcuda now."""
     module = _module
     if module is None or not hasattr(module, "upload_status"):

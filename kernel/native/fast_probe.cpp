@@ -195,9 +195,12 @@ PyObject* probe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 //   Nothing of torch's is bypassed but the host staging: the device block is the caching
 //   allocator's, on the stream it records.
 //   libcuda is resolved once (dlopen libcuda.so.1, RTLD_NOLOAD first: torch has loaded it;
-//   dlsym cuMemcpyHtoDAsync_v2, cuCtxGetCurrent, cuCtxGetDevice; no CUDA headers here). Not
-//   taken (torch copy instead) where it does not resolve, or where this thread's current
-//   context is not the block's device's (a thread that has made no CUDA runtime call yet).
+//   dlsym cuMemcpyHtoDAsync_v2, cuCtxGetCurrent, cuCtxGetDevice, cuStreamIsCapturing; no CUDA
+//   headers here). Not
+//   taken (torch copy instead) where it does not resolve, where this thread's current context
+//   is not the block's device's (a thread that has made no CUDA runtime call yet), or where the
+//   current stream is being captured into a CUDA graph (cuStreamIsCapturing: a pageable copy is
+//   not capturable, and its error would invalidate the capture).
 //   A copy that returns non-zero turns the driver copy off for the process (upload_status()
 //   says why) and raises: no block whose copy failed is ever returned; the caller's fallback
 //   (the Python path) decides that call, later calls take the torch copy.
@@ -211,6 +214,7 @@ PyObject* probe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 using CuMemcpyHtoDAsync = int (*)(unsigned long long dst, const void* src, size_t bytes, void* stream);
 using CuCtxGetCurrent = int (*)(void** context);
 using CuCtxGetDevice = int (*)(int* device);
+using CuStreamIsCapturing = int (*)(void* stream, int* status);
 
 struct DriverCopy {  // read and written with the GIL held only
   bool enabled = true;  // NVFP4_DRIVER_COPY (kernel/native_probe.py sets it at load) / set_driver_copy
@@ -219,8 +223,9 @@ struct DriverCopy {  // read and written with the GIL held only
   CuMemcpyHtoDAsync copy = nullptr;
   CuCtxGetCurrent context = nullptr;
   CuCtxGetDevice device = nullptr;
+  CuStreamIsCapturing capturing = nullptr;
   int failed = 0;  // the CUresult that turned the driver copy off (0: none)
-  unsigned long long driver_copies = 0, torch_copies = 0, no_context = 0;
+  unsigned long long driver_copies = 0, torch_copies = 0, no_context = 0, capturing_streams = 0;
 };
 DriverCopy g_driver;
 
@@ -243,15 +248,20 @@ bool resolve_driver() {
   void* copy = dlsym(lib, "cuMemcpyHtoDAsync_v2");
   void* context = dlsym(lib, "cuCtxGetCurrent");
   void* device = dlsym(lib, "cuCtxGetDevice");
-  if (copy == nullptr || context == nullptr || device == nullptr) {
+  void* capturing = dlsym(lib, "cuStreamIsCapturing");
+  if (copy == nullptr || context == nullptr || device == nullptr || capturing == nullptr) {
     g_driver.why = std::string("dlsym in ") + name + " failed: no " +
-                   (copy == nullptr ? "cuMemcpyHtoDAsync_v2" : context == nullptr ? "cuCtxGetCurrent" : "cuCtxGetDevice");
+                   (copy == nullptr      ? "cuMemcpyHtoDAsync_v2"
+                    : context == nullptr ? "cuCtxGetCurrent"
+                    : device == nullptr  ? "cuCtxGetDevice"
+                                         : "cuStreamIsCapturing");
     g_driver.resolved = -1;
     return false;  // the library stays loaded (it is libcuda, which torch holds anyway)
   }
   g_driver.copy = reinterpret_cast<CuMemcpyHtoDAsync>(copy);
   g_driver.context = reinterpret_cast<CuCtxGetCurrent>(context);
   g_driver.device = reinterpret_cast<CuCtxGetDevice>(device);
+  g_driver.capturing = reinterpret_cast<CuStreamIsCapturing>(capturing);
   g_driver.resolved = 1;
   return true;
 }
@@ -488,24 +498,35 @@ PyObject* seen_tables(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   const bool cuda = s->device.is_cuda();
   const int64_t nbytes = (int64_t)s->base.size() * 8;
   at::Tensor stored;
-  if (cuda && g_driver.enabled && resolve_driver()) {  // the driver copy (see "Upload" above)
+  if (cuda && nbytes > 0 && g_driver.enabled && resolve_driver()) {  // the driver copy ("Upload" above)
     void* context = nullptr;
     int ordinal = -1;
+    const c10::impl::DeviceGuardImplInterface* impl = nullptr;
+    void* stream = nullptr;
+    int capture = -1;
     if (g_driver.context(&context) == 0 && context != nullptr && g_driver.device(&ordinal) == 0 &&
         ordinal == s->device.index()) {
+      impl = c10::impl::getDeviceGuardImpl(c10::kCUDA);
+      stream = impl->getStreamNativeHandle(impl->getStream(s->device));  // the device's current stream
+      // a stream being captured into a CUDA graph (or one the capture forbids touching) takes the
+      // torch copy: a pageable copy there is an error that would invalidate the capture
+      if (g_driver.capturing(stream, &capture) != 0 || capture != 0) {
+        ++g_driver.capturing_streams;
+        impl = nullptr;
+      }
+    } else {
+      ++g_driver.no_context;
+    }
+    if (impl != nullptr) {
       // the device block first: no at:: call (nothing a dispatch mode could run Python in)
       // between filling the reused buffer and the copy that consumes it
       stored = at::empty({nbytes}, at::TensorOptions().dtype(at::kByte).device(s->device));
-      const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(c10::kCUDA);
-      void* stream = impl->getStreamNativeHandle(impl->getStream(s->device));  // the current stream
       thread_local std::vector<int64_t> staging;
       staging.assign(s->base.begin(), s->base.end());
       int64_t* w = staging.data();
       for (size_t k = 0; k < s->words.size(); ++k) w[s->words[k]] = (int64_t)ptrs[s->sources[k]];
       if (!driver_copy_bytes((unsigned long long)(uintptr_t)stored.data_ptr(), w, (size_t)nbytes, stream))
         return nullptr;
-    } else {
-      ++g_driver.no_context;
     }
   }
   if (!stored.defined()) {  // the torch copy (and the CPU device's blocking copy)
@@ -621,8 +642,8 @@ PyObject* set_driver_copy(PyObject*, PyObject* on) {
 
 // upload_status(resolve=False): the upload's state as a dict (enabled, resolved: None before the
 // first CUDA upload tried libcuda, then True/False, reason, failed CUresult, and the counts of
-// driver copies, torch copies and driver copies not taken for want of the device's context);
-// resolve=True resolves libcuda now (what the first CUDA upload does).
+// driver copies, torch copies, and driver copies not taken: no_context (not the device's context
+// current), capturing (the stream under CUDA-graph capture)); resolve=True resolves libcuda now.
 PyObject* upload_status(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs > 1) {
     PyErr_SetString(PyExc_TypeError, "upload_status(resolve=False) takes at most 1 argument");
@@ -634,10 +655,11 @@ PyObject* upload_status(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (flag) resolve_driver();
   }
   PyObject* resolved = g_driver.resolved == 0 ? Py_None : g_driver.resolved > 0 ? Py_True : Py_False;
-  return Py_BuildValue("{s:O,s:O,s:s,s:i,s:K,s:K,s:K,s:s}", "enabled", g_driver.enabled ? Py_True : Py_False,
+  return Py_BuildValue("{s:O,s:O,s:s,s:i,s:K,s:K,s:K,s:K,s:s}", "enabled", g_driver.enabled ? Py_True : Py_False,
                        "resolved", resolved, "reason", g_driver.why.c_str(), "failed", g_driver.failed,
                        "driver_copies", g_driver.driver_copies, "torch_copies", g_driver.torch_copies,
-                       "no_context", g_driver.no_context, "library", driver_library());
+                       "no_context", g_driver.no_context, "capturing", g_driver.capturing_streams,
+                       "library", driver_library());
 }
 
 // _driver_copy_raw(dst, src, stream): the resolved cuMemcpyHtoDAsync_v2 on (dst address, the bytes

@@ -124,6 +124,7 @@ int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t bytes, 
 }
 int cuCtxGetCurrent(void** ctx) { *ctx = (void*)1; return 0; }
 int cuCtxGetDevice(int* device) { *device = 0; return 0; }
+int cuStreamIsCapturing(void* stream, int* status) { *status = 0; return 0; }
 """
 
 
@@ -286,3 +287,37 @@ def test_the_driver_copy_goes_on_the_stream_it_is_given(module):
     assert bytes(target.cpu().numpy()) == payload
     if waited < 0.005:
         assert early == bytes(4096), "the copy did not wait for its stream's earlier kernel"
+
+
+@gpu
+@pytest.mark.gpu
+def test_a_first_call_during_graph_capture_takes_the_torch_copy(module):
+    """A seen pass on a stream being captured into a CUDA graph: the driver copy is not tried (a
+    pageable copy would invalidate the capture); torch's copy is captured and the replayed graph
+    writes the problem's block."""
+    import oracle
+    from kernel.fast_path import flatten
+    from kernel.host_pipeline import _native_state
+    from properties.test_fast_path_properties import CONFIG
+
+    pipeline = _gpu_pipeline()
+    sizes = [(64, 64, 64, 1), (72, 16, 64, 1)]
+    learn = oracle.make_inputs(sizes, 1, device="cuda")
+    pipeline.run(learn, CONFIG)
+    template = pipeline.templates.find(CONFIG, learn[3])
+    state = _native_state(template)
+    data = oracle.make_inputs(sizes, 2, device="cuda")
+    tensors = flatten(data)
+    before = native_probe.driver_copy(True)
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            got = native_probe.SEEN_TABLES(state, data, tensors)
+    after = native_probe.driver_copy()
+    assert got is not None
+    assert after["capturing"] == before["capturing"] + 1 and after["driver_copies"] == before["driver_copies"]
+    assert after["enabled"] and after["failed"] == 0
+    graph.replay()
+    torch.cuda.synchronize()
+    assert set(got[0].reshape(-1).tolist()) <= {t.data_ptr() for t in tensors}
