@@ -7,7 +7,9 @@ block from torch's caching allocator and the CUDA driver's ``cuMemcpyHtoDAsync_v
 pageable buffer on the current stream (``driver_*``; called here through ctypes, which adds the
 ``ctypes_call_us`` of a trivial driver call, ``cuCtxGetCurrent``, that the C++ pass does not pay).
 The ``*_after_sync_us`` figures include a ``torch.cuda.synchronize()`` before every call (the state
-every first call is measured in); ``synchronize_us`` is that alone, to subtract.
+every first call is measured in); ``synchronize_us`` is that alone, to subtract. The
+``*_busy_stream_us`` figures are taken behind a ~25 ms kernel: far below that, the copy did not
+wait for the stream.
 
     python -m profiling.staging_cost [--groups 8] [--calls 2000]
 """
@@ -66,6 +68,17 @@ def driver_costs(torch, dev, nbytes: int, calls: int) -> dict:
     torch.cuda.synchronize()
     out["driver_alloc_and_copy_after_sync_us"] = _per_call_us(
         lambda: (torch.cuda.synchronize(), alloc_and_copy()), calls // 4)
+    # behind a busy stream (a ~25 ms kernel queued first): a call that took about that long would
+    # say the driver waits for the stream to stage pageable memory ("may synchronize with the
+    # stream"), which the pinned torch copy never does; then the first calls of a pipelined caller
+    # would stall on the GPU
+    for name, fn in (("driver_alloc_and_copy_busy_stream_us", alloc_and_copy),
+                     ("alloc_and_copy_busy_stream_us",
+                      lambda: torch.empty(nbytes, dtype=torch.uint8, pin_memory=True).to(dev, non_blocking=True))):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(50_000_000)
+        out[name] = _per_call_us(fn, 20)
+        torch.cuda.synchronize()
     torch.cuda.synchronize()
     # the bytes arrive: a pattern through the same call, read back
     source.raw = bytes(range(256)) * (nbytes // 256) + bytes(nbytes % 256)
