@@ -17,7 +17,7 @@ Per shape set, on the family's fastest production variant by default:
 * ``first_call_us``: the first call with new tensors of already seen shapes (compile excluded:
   the variant is compiled and warm), the median over fresh copies, with the native helpers of
   kernel.native_probe where loaded (the seen-shape pass: address checks, pointer table and patched
-  tensor maps in one C++ call, one pinned staging buffer, one copy); ``first_call_py_us``: the
+  tensor maps in one C++ call, one copy: see ``upload``); ``first_call_py_us``: the
   same with the Python code alone. ``first_*_us``: its stages on the seen-shape path
   (kernel.seen_shapes): ``first_native_pass_us`` the native pass alone, ``first_address_checks_py_us``
   and ``first_tables_py_us`` the two Python stages it replaces, ``first_prepare_seen[_py]_us``
