@@ -20,6 +20,12 @@ module, or builds it in a child process, from a background thread; until it is r
 the build fails (no compiler, no headers), the Python probe and the Python seen-shape path are
 used. ``NVFP4_NATIVE_PROBE=0`` turns all of it off.
 
+The seen-shape pass uploads its table block to a CUDA device with the CUDA driver's
+``cuMemcpyHtoDAsync_v2`` from a reused pageable host buffer (issue 13; why that is safe: the
+comment "Upload" in ``fast_probe.cpp``), else with torch's copy from a fresh pinned buffer, as
+before; ``NVFP4_DRIVER_COPY=0`` (read when the module loads) or :func:`driver_copy` ``(False)``
+forces torch's copy. :func:`driver_copy` also says which is in use and counts them.
+
     python kernel/native_probe.py --build    # build (or find) it now; prints where and how long
 """
 
@@ -38,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 ENV = "NVFP4_NATIVE_PROBE"
+DRIVER_COPY_ENV = "NVFP4_DRIVER_COPY"
 CACHE_ENV = "NVFP4_NATIVE_CACHE"
 SOURCE = Path(__file__).resolve().parent / "native" / "fast_probe.cpp"
 CFLAGS = ["-O2"]
@@ -53,6 +60,7 @@ SEEN_STATE: Callable[..., Any] | None = None
 SEEN_TABLES: Callable[[Any, Any, Any], Any] | None = None
 SIZES_KEY: Callable[[Any], Any] | None = None
 REFS: Callable[[Any, Any], Any] | None = None
+_module: Any = None  # the loaded module (driver_copy)
 
 _lock = threading.Lock()
 _load_lock = threading.Lock()  # one load at a time (a background start and a test's load())
@@ -61,6 +69,27 @@ _state = {"status": "not started", "thread": None, "seconds": None}
 
 def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def driver_copy_enabled() -> bool:
+    """``NVFP4_DRIVER_COPY``: the seen-shape upload by the driver's copy (default), or torch's (0)."""
+    return os.environ.get(DRIVER_COPY_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def driver_copy(on: bool | None = None, *, resolve: bool = False) -> dict | None:
+    """The seen-shape pass's upload to a CUDA device: with ``on`` given, the driver copy on or off
+    for this process (``NVFP4_DRIVER_COPY`` set it at load); returns the module's state (``enabled``,
+    ``resolved``: None before the first CUDA upload tried libcuda, ``reason`` when unavailable or
+    turned off, ``failed``: the CUresult that turned it off, counts of ``driver_copies``,
+    ``torch_copies``, ``no_context`` (not the device's context current) and ``capturing`` (a stream
+    under CUDA-graph capture: torch's copy)), or None without a loaded module that has it (an older
+    build: torch's copy). ``resolve=True`` resolves libcuda now."""
+    module = _module
+    if module is None or not hasattr(module, "upload_status"):
+        return None
+    if on is not None:
+        module.set_driver_copy(bool(on))
+    return module.upload_status(resolve)
 
 
 def _torch_version() -> str:
@@ -217,7 +246,7 @@ def build_native(verbose: bool = True) -> bool:
 
 
 def _load(build_if_missing: bool, verbose: bool) -> Callable | None:
-    global PROBE, SEEN_STATE, SEEN_TABLES, SIZES_KEY, REFS
+    global PROBE, SEEN_STATE, SEEN_TABLES, SIZES_KEY, REFS, _module
     t0 = time.perf_counter()
     try:
         name = module_name()
@@ -241,6 +270,9 @@ def _load(build_if_missing: bool, verbose: bool) -> Callable | None:
     if SEEN_STATE is None or SEEN_TABLES is None:
         SEEN_STATE = SEEN_TABLES = None
     SIZES_KEY, REFS = getattr(module, "sizes_key", None), getattr(module, "refs", None)
+    if hasattr(module, "set_driver_copy"):
+        module.set_driver_copy(driver_copy_enabled())
+    _module = module
     PROBE = fn
     return fn
 

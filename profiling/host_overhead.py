@@ -17,7 +17,7 @@ Per shape set, on the family's fastest production variant by default:
 * ``first_call_us``: the first call with new tensors of already seen shapes (compile excluded:
   the variant is compiled and warm), the median over fresh copies, with the native helpers of
   kernel.native_probe where loaded (the seen-shape pass: address checks, pointer table and patched
-  tensor maps in one C++ call, one pinned staging buffer, one copy); ``first_call_py_us``: the
+  tensor maps in one C++ call, one copy: see ``upload``); ``first_call_py_us``: the
   same with the Python code alone. ``first_*_us``: its stages on the seen-shape path
   (kernel.seen_shapes): ``first_native_pass_us`` the native pass alone, ``first_address_checks_py_us``
   and ``first_tables_py_us`` the two Python stages it replaces, ``first_prepare_seen[_py]_us``
@@ -27,6 +27,10 @@ Per shape set, on the family's fastest production variant by default:
   calls as a whole: ``HostPipeline._run_seen``, i.e. the native pass, the rebased arguments, the
   launch and the store, without a ``Prepared``), and what full validation would have cost;
   ``first_call_lane``: how many of the first calls (warm-up included) took that lane;
+  ``upload``: the native pass's table upload (``kernel.native_probe.driver_copy()``: the CUDA
+  driver's copy from a reused pageable buffer, or torch's copy from a fresh pinned one, with
+  counts); ``first_call_torch_copy_us`` and ``first_native_pass_torch_copy_us``: the first call
+  and the native pass again with the driver copy turned off (same process), where it was on;
 * ``call_compiled_us``: calling the compiled CuTe DSL function the ordinary way,
   ``compiled(*args)``, against ``replay_us``, replaying the marshalled arguments
   (``run_compiled_program``): the cost the fast path removes from the launch itself;
@@ -119,8 +123,16 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
     # first calls on new tensors of seen shapes: with the native helpers (kernel.native_probe:
     # the seen-shape pass, template key, weak references) where loaded, then the Python code alone
     fresh_py = [oracle.clone_data(data) for _ in range(FIRST_WARMUP + FIRST_SAMPLES)]
+    # the native pass once more with torch's pinned copy instead of the driver copy (issue 13:
+    # NVFP4_DRIVER_COPY=0 in one process), where the module has the driver copy and it is on
+    upload = native_probe.driver_copy() if native else None
+    both_uploads = upload is not None and upload["enabled"]
+    fresh_tc = [oracle.clone_data(data) for _ in range(FIRST_WARMUP + FIRST_SAMPLES)] if both_uploads else []
     firsts = {}
-    for suffix, batch, use_native in (("", fresh, native), ("_py", fresh_py, False)):
+    for suffix, batch, use_native in (("", fresh, native), ("_torch_copy", fresh_tc, native), ("_py", fresh_py, False)):
+        if not batch:
+            firsts[suffix], firsts[f"lane{suffix}"] = None, None
+            continue
         for d in batch:  # poison: the check below sees whether the seen-shape launch wrote every C
             for _, _, c in d[0]:
                 c.fill_(float("nan"))
@@ -128,11 +140,17 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
         lane_before = pipeline.lane_calls
         times = []
         with python_only(pipeline, not use_native):
-            for d in batch:
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                family.custom_kernel(d, config)
-                times.append((time.perf_counter() - t0) * 1e6)
+            if suffix == "_torch_copy":
+                native_probe.driver_copy(False)
+            try:
+                for d in batch:
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    family.custom_kernel(d, config)
+                    times.append((time.perf_counter() - t0) * 1e6)
+            finally:
+                if suffix == "_torch_copy":
+                    native_probe.driver_copy(True)
         torch.cuda.synchronize()
         timed = sorted(times[FIRST_WARMUP:])  # the first few warm the path's own caches (code, allocator blocks)
         firsts[suffix] = statistics.median(timed)
@@ -230,6 +248,10 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
         "full_us": full_us, "seen_us": seen_us, "first_call_us": firsts[""], "first_call_p90_us": firsts["p90"], "first_call_py_us": firsts["_py"],
         # how many of the first calls took run()'s lane (HostPipeline._run_seen), of FIRST_WARMUP + FIRST_SAMPLES each way
         "first_call_lane": firsts["lane"], "first_call_py_lane": firsts["lane_py"],
+        # the native pass's upload (kernel.native_probe.driver_copy: driver copy or torch's pinned
+        # copy, counts); first_call_torch_copy_us: first calls with the driver copy turned off
+        "upload": native_probe.driver_copy() if native else None,
+        "first_call_torch_copy_us": firsts["_torch_copy"], "first_call_torch_copy_lane": firsts["lane_torch_copy"],
         "native_seen": native and native_probe.SEEN_TABLES is not None,
         "call_compiled_us": compiled_call_us, "replay_us": replay_us,
         "eager_us": eager_us, "graph_us": graph_us, "eager_over_graph": eager_us / graph_us,
@@ -300,6 +322,15 @@ def first_call_stages(family, config, fresh: list, native: bool = True) -> dict:
                 state = _native_state(template)
                 if timed("native_pass", lambda: native_probe.SEEN_TABLES(state, clones, tensors)) is None:
                     raise AssertionError("the native seen-shape pass refused a valid problem of seen shapes")
+                upload = native_probe.driver_copy()
+                if upload is not None and upload["enabled"]:  # the same with torch's pinned copy
+                    native_probe.driver_copy(False)
+                    try:
+                        torch.cuda.synchronize()
+                        timed("native_pass_torch_copy", lambda: native_probe.SEEN_TABLES(state, clones, tensors))
+                    finally:
+                        native_probe.driver_copy(True)
+                    torch.cuda.synchronize()
             else:
                 pointers = timed("address_checks", lambda: template.accept(clones, tensors))
                 if pointers is None:
@@ -331,7 +362,8 @@ def first_call_stages(family, config, fresh: list, native: bool = True) -> dict:
 
 
 COLUMNS = ("shape", "groups", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us", "full_us", "seen_us",
-           "first_call_us", "first_call_p90_us", "first_call_py_us", "first_template_us", "first_flatten_us", "first_native_pass_us",
+           "first_call_us", "first_call_p90_us", "first_call_torch_copy_us", "first_call_py_us", "first_template_us",
+           "first_flatten_us", "first_native_pass_us", "first_native_pass_torch_copy_us",
            "first_address_checks_py_us", "first_tables_py_us", "first_prepare_seen_us", "first_prepare_seen_py_us",
            "first_marshal_us", "first_launch_us", "first_relaunch_us", "first_store_us", "first_store_py_us",
            "first_lane_us", "first_call_lane", "first_full_validation_us",

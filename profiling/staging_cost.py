@@ -1,7 +1,15 @@
 """What one first call's table upload costs on this host (GPU needed), stage by stage: a pinned
 host buffer from torch's caching host allocator, the non-blocking host->device copy of it, and
 both, at the table block size of a problem with ``--groups`` groups (issue 13: the seen-shape
-first call's native pass does exactly these two after its checks).
+first call's native pass did exactly these two after its checks, and still does with
+``NVFP4_DRIVER_COPY=0``); next to them the upload the native pass does now by default: a device
+block from torch's caching allocator and the CUDA driver's ``cuMemcpyHtoDAsync_v2`` from a reused
+pageable buffer on the current stream (``driver_*``; called here through ctypes, which adds the
+``ctypes_call_us`` of a trivial driver call, ``cuCtxGetCurrent``, that the C++ pass does not pay).
+The ``*_after_sync_us`` figures include a ``torch.cuda.synchronize()`` before every call (the state
+every first call is measured in); ``synchronize_us`` is that alone, to subtract. The
+``*_busy_stream_us`` figures are taken behind a ~25 ms kernel: far below that, the copy did not
+wait for the stream.
 
     python -m profiling.staging_cost [--groups 8] [--calls 2000]
 """
@@ -9,6 +17,7 @@ first call's native pass does exactly these two after its checks).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import time
 
@@ -19,6 +28,65 @@ def _per_call_us(fn, calls: int) -> float:
     for _ in range(calls):
         fn()
     return (time.perf_counter() - t) / calls * 1e6
+
+
+def driver_costs(torch, dev, nbytes: int, calls: int) -> dict:
+    """The driver copy's figures (``driver_*``), or ``driver_error`` where libcuda or its symbols
+    are missing."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        copy = cuda.cuMemcpyHtoDAsync_v2
+        current = cuda.cuCtxGetCurrent
+    except (OSError, AttributeError) as err:
+        return {"driver_error": f"{type(err).__name__}: {err}"}
+    copy.argtypes = [ctypes.c_ulonglong, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    copy.restype = ctypes.c_int
+    current.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    current.restype = ctypes.c_int
+    source = ctypes.create_string_buffer(nbytes)  # pageable, reused (what the native pass does)
+    src = ctypes.addressof(source)
+    target = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+    dst = target.data_ptr()
+    context = ctypes.c_void_p()
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    index = dev.index if dev.index is not None else torch.cuda.current_device()
+    stream = lambda: raw_stream(index) if raw_stream is not None else torch.cuda.current_stream(dev).cuda_stream  # noqa: E731
+
+    def driver_copy(to: int) -> None:
+        rc = copy(to, src, nbytes, stream())
+        if rc != 0:
+            raise RuntimeError(f"cuMemcpyHtoDAsync_v2 returned CUresult {rc}")
+
+    def alloc_and_copy() -> None:
+        block = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+        driver_copy(block.data_ptr())
+
+    torch.cuda.synchronize()
+    out = {"ctypes_call_us": _per_call_us(lambda: current(ctypes.byref(context)), calls)}
+    out["driver_copy_pageable_us"] = _per_call_us(lambda: driver_copy(dst), calls)
+    out["driver_alloc_and_copy_us"] = _per_call_us(alloc_and_copy, calls)
+    torch.cuda.synchronize()
+    out["driver_alloc_and_copy_after_sync_us"] = _per_call_us(
+        lambda: (torch.cuda.synchronize(), alloc_and_copy()), calls // 4)
+    # behind a busy stream (a ~25 ms kernel queued first): a call that took about that long would
+    # say the driver waits for the stream to stage pageable memory ("may synchronize with the
+    # stream"), which the pinned torch copy never does; then the first calls of a pipelined caller
+    # would stall on the GPU
+    for name, fn in (("driver_alloc_and_copy_busy_stream_us", alloc_and_copy),
+                     ("alloc_and_copy_busy_stream_us",
+                      lambda: torch.empty(nbytes, dtype=torch.uint8, pin_memory=True).to(dev, non_blocking=True))):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(50_000_000)
+        out[name] = _per_call_us(fn, 20)
+        torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    # the bytes arrive: a pattern through the same call, read back
+    source.raw = bytes(range(256)) * (nbytes // 256) + bytes(nbytes % 256)
+    driver_copy(dst)
+    torch.cuda.synchronize()
+    if bytes(target.cpu().numpy()) != source.raw:
+        raise AssertionError("the driver copy did not deliver the source bytes")
+    return out
 
 
 def main(argv=None) -> int:
@@ -47,6 +115,7 @@ def main(argv=None) -> int:
         lambda: (torch.cuda.synchronize(), torch.empty(nbytes, dtype=torch.uint8, pin_memory=True).to(dev, non_blocking=True)),
         args.calls // 4)
     out["synchronize_us"] = _per_call_us(torch.cuda.synchronize, args.calls // 4)
+    out.update(driver_costs(torch, dev, nbytes, args.calls))
     print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}))
     return 0
 

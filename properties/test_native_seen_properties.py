@@ -20,7 +20,8 @@ a tensor-map template, so the patched maps are in the block):
 * the shape-template key and the fast-path entry's weak references from the module equal the
   Python ones; without the module (absent, too old, disabled, a fourth table filled by code, a
   torch function mode) the pipeline falls back to the Python path with the same results;
-* on a GPU (skipped on CPU): the native pass stages in pinned memory and copies without waiting,
+* on a GPU (skipped on CPU): the native pass uploads (driver copy from a reused pageable buffer, or
+  torch's copy from pinned memory: kernel/tests/test_native_upload.py tests both) without waiting,
   problem after problem, and every launch's tables hold that problem's pointers.
 """
 
@@ -371,7 +372,7 @@ def test_fallback_with_a_module_without_the_helpers(monkeypatch, tmp_path):
     monkeypatch.setattr(native_probe, "library_path", lambda name=None: tmp_path / "x.so")
     (tmp_path / "x.so").write_bytes(b"")
     monkeypatch.setattr(native_probe, "_import", lambda path, name: types.SimpleNamespace(probe=lambda d, c: None))
-    for name in ("SEEN_STATE", "SEEN_TABLES", "SIZES_KEY", "REFS"):
+    for name in ("SEEN_STATE", "SEEN_TABLES", "SIZES_KEY", "REFS", "_module"):
         monkeypatch.setattr(native_probe, name, native_probe.__dict__[name])
     assert native_probe.load(force=True) is not None
     assert native_probe.SEEN_TABLES is None and native_probe.SEEN_STATE is None

@@ -21,11 +21,17 @@
 
 #include <Python.h>
 
+#include <dlfcn.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include <ATen/ATen.h>
 #include <ATen/PythonTorchFunctionTLS.h>
+#include <c10/core/Stream.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/Device.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
@@ -169,11 +175,113 @@ PyObject* probe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 // tensors), a torch function mode, any exception while reading a tensor. On None the caller runs
 // the Python accept, which decides (so this can only accept what the Python path accepts).
 //
-// Staging: a fresh host tensor per call from at::empty(pinned_memory=true) for a CUDA device,
-// what the Python path's torch.empty(..., pin_memory=True) does: torch's caching host allocator
-// records an event on the stream of every non-blocking copy that reads a pinned block and hands
-// the block out again only once that event has completed, so a buffer is never rewritten while
-// an earlier copy may still read it (no ring of our own to get wrong).
+// Upload, for a CUDA device (issue 13): the driver copy below where it is available and on, else
+// the torch copy (unchanged since the fourth step):
+//
+// * driver copy (default; NVFP4_DRIVER_COPY=0 or native_probe.driver_copy(False) turns it off):
+//   the device block from at::empty on the device (torch's caching allocator, the device's
+//   current stream, as the torch copy's host.to(device) allocates it), the words written into a
+//   pageable thread_local host buffer that is reused, one cuMemcpyHtoDAsync_v2 on the device's
+//   current stream (the allocator's stream: the block is freed in that stream's order; the
+//   launch follows on it). The buffer may be rewritten as soon as the call returns because the
+//   source is pageable memory: the driver stages it before returning. CUDA Driver API, "API
+//   synchronization behavior", Asynchronous: "For transfers between device memory and pageable
+//   host memory, the function might be synchronous with respect to host." and "If pageable
+//   memory must first be staged to pinned memory, the driver may synchronize with the stream
+//   and stage the copy into pinned memory." (a pageable source is never read by a later DMA:
+//   it is copied into the driver's own memory inside the call). torch relies on the same rule:
+//   its non-blocking copy_ from a pageable CPU tensor is a bare cudaMemcpyAsync with no event
+//   recorded (aten/src/ATen/native/cuda/Copy.cu), after which the CPU tensor may be freed.
+//   Nothing of torch's is bypassed but the host staging: the device block is the caching
+//   allocator's, on the stream it records.
+//   libcuda is resolved once (dlopen libcuda.so.1, RTLD_NOLOAD first: torch has loaded it;
+//   dlsym cuMemcpyHtoDAsync_v2, cuCtxGetCurrent, cuCtxGetDevice, cuStreamIsCapturing; no CUDA
+//   headers here). Not
+//   taken (torch copy instead) where it does not resolve, where this thread's current context
+//   is not the block's device's (a thread that has made no CUDA runtime call yet), or where the
+//   current stream is being captured into a CUDA graph (cuStreamIsCapturing: a pageable copy is
+//   not capturable, and its error would invalidate the capture).
+//   A copy that returns non-zero turns the driver copy off for the process (upload_status()
+//   says why) and raises: no block whose copy failed is ever returned; the caller's fallback
+//   (the Python path) decides that call, later calls take the torch copy.
+// * torch copy: a fresh host tensor per call from at::empty(pinned_memory=true), what the Python
+//   path's torch.empty(..., pin_memory=True) does: torch's caching host allocator records an
+//   event on the stream of every non-blocking copy that reads a pinned block and hands the block
+//   out again only once that event has completed, so a buffer is never rewritten while an
+//   earlier copy may still read it (no ring of our own to get wrong).
+
+
+using CuMemcpyHtoDAsync = int (*)(unsigned long long dst, const void* src, size_t bytes, void* stream);
+using CuCtxGetCurrent = int (*)(void** context);
+using CuCtxGetDevice = int (*)(int* device);
+using CuStreamIsCapturing = int (*)(void* stream, int* status);
+
+struct DriverCopy {  // read and written with the GIL held only
+  bool enabled = true;  // NVFP4_DRIVER_COPY (kernel/native_probe.py sets it at load) / set_driver_copy
+  int resolved = 0;     // 0: not tried yet, 1: resolved, -1: unavailable (reason in why)
+  std::string why;
+  CuMemcpyHtoDAsync copy = nullptr;
+  CuCtxGetCurrent context = nullptr;
+  CuCtxGetDevice device = nullptr;
+  CuStreamIsCapturing capturing = nullptr;
+  int failed = 0;  // the CUresult that turned the driver copy off (0: none)
+  unsigned long long driver_copies = 0, torch_copies = 0, no_context = 0, capturing_streams = 0;
+};
+DriverCopy g_driver;
+
+const char* driver_library() {  // NVFP4_LIBCUDA: another library for the CPU tests (a fake libcuda)
+  const char* name = std::getenv("NVFP4_LIBCUDA");
+  return name != nullptr && *name ? name : "libcuda.so.1";
+}
+
+bool resolve_driver() {
+  if (g_driver.resolved != 0) return g_driver.resolved > 0;
+  const char* name = driver_library();
+  void* lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);  // torch loaded it already
+  if (lib == nullptr) lib = dlopen(name, RTLD_NOW);
+  if (lib == nullptr) {
+    const char* err = dlerror();
+    g_driver.why = std::string("dlopen ") + name + " failed: " + (err != nullptr ? err : "?");
+    g_driver.resolved = -1;
+    return false;
+  }
+  void* copy = dlsym(lib, "cuMemcpyHtoDAsync_v2");
+  void* context = dlsym(lib, "cuCtxGetCurrent");
+  void* device = dlsym(lib, "cuCtxGetDevice");
+  void* capturing = dlsym(lib, "cuStreamIsCapturing");
+  if (copy == nullptr || context == nullptr || device == nullptr || capturing == nullptr) {
+    g_driver.why = std::string("dlsym in ") + name + " failed: no " +
+                   (copy == nullptr      ? "cuMemcpyHtoDAsync_v2"
+                    : context == nullptr ? "cuCtxGetCurrent"
+                    : device == nullptr  ? "cuCtxGetDevice"
+                                         : "cuStreamIsCapturing");
+    g_driver.resolved = -1;
+    return false;  // the library stays loaded (it is libcuda, which torch holds anyway)
+  }
+  g_driver.copy = reinterpret_cast<CuMemcpyHtoDAsync>(copy);
+  g_driver.context = reinterpret_cast<CuCtxGetCurrent>(context);
+  g_driver.device = reinterpret_cast<CuCtxGetDevice>(device);
+  g_driver.capturing = reinterpret_cast<CuStreamIsCapturing>(capturing);
+  g_driver.resolved = 1;
+  return true;
+}
+
+// the copy itself; false with a Python error set when the driver refused it (the driver copy is
+// then off for the process)
+bool driver_copy_bytes(unsigned long long dst, const void* src, size_t bytes, void* stream) {
+  const int rc = g_driver.copy(dst, src, bytes, stream);
+  if (rc != 0) {
+    g_driver.failed = rc;
+    g_driver.enabled = false;
+    g_driver.why = "cuMemcpyHtoDAsync_v2 returned CUresult " + std::to_string(rc);
+    PyErr_Format(PyExc_RuntimeError,
+                 "seen-shape table upload: cuMemcpyHtoDAsync_v2 returned CUresult %d; the driver copy is off "
+                 "from now on (the torch copy is used)", rc);
+    return false;
+  }
+  ++g_driver.driver_copies;
+  return true;
+}
 
 struct SeenState {
   Py_ssize_t groups = 0;
@@ -389,12 +497,47 @@ PyObject* seen_tables(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
   const bool cuda = s->device.is_cuda();
   const int64_t nbytes = (int64_t)s->base.size() * 8;
-  at::Tensor host = at::empty({nbytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(cuda));
-  int64_t* w = reinterpret_cast<int64_t*>(host.data_ptr());
-  std::memcpy(w, s->base.data(), (size_t)nbytes);
-  for (size_t k = 0; k < s->words.size(); ++k) w[s->words[k]] = (int64_t)ptrs[s->sources[k]];
-  at::Tensor stored = cuda ? host.to(s->device, at::kByte, /*non_blocking=*/true, /*copy=*/false)
-                           : host.to(s->device, at::kByte, /*non_blocking=*/false, /*copy=*/true);
+  at::Tensor stored;
+  if (cuda && nbytes > 0 && g_driver.enabled && resolve_driver()) {  // the driver copy ("Upload" above)
+    void* context = nullptr;
+    int ordinal = -1;
+    const c10::impl::DeviceGuardImplInterface* impl = nullptr;
+    void* stream = nullptr;
+    int capture = -1;
+    if (g_driver.context(&context) == 0 && context != nullptr && g_driver.device(&ordinal) == 0 &&
+        ordinal == s->device.index()) {
+      impl = c10::impl::getDeviceGuardImpl(c10::kCUDA);
+      stream = impl->getStreamNativeHandle(impl->getStream(s->device));  // the device's current stream
+      // a stream being captured into a CUDA graph (or one the capture forbids touching) takes the
+      // torch copy: a pageable copy there is an error that would invalidate the capture
+      if (g_driver.capturing(stream, &capture) != 0 || capture != 0) {
+        ++g_driver.capturing_streams;
+        impl = nullptr;
+      }
+    } else {
+      ++g_driver.no_context;
+    }
+    if (impl != nullptr) {
+      // the device block first: no at:: call (nothing a dispatch mode could run Python in)
+      // between filling the reused buffer and the copy that consumes it
+      stored = at::empty({nbytes}, at::TensorOptions().dtype(at::kByte).device(s->device));
+      thread_local std::vector<int64_t> staging;
+      staging.assign(s->base.begin(), s->base.end());
+      int64_t* w = staging.data();
+      for (size_t k = 0; k < s->words.size(); ++k) w[s->words[k]] = (int64_t)ptrs[s->sources[k]];
+      if (!driver_copy_bytes((unsigned long long)(uintptr_t)stored.data_ptr(), w, (size_t)nbytes, stream))
+        return nullptr;
+    }
+  }
+  if (!stored.defined()) {  // the torch copy (and the CPU device's blocking copy)
+    at::Tensor host = at::empty({nbytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(cuda));
+    int64_t* w = reinterpret_cast<int64_t*>(host.data_ptr());
+    std::memcpy(w, s->base.data(), (size_t)nbytes);
+    for (size_t k = 0; k < s->words.size(); ++k) w[s->words[k]] = (int64_t)ptrs[s->sources[k]];
+    stored = cuda ? host.to(s->device, at::kByte, /*non_blocking=*/true, /*copy=*/false)
+                  : host.to(s->device, at::kByte, /*non_blocking=*/false, /*copy=*/true);
+    if (cuda) ++g_driver.torch_copies;
+  }
   if ((uintptr_t)stored.data_ptr() % 64) {
     PyErr_SetString(PyExc_RuntimeError, "seen-shape table block is not 64-byte aligned");
     return nullptr;
@@ -487,6 +630,58 @@ PyObject* refs(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return result;
 }
 
+// set_driver_copy(on): the seen-shape pass's driver copy on or off (kernel/native_probe.py: from
+// NVFP4_DRIVER_COPY at load, and native_probe.driver_copy(on)); returns the previous setting.
+PyObject* set_driver_copy(PyObject*, PyObject* on) {
+  const int flag = PyObject_IsTrue(on);
+  if (flag < 0) return nullptr;
+  const bool before = g_driver.enabled;
+  g_driver.enabled = flag != 0;
+  return PyBool_FromLong(before);
+}
+
+// upload_status(resolve=False): the upload's state as a dict (enabled, resolved: None before the
+// first CUDA upload tried libcuda, then True/False, reason, failed CUresult, and the counts of
+// driver copies, torch copies, and driver copies not taken: no_context (not the device's context
+// current), capturing (the stream under CUDA-graph capture)); resolve=True resolves libcuda now.
+PyObject* upload_status(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs > 1) {
+    PyErr_SetString(PyExc_TypeError, "upload_status(resolve=False) takes at most 1 argument");
+    return nullptr;
+  }
+  if (nargs == 1) {
+    const int flag = PyObject_IsTrue(args[0]);
+    if (flag < 0) return nullptr;
+    if (flag) resolve_driver();
+  }
+  PyObject* resolved = g_driver.resolved == 0 ? Py_None : g_driver.resolved > 0 ? Py_True : Py_False;
+  return Py_BuildValue("{s:O,s:O,s:s,s:i,s:K,s:K,s:K,s:K,s:s}", "enabled", g_driver.enabled ? Py_True : Py_False,
+                       "resolved", resolved, "reason", g_driver.why.c_str(), "failed", g_driver.failed,
+                       "driver_copies", g_driver.driver_copies, "torch_copies", g_driver.torch_copies,
+                       "no_context", g_driver.no_context, "capturing", g_driver.capturing_streams,
+                       "library", driver_library());
+}
+
+// _driver_copy_raw(dst, src, stream): the resolved cuMemcpyHtoDAsync_v2 on (dst address, the bytes
+// of src, stream handle), through the seen pass's own call and error handling; for the tests
+// (a fake libcuda on the CPU machines, a device buffer on a GPU). Returns True, or raises.
+PyObject* driver_copy_raw(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyBytes_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_driver_copy_raw(dst: int, src: bytes, stream: int)");
+    return nullptr;
+  }
+  const unsigned long long dst = PyLong_AsUnsignedLongLong(args[0]);
+  if (PyErr_Occurred()) return nullptr;
+  void* stream = PyLong_AsVoidPtr(args[2]);
+  if (PyErr_Occurred()) return nullptr;
+  if (!resolve_driver()) {
+    PyErr_Format(PyExc_RuntimeError, "the driver copy is unavailable: %s", g_driver.why.c_str());
+    return nullptr;
+  }
+  if (!driver_copy_bytes(dst, PyBytes_AS_STRING(args[1]), (size_t)PyBytes_GET_SIZE(args[1]), stream)) return nullptr;
+  Py_RETURN_TRUE;
+}
+
 PyMethodDef methods[] = {
     {"probe", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(probe)), METH_FASTCALL,
      "probe(data, config) -> (key bytes, sum of version counters, flat tensors) or None"},
@@ -497,6 +692,11 @@ PyMethodDef methods[] = {
     {"sizes_key", sizes_key, METH_O, "sizes_key(sizes) -> tuple of the size tuples, or None"},
     {"refs", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(refs)), METH_FASTCALL,
      "refs(tensors, callback) -> (sum of version counters, weak references) or None"},
+    {"set_driver_copy", set_driver_copy, METH_O, "set_driver_copy(on) -> the previous setting"},
+    {"upload_status", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(upload_status)), METH_FASTCALL,
+     "upload_status(resolve=False) -> dict: the seen-shape upload's driver copy, its state and counts"},
+    {"_driver_copy_raw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(driver_copy_raw)),
+     METH_FASTCALL, "_driver_copy_raw(dst, src, stream) -> True: the driver copy alone (tests)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "fast_probe", "The host fast path's native helpers.", -1,
