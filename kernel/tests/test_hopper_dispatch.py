@@ -56,4 +56,29 @@ def test_measured_table_names_declared_valid_variants(name):
 
     chosen = MEASURED_TABLE.choose(sizes(name))
     assert chosen.label == MEASURED_TABLE.entries[name] and config_problems(chosen) == []
-    assert MEASURED_TABLE.choose([(128, 4096, 7168, 1)]) == FASTEST_CONFIG
+    assert MEASURED_TABLE.choose([(128, 4096, 7168, 1)]) == MEASURED_TABLE.fallback
+
+
+def test_the_default_runs_the_measured_choice_and_only_production_variants():
+    """``custom_kernel(data)`` without a config: DEFAULT_TABLE's choice for the shape (bench4 the
+    2-warpgroup tile, bench1-3 and any other shape the mixed-tail prepass tile), remembered per
+    size list, every choice a production variant; malformed data gets the fallback (whose
+    validation raises the typed error)."""
+    import importlib
+
+    launch = importlib.import_module("kernel.hopper.launch")  # (kernel.hopper.launch is also a function name)
+    from kernel.hopper.config import FASTEST_CONFIG, MIXED_TAIL_CONFIG, PRODUCTION_VARIANTS
+    from kernel.hopper.dispatch import DEFAULT_TABLE
+
+    assert all(c in PRODUCTION_VARIANTS for c in DEFAULT_TABLE.configs())
+    for name in STANDARD_SHAPES:
+        data = ([], [], [], [tuple(s) for s in sizes(name)])
+        expected = FASTEST_CONFIG if name == "bench4" else MIXED_TAIL_CONFIG
+        assert launch.default_config(data) == expected
+        assert launch.default_config(data) is launch.default_config(data)
+        # the groups in another order: the same shape key, the same choice
+        reordered = ([], [], [], list(reversed(data[3])))
+        assert launch.default_config(reordered) == expected
+    assert launch.default_config(([], [], [], [(8, 8, 256, 1)])) == MIXED_TAIL_CONFIG
+    for malformed in (None, (), ([], [], []), ([], [], [], [7]), ([], [], [], [("a", 1, 2, 3)])):
+        assert launch.default_config(malformed) == DEFAULT_TABLE.fallback
