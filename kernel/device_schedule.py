@@ -73,6 +73,18 @@ def cluster_tile_range(total_tiles: cutlass.Int32, schedule: cutlass.Constexpr[s
 
 # ---- schedule="balanced" (the Hopper y_tail64 variant; kernel.plan states the split) -----------
 @cute.jit
+def slot_blocks(m_sizes: cute.Tensor, s: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
+                tile_n: cutlass.Constexpr[int]):
+    """(M blocks, N blocks, light) of slot ``s``: light is 1 when its last M block holds at most
+    tile_m / 2 rows (LaunchPlan.slot_light), 0 otherwise and for an empty slot."""
+    m = m_sizes[s, 0]
+    tm = (m + (tile_m - 1)) // tile_m
+    tn = (m_sizes[s, 1] + (tile_n - 1)) // tile_n
+    light = cutlass.Int32(m - (tm - 1) * tile_m <= tile_m // 2) * cutlass.Int32(tm > 0)
+    return tm, tn, light
+
+
+@cute.jit
 def balanced_counts(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
                     tile_n: cutlass.Constexpr[int]):
     """(full tiles, light tiles) of the problem: LaunchPlan.balanced_lists' lengths. A slot's last
@@ -80,10 +92,7 @@ def balanced_counts(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], ti
     nf = cutlass.Int32(0)
     nt = cutlass.Int32(0)
     for s in cutlass.range_constexpr(num_groups):
-        m = m_sizes[s, 0]
-        tm = (m + (tile_m - 1)) // tile_m
-        tn = (m_sizes[s, 1] + (tile_n - 1)) // tile_n
-        light = cutlass.Int32(m - (tm - 1) * tile_m <= tile_m // 2) * cutlass.Int32(tm > 0)
+        tm, tn, light = slot_blocks(m_sizes, s, tile_m, tile_n)
         nf = nf + tn * (tm - light)
         nt = nt + tn * light
     return nf, nt
@@ -163,10 +172,7 @@ def balanced_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], ti
     sel_tm = cutlass.Int32(1)
     base = cutlass.Int32(0)
     for s in cutlass.range_constexpr(num_groups):
-        m = m_sizes[s, 0]
-        tm = (m + (tile_m - 1)) // tile_m
-        tn = (m_sizes[s, 1] + (tile_n - 1)) // tile_n
-        light = cutlass.Int32(m - (tm - 1) * tile_m <= tile_m // 2) * cutlass.Int32(tm > 0)
+        tm, tn, light = slot_blocks(m_sizes, s, tile_m, tile_n)
         per = light * light_list + (tm - light) * (1 - light_list)  # entries per N block
         count = tn * per
         if idx >= base:

@@ -57,6 +57,29 @@ class CpuHooks(CpuMapHooks):
         return None
 
 
+def cuda_table_pipeline() -> HostPipeline:
+    """A pipeline whose problems are CUDA problems (tables go to the GPU: the seen-shape pass's
+    upload runs for real) but whose launches do nothing: the GPU tests of the table upload
+    (kernel/tests/test_native_upload.py, properties/test_native_seen_properties.py)."""
+    import types
+    from dataclasses import replace
+
+    cuda = replace(CONSTRAINTS, device_type="cuda")
+
+    class Hooks(CpuHooks):
+        def constraints(self, config):
+            return cuda
+
+    class GpuPipeline(HostPipeline):
+        def __init__(self):
+            super().__init__(Hooks(), fast_path=FastPath(8, native=False))
+
+        def marshal(self, prepared, handle):
+            return types.SimpleNamespace(stream=handle, launch=lambda: None)
+
+    return GpuPipeline()
+
+
 class RecordedLaunch:
     def __init__(self, log, prepared, handle):
         t = prepared.tables

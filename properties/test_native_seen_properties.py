@@ -483,25 +483,10 @@ def test_native_pass_on_the_gpu_stages_each_problem_in_its_own_block(native):
     """Many first calls back to back without a synchronization: each problem's device tables hold
     its own pointers and maps (a staging buffer rewritten while an earlier copy still read it
     would show here), and equal the Python path's."""
-    from dataclasses import replace
-
-    from properties.test_fast_path_properties import CpuHooks
-
-    cuda = replace(CONSTRAINTS, device_type="cuda")
-
-    class Hooks(CpuHooks):
-        def constraints(self, config):
-            return cuda
-
-    class GpuPipeline(HostPipeline):
-        def __init__(self):
-            super().__init__(Hooks(), fast_path=FastPath(8, native=False))
-
-        def marshal(self, prepared, handle):
-            return types.SimpleNamespace(stream=handle, launch=lambda: None)
+    from properties.test_fast_path_properties import cuda_table_pipeline
 
     sizes = [(64, 64, 64, 1), (0, 64, 128, 1), (72, 16, 64, 1)]
-    pipelines = GpuPipeline(), GpuPipeline()
+    pipelines = cuda_table_pipeline(), cuda_table_pipeline()
     pipelines[1].native_seen = False
     learn = oracle.make_inputs(sizes, 1, device="cuda")
     for p in pipelines:
@@ -515,7 +500,7 @@ def test_native_pass_on_the_gpu_stages_each_problem_in_its_own_block(native):
         assert native_one.tables.pointers.device.type == "cuda"
         assert native_one.tables.pointers.tolist() == python_one.tables.pointers.tolist()
         assert native_one.aux.tensor.cpu().tolist() == python_one.aux.tensor.cpu().tolist()
-        groups = validate_problem(d, cuda)
+        groups = validate_problem(d, pipelines[0].hooks.constraints(CONFIG))
         assert native_one.tables.pointers.tolist() == [[getattr(groups[g], c).data_ptr() for c in
                                                         ("a", "b", "c", "sfa_blocked", "sfb_blocked")]
                                                        for g in native_one.plan.group_order]

@@ -242,27 +242,9 @@ def test_first_calls_behind_a_busy_stream_each_get_their_own_block(module, drive
 
 
 def _gpu_pipeline():
-    import types
-    from dataclasses import replace
+    from properties.test_fast_path_properties import cuda_table_pipeline
 
-    from kernel.fast_path import FastPath
-    from kernel.host_pipeline import HostPipeline
-    from properties.test_fast_path_properties import CONSTRAINTS, CpuHooks
-
-    cuda = replace(CONSTRAINTS, device_type="cuda")
-
-    class Hooks(CpuHooks):
-        def constraints(self, config):
-            return cuda
-
-    class GpuPipeline(HostPipeline):
-        def __init__(self):
-            super().__init__(Hooks(), fast_path=FastPath(8, native=False))
-
-        def marshal(self, prepared, handle):
-            return types.SimpleNamespace(stream=handle, launch=lambda: None)
-
-    return GpuPipeline()
+    return cuda_table_pipeline()
 
 
 @gpu
