@@ -368,7 +368,9 @@ def fits_beside(subject_regs: int, subject_warps: int, stress_regs: int,
     SM's 64 K), and warp ``w`` of a CTA lives on sub-partition ``w % 4``, so the fullest one
     holds ``ceil(warps / 4)`` subject warps plus one stressor warp. (Shared memory and threads
     leave room for both catalog variants.) The ``_rs`` variant's 9 warps at 161 registers put
-    3 x 5376 on one sub-partition: no stressor fits beside it."""
+    3 x 5376 on one sub-partition: no stressor fits beside it. A necessary condition only: the
+    default variant meets it, and the H200 still never placed its CTA beside a stressor CTA
+    (module docstring)."""
     fullest = -(-subject_warps // smsps)
     return fullest * warp_registers(subject_regs) + warp_registers(stress_regs) <= smsp_registers
 
