@@ -612,11 +612,17 @@ class HostPipeline:
 
     def run(self, data: Any, config: Any, stream: Any = None, *, perturbation: Any = None,
             strict: bool = False) -> list[torch.Tensor]:
-        """``custom_kernel``: the fast path on a repeated problem, else prepare + launch."""
+        """``custom_kernel``: the fast path on a repeated problem, else prepare + launch.
+        ``config`` may be a family's per-shape choice (a hooks ``choose(config, data)`` turns it
+        into a variant): the fast path keys on it as given, so a repeated call pays no choice;
+        a miss chooses once, and its entry is stored under the key of the config as given."""
+        choose = getattr(self.hooks, "choose", None)
         if perturbation is not None or strict:  # harness builds: always the full path, never cached
             reason = self.hooks.unavailable_reason()
             if reason is not None:
                 raise DeviceUnavailableError(reason)
+            if choose is not None:
+                config = choose(config, data)
             return self.launch(self.prepare(data, config, perturbation=perturbation, strict=strict), stream)
         hit, tensors, key = self.fast_path.probe(data, config, stream)
         if hit is not None:
@@ -625,6 +631,8 @@ class HostPipeline:
         reason = self.hooks.unavailable_reason()
         if reason is not None:
             raise DeviceUnavailableError(reason)
+        if choose is not None:
+            config = choose(config, data)  # the entry is stored under the probe's key (the config as given)
         if stream is None and tensors is not None:
             outputs = self._run_seen(data, config, tensors, key)
             if outputs is not None:

@@ -469,3 +469,29 @@ def test_tensors_regrouped_across_the_lists_never_hit(native):
         pipeline.run(regrouped, CONFIG)
     assert info.value.rule == "structure"
     assert pipeline.fast_path.stats.hits == 1
+
+
+def test_a_per_shape_config_is_chosen_on_a_miss_only(native):
+    """A family's per-shape choice (hooks ``choose``: kernel.hopper's PER_SHAPE): the fast path keys
+    on the config as given, so repeated calls hit without choosing; a miss chooses once, and a
+    problem of other sizes gets its own choice."""
+    pipeline = RecordingPipeline(native)
+    per_shape, chosen = object(), []
+
+    def choose(config, data):
+        if config is not per_shape:
+            return config
+        chosen.append(tuple(map(tuple, data[3])))
+        return CONFIG
+
+    pipeline.hooks.choose = choose
+    data = _mutable(oracle.make_inputs([(16, 24, 64, 1), (8, 8, 128, 1)], 5, device="cpu"))
+    for _ in range(4):
+        pipeline.run(data, per_shape)
+    assert chosen == [((16, 24, 64, 1), (8, 8, 128, 1))]
+    assert pipeline.fast_path.stats.hits == 3 and pipeline.fast_path.stats.stores == 1
+    assert pipeline.launched[0] == expected_launch(data)
+    pipeline.run(data, CONFIG)  # the same problem with the variant itself: its own entry, no choice
+    other = _mutable(oracle.make_inputs([(32, 8, 64, 1)], 6, device="cpu"))
+    pipeline.run(other, per_shape)
+    assert len(chosen) == 2 and pipeline.fast_path.stats.stores == 3

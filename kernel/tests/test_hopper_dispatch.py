@@ -80,5 +80,10 @@ def test_the_default_runs_the_measured_choice_and_only_production_variants():
         reordered = ([], [], [], list(reversed(data[3])))
         assert launch.default_config(reordered) == expected
     assert launch.default_config(([], [], [], [(8, 8, 256, 1)])) == MIXED_TAIL_CONFIG
+    # the pipeline's hook: PER_SHAPE becomes the choice, a variant stays itself
+    hooks = launch.PIPELINE.hooks
+    bench4 = ([], [], [], [tuple(s) for s in sizes("bench4")])
+    assert hooks.choose(launch.PER_SHAPE, bench4) == FASTEST_CONFIG
+    assert hooks.choose(MIXED_TAIL_CONFIG, bench4) is MIXED_TAIL_CONFIG
     for malformed in (None, (), ([], [], []), ([], [], [], [7]), ([], [], [], [("a", 1, 2, 3)])):
         assert launch.default_config(malformed) == DEFAULT_TABLE.fallback
