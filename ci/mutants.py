@@ -262,7 +262,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "hopper_accumulator_not_reset",
         "accumulator not reset between the tiles of one CTA",
         "kernel/hopper/kernel.py",
-        "                    k_tiles = k // cfg.tile_k\n\n                    acc.fill(0.0)\n",
+        "                    k_tiles = k // cfg.tile_k\n\n                    self.reset_accumulator(acc)\n",
         "                    k_tiles = k // cfg.tile_k\n\n",
         "hopper",
         HOPPER_PROPERTY,
@@ -281,7 +281,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "hopper_no_wait_before_epilogue",
         "missing wait (wgmma wait_group 0) before the epilogue reads the accumulators",
         "kernel/hopper/kernel.py",
-        "                    warpgroup.wait_group(0)\n                    self.epilogue(",
+        "                    self.wait_group(0)\n                    self.epilogue(",
         "                    self.epilogue(",
         "hopper",
         HOPPER_PROPERTY,
@@ -424,7 +424,7 @@ _SYNC_EDITS = (
     # (name, kind, target, original, replacement, variant keys)
     ("no_proxy_fence", "fence removed: no generic->async proxy fence between the consumers' fp16 "
      "stores and the wgmma that reads them (cooperative)", _K,
-     f'{_I32}cute.arch.fence_proxy("async.shared", space="cta")\n{_I32}self.delay("consumer", "fence", "after")',
+     f'{_I32}self.fence_fp16_stores(buf)\n{_I32}self.delay("consumer", "fence", "after")',
      f'{_I32}self.delay("consumer", "fence", "after")', ("default", "rs")),
     ("no_publish_barrier", "barrier removed: the named barrier that publishes the fp16 buffers "
      "before wgmma (and ends the raw stage's reads before its release)", _K,
@@ -441,9 +441,9 @@ _SYNC_EDITS = (
      f"{_I28}if cutlass.const_expr(sb == 0):\n{_I32}self.poison_released_stage(tidx, stage, wtid)", ("default", "rs")),
     ("wgmma_wait_lax", "wgmma wait too lax: wait_group(2) lets the wgmma that read the buffer "
      "about to be rewritten stay in flight", _K,
-     f'{_I28}warpgroup.wait_group(1)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
+     f'{_I28}self.wait_group(1)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
      f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):',
-     f'{_I28}warpgroup.wait_group(2)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
+     f'{_I28}self.wait_group(2)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
      f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):', ("default", "rs")),
     ("consumer_wrong_parity", "wrong mbarrier phase: the consumers' raw-stage state starts with the "
      "producer's parity (the first waits pass on empty stages)", _K,
@@ -460,22 +460,22 @@ _SYNC_EDITS = (
      "the consumers to release its last stages", _K,
      '            self.delay("producer", "tail", "before")\n'
      '            if cutlass.const_expr(not cfg.consumer_regs) or pw == 0:\n'
-     '                pipe.producer_tail(state)',
+     '                self.producer_tail(pipe, state)',
      '            self.delay("producer", "tail", "before")', ("default", "rs")),
     ("no_acc_reset_fence", "accumulator reused for the next tile without the wgmma fence after its "
      "reset (the first wgmma may read stale accumulators)", _K,
-     "                    acc.fill(0.0)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
-     "                    warpgroup.fence()\n                    for kt in range(k_tiles):",
-     "                    acc.fill(0.0)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
+     "                    self.reset_accumulator(acc)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
+     "                    self.wgmma_fence()\n                    for kt in range(k_tiles):",
+     "                    self.reset_accumulator(acc)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
      "                    for kt in range(k_tiles):", ("default", "rs")),
     # the same bug as no_acc_reset_fence (no wgmma fence between the accumulator reset and the
     # tile's first wgmma), written as the fence moved above the reset: the cubin is production's
     # instruction for instruction (EQUIVALENT), the proof that ptxas orders the reset itself
     ("acc_reset_after_fence", "accumulator reset after the wgmma fence instead of before it (no fence "
      "between the reset and the tile's first wgmma)", _K,
-     "                    acc.fill(0.0)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
-     "                    warpgroup.fence()\n                    for kt in range(k_tiles):",
-     "                    warpgroup.fence()\n                    acc.fill(0.0)\n"
+     "                    self.reset_accumulator(acc)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
+     "                    self.wgmma_fence()\n                    for kt in range(k_tiles):",
+     "                    self.wgmma_fence()\n                    self.reset_accumulator(acc)\n"
      "                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n                    for kt in range(k_tiles):",
      ("default", "rs")),
     ("empty_count_short_cp_async", "wrong arrive count: the cp.async pipeline's empty barrier "
@@ -492,12 +492,12 @@ _SYNC_EDITS = (
      "                tx_count=self.tx_bytes,", "                tx_count=self.tx_bytes - 512,", ("rs",)),
     ("tensormap_acquire_missing", "tensor-map acquire missing: TMA may read a tensor map before its "
      "bytes (written before the launch) are visible to the tensormap proxy", _K,
-     "                    if lane == 0:\n                        tensormap_acquire(tm_x)\n"
-     "                    if lane == 1:\n                        tensormap_acquire(tm_y)",
+     "                    if lane == 0:\n                        self.acquire_map(tm_x)\n"
+     "                    if lane == 1:\n                        self.acquire_map(tm_y)",
      "                    pass", ("rs",)),
     ("no_fragment_fence", "wgmma fence removed: the register A fragment just written may not be "
      "ordered before the wgmma that reads it", _K,
-     f"{_I32}warpgroup.fence()  # the fragment registers were just written\n", "", ("rs",)),
+     f"{_I32}self.wgmma_fence()  # the fragment registers were just written\n", "", ("rs",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",

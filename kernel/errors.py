@@ -41,3 +41,15 @@ class UnsupportedConfigError(HarnessError, ValueError):
 
 class DeviceUnavailableError(HarnessError, RuntimeError):
     """The kernel cannot run on this machine (no GPU, or a GPU of another architecture)."""
+
+
+class ProtocolViolation(HarnessError, RuntimeError):
+    """A harness build's happens-before checker saw the kernel break a synchronization rule
+    (kernel.perturbation ``Perturbation.checks``): raised by the host after the launch, with the
+    decoded record (``record``: kernel.perturbation.CheckRecord) and the build's ``label``. The
+    outputs of that launch must not be trusted, whatever they hold."""
+
+    def __init__(self, label: str, record):
+        self.label = label
+        self.record = record
+        super().__init__(f"{label}: the kernel broke its synchronization protocol\n{record.describe()}")

@@ -49,7 +49,7 @@ import torch
 
 from kernel import native_probe
 from kernel.compile_cache import CompileCache
-from kernel.errors import DeviceUnavailableError
+from kernel.errors import DeviceUnavailableError, ProtocolViolation
 from kernel.fast_path import FastPath
 from kernel.fast_path import flatten
 from kernel.plan import LaunchPlan, make_plan
@@ -588,6 +588,20 @@ class HostPipeline:
         args.launch()
         return list(prepared.outputs)
 
+    def raise_protocol_violations(self, prepared: Prepared) -> None:
+        """A harness build with the happens-before checker (``Perturbation.checks``): wait for the
+        launch (every stream of the device) and read the checker's record from the device table;
+        raise :class:`kernel.errors.ProtocolViolation` when the kernel broke a rule."""
+        from kernel.perturbation import CheckRecord
+
+        table = prepared.delay_table
+        if table.device.type == "cuda":
+            torch.cuda.synchronize(table.device)
+        record = CheckRecord.from_words(table.tolist())
+        if not record.clean:
+            label = getattr(prepared.config, "label", str(prepared.config))
+            raise ProtocolViolation(f"{label}~{prepared.perturbation.tag}", record)
+
     # the two places that touch CUDA directly (a CPU test double of the pipeline replaces them)
     def stream_handle(self, stream: Any, device: torch.device) -> int:
         return stream_handle(stream, device)
@@ -623,7 +637,11 @@ class HostPipeline:
                 raise DeviceUnavailableError(reason)
             if choose is not None:
                 config = choose(config, data)
-            return self.launch(self.prepare(data, config, perturbation=perturbation, strict=strict), stream)
+            prepared = self.prepare(data, config, perturbation=perturbation, strict=strict)
+            outputs = self.launch(prepared, stream)
+            if getattr(perturbation, "checks", False) and prepared.delay_table is not None:
+                self.raise_protocol_violations(prepared)
+            return outputs
         hit, tensors, key = self.fast_path.probe(data, config, stream)
         if hit is not None:
             hit.launch_args.launch()

@@ -85,7 +85,7 @@ POISON_WORD = 0xFFFFFFFF  # E4M3 0xFF: NaN; fp16 0xFFFF: NaN; FP4 0xF: -6
 Jitter = Literal["none", "cta", "warp"]
 JITTERS = ("none", "cta", "warp")
 _TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)"
-                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<stress>-t)?(?P<rt>-rt)?$")
+                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<hb>-hb)?(?P<stress>-t)?(?P<rt>-rt)?$")
 # the run-time delay table (Perturbation.device_words): one int32 per (role, site, when) of
 # SLOTS, in this order, then the jitter bound (ns), the jitter mode (JITTERS index), the seed, and
 # the warp skew of the consumers' decode site (Perturbation.skew: nanoseconds, victim warp % 4)
@@ -100,6 +100,11 @@ STRESS_ONE_IN = 2
 # one in SKEW_ONE_IN run-time "delays" seeds has no warp skew (Perturbation.skew)
 SKEW_ONE_IN = 4
 TABLE_WORDS = 64  # 256 bytes, zero-padded
+# the protocol checker's record (``Perturbation.checks``), in the same device table after the
+# delay words: a bitmask of the rules broken (bit = index in CHECK_RULES), the first violation's
+# packed site (check_site: rule, warp, other warp, CTA; 0 = none) and one count per rule. The
+# host zeroes it with the table and reads it after the launch (kernel.host_pipeline)
+CHECK_RULES_WORD, CHECK_FIRST_WORD, CHECK_COUNT_WORD0 = 48, 49, 50
 # the palette's persistent-grid caps, cycled with the seeds: the full grid (one or few tiles per
 # CTA on small problems), then 2 CTAs and 1 CTA, so each CTA walks many tiles: accumulators, fp16
 # buffers and ring slots are reused many times, the ring phase runs on across tiles and the
@@ -155,6 +160,17 @@ class Perturbation:
     # one small CTA per SM keeping long wgmmas queued, so the subject's wgmma groups execute late
     # while its warps run on). Not a build option: no part of the compile form or the kernel
     stress: bool = False
+    # the happens-before checker (run-time builds only; compiled in, part of the compile form):
+    # every consumer warp keeps a shadow of its wgmma groups (committed, waited for, which group
+    # read which fp16 / Y buffer, which buffer it fenced and published, whether its accumulator
+    # or A-fragment registers were written since the last wgmma fence) and every producer warp of
+    # its stage fills and tensor-map acquires, in shared memory; each synchronization site checks
+    # the protocol's rule there against what the other warps *published before the barrier it
+    # passed*, and a broken rule is recorded (CHECK_RULES) and raised by the host after the launch
+    # as kernel.errors.ProtocolViolation. It needs no race to fire: a missing barrier or a lax wait
+    # is seen on every run where a warp can be behind, and a missing wait, fence, tail or acquire
+    # on every run
+    checks: bool = False
 
     def __post_init__(self):
         problems = []
@@ -170,6 +186,8 @@ class Perturbation:
             problems.append(f"fill_stride must be in [1, 8], got {self.fill_stride}")
         if not 0 <= self.max_ctas <= 100_000:
             problems.append(f"max_ctas must be in [0, 1e5], got {self.max_ctas}")
+        if self.checks and not self.runtime:
+            problems.append("checks needs a run-time perturbation (its record lives in the device table)")
         if self.jitter not in JITTERS:
             problems.append(f"jitter must be one of {JITTERS}, got {self.jitter!r}")
         if problems:
@@ -207,7 +225,7 @@ class Perturbation:
             return self
         return Perturbation(0, 0, 0, poison=self.poison, jitter="none", delays=self.delays, max_ctas=0,
                             wgmma_fill=self.wgmma_fill, fill_stride=self.fill_stride if self.wgmma_fill else 1,
-                            runtime=True)
+                            runtime=True, checks=self.checks)
 
     @property
     def kind(self) -> str:
@@ -248,7 +266,7 @@ class Perturbation:
         return (f"s{self.seed}-d{self.max_delay_ns}-p{self.density_pct}-{'poison' if self.poison else 'clean'}"
                 f"-{self.jitter}{'' if self.delays else '-nodelay'}{f'-c{self.max_ctas}' if self.max_ctas else ''}"
                 f"{f'-w{self.wgmma_fill}' if self.wgmma_fill else ''}{f'-e{self.fill_stride}' if self.fill_stride != 1 else ''}"
-                f"{'-t' if self.stress else ''}{'-rt' if self.runtime else ''}")
+                f"{'-hb' if self.checks else ''}{'-t' if self.stress else ''}{'-rt' if self.runtime else ''}")
 
     @classmethod
     def from_tag(cls, tag: str) -> "Perturbation":
@@ -257,7 +275,8 @@ class Perturbation:
             raise ValueError(f"not a perturbation tag: {tag!r} (expected e.g. s3-d4000-p50-poison-none)")
         return cls(int(m["seed"]), int(m["max"]), int(m["density"]), m["poison"] == "poison", m["jitter"],
                    m["nodelay"] is None, int(m["ctas"] or 0),
-                   int(m["fill"] or 0), int(m["every"] or 1), m["rt"] is not None, m["stress"] is not None)
+                   int(m["fill"] or 0), int(m["every"] or 1), m["rt"] is not None, m["stress"] is not None,
+                   checks=m["hb"] is not None)
 
 
 def palette(size: int, *, max_delay_ns: int = 4000, runtime: bool = False) -> tuple[Perturbation, ...]:
@@ -271,18 +290,20 @@ def palette(size: int, *, max_delay_ns: int = 4000, runtime: bool = False) -> tu
                  for seed in range(1, size + 1))
 
 
-def runtime_perturbation(seed: int, *, max_delay_ns: int = 4000, density_pct: int = 50) -> Perturbation:
+def runtime_perturbation(seed: int, *, max_delay_ns: int = 4000, density_pct: int = 50,
+                         checks: bool = True) -> Perturbation:
     """The run-time perturbation of ``seed`` that the perturbed property draws: poison on, the
     jitter mode and the grid cap picked by the seed, and its kind (:data:`KINDS`, ``seed % 4``):
     "delays" (seeded delays at every sync site), "quiet" (no delay site: production's schedule)
     or "window" (no delay site, :data:`FILL` filler wgmmas in every :data:`FILL_STRIDE`-th group).
-    Three builds in all (a kind's seeds share one: the seed is data)."""
+    Three builds in all (a kind's seeds share one: the seed is data). ``checks``: the
+    happens-before checker in every build (:attr:`Perturbation.checks`)."""
     kind = KINDS[seed % FILL_EVERY]
     window = kind == "window"
     return Perturbation(seed, max_delay_ns, density_pct, poison=True, jitter=JITTERS[seed % 3],
                         delays=kind == "delays", max_ctas=PALETTE_CTAS[(seed // 3) % len(PALETTE_CTAS)],
                         wgmma_fill=FILL if window else 0, fill_stride=FILL_STRIDE if window else 1, runtime=True,
-                        stress=stressed_seed(seed))
+                        stress=stressed_seed(seed), checks=checks)
 
 
 def stressed_seed(seed: int) -> bool:
@@ -290,3 +311,76 @@ def stressed_seed(seed: int) -> bool:
     one seed in :data:`STRESS_ONE_IN`, by a hash of the seed (independent of its kind, jitter
     and grid cap, which are ``seed % 4``, ``seed % 3`` and ``(seed // 3) % 3``)."""
     return random.Random(f"{seed}/stress").randrange(STRESS_ONE_IN) == 0
+
+
+# ---- the happens-before checker's rules and record (Perturbation.checks) ----------------------
+# (name, what broke, the likely cause); the index is the rule's bit in the record
+CHECK_RULES: tuple[tuple[str, str, str], ...] = (
+    ("reuse_before_own_wait",
+     "rewrote or released an fp16 operand buffer while its own wgmma group that reads it had not been waited for",
+     "a wgmma wait_group that leaves that group in flight (too lax or missing)"),
+    ("reuse_before_peer_wait",
+     "rewrote an fp16 operand buffer before another warp had waited for its wgmma group that reads it",
+     "a missing barrier between the other warps' wgmma wait and the rewrite"),
+    ("wgmma_without_fence",
+     "issued a wgmma after writing its accumulator or A-fragment registers with no wgmma fence in between",
+     "a missing warpgroup.fence() (wgmma.fence) after the accumulator reset or the fragment decode"),
+    ("wgmma_reads_unpublished",
+     "issued a wgmma reading an fp16 operand buffer that another warp (or itself) had not yet proxy-fenced and published",
+     "a missing generic-to-async proxy fence or a missing barrier between the fp16 stores and the wgmma"),
+    ("producer_exit_in_flight",
+     "a producer warp exited with stages it filled that it never saw released",
+     "a missing producer tail"),
+    ("tma_without_tensormap_acquire",
+     "issued a TMA with a tensor map the issuing thread had not acquired in this launch",
+     "a missing tensormap acquire fence before the TMA"),
+    ("accumulator_read_in_flight",
+     "read the accumulators (epilogue) while one of its wgmma groups writing them had not been waited for",
+     "a missing wgmma wait_group(0) before the epilogue"),
+)
+CHECK_RULE_INDEX = {name: i for i, (name, _, _) in enumerate(CHECK_RULES)}
+assert SKEW_WARP_WORD < CHECK_RULES_WORD and CHECK_COUNT_WORD0 + len(CHECK_RULES) <= TABLE_WORDS
+
+
+def check_site(rule: int, warp: int, other: int, cta: int) -> int:
+    """The packed first-violation word: rule + 1 (4 bits), warp (5), the other warp (5), CTA (18)."""
+    return ((rule + 1) & 0xF) | ((warp & 0x1F) << 4) | ((other & 0x1F) << 9) | ((cta & 0x3FFFF) << 14)
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """The checker's record of one launch, decoded from the device table's words."""
+    rules: tuple[str, ...]  # the names of the rules broken, in CHECK_RULES order
+    counts: dict[str, int]
+    first_rule: str | None
+    first_warp: int
+    first_other: int
+    first_cta: int
+
+    @classmethod
+    def from_words(cls, words) -> "CheckRecord":
+        words = [int(w) & 0xFFFFFFFF for w in words]
+        mask = words[CHECK_RULES_WORD]
+        rules = tuple(name for i, (name, _, _) in enumerate(CHECK_RULES) if mask >> i & 1)
+        counts = {name: words[CHECK_COUNT_WORD0 + i] for i, (name, _, _) in enumerate(CHECK_RULES)
+                  if words[CHECK_COUNT_WORD0 + i]}
+        first = words[CHECK_FIRST_WORD]
+        rule = (first & 0xF) - 1
+        return cls(rules, counts, CHECK_RULES[rule][0] if 0 <= rule < len(CHECK_RULES) else None,
+                   first >> 4 & 0x1F, first >> 9 & 0x1F, first >> 14 & 0x3FFFF)
+
+    @property
+    def clean(self) -> bool:
+        return not self.rules
+
+    def describe(self) -> str:
+        lines = []
+        for name in self.rules:
+            i = CHECK_RULE_INDEX[name]
+            _, what, cause = CHECK_RULES[i]
+            lines.append(f"[{name}] {what} ({self.counts.get(name, 0)} time(s)); likely cause: {cause}")
+        if self.first_rule is not None:
+            other = f", other warp {self.first_other}" if self.first_rule in (
+                "reuse_before_peer_wait", "wgmma_reads_unpublished") else ""
+            lines.append(f"first seen: rule {self.first_rule}, CTA {self.first_cta}, warp {self.first_warp}{other}")
+        return "\n".join(lines)

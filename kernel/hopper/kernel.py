@@ -101,6 +101,11 @@ from kernel.hopper.ptx import (
     tensormap_acquire,
     tma_load_rows,
     tma_load_rows_multicast,
+    hb_check,
+    hb_check_map,
+    hb_check_reuse,
+    hb_mask_update,
+    low_word,
 )
 
 SUB_K = cfgmod.DEQUANT_SUB_K
@@ -109,6 +114,20 @@ from kernel.hopper.workspace import (  # noqa: E402
     CLAIM_WORD, DATA_OFFSET, DONE_WORD, ITEMS_PER_THREAD, PASSED_WORD, TENSOR_MAP_OFFSET,
 )
 from kernel.hopper.workspace import FLAG_CELL_BYTES, GEN_WORD  # noqa: E402
+from kernel.perturbation import CHECK_RULE_INDEX  # noqa: E402
+
+# the happens-before checker's shadow state (harness builds with Perturbation.checks): one slot of
+# HB_WARP_WORDS int32 per warp of the CTA, in shared memory. Consumer warps: the wgmma groups
+# committed and waited for, the accumulator/fragment "written since the last wgmma fence" flag,
+# which group read each fp16 or Y buffer last, which sub-block each fp16 buffer was fenced and
+# published for. Producer warps: the stages filled and not yet seen released (raw ring, Y ring)
+# and the tensor maps each issuing lane acquired (a ring of 4 low words)
+HB_WARP_WORDS = 32
+HB_ISSUED, HB_RETIRED, HB_DIRTY = 0, 1, 2
+HB_READER = 4  # + buffer (16)
+HB_PUBLISHED = 20  # + fp16 buffer (4)
+HB_OUT_RAW, HB_OUT_Y = 0, 1  # producer warps: stages filled and not seen released (bit masks)
+HB_MAPS = 8  # producer warps: per issuing lane 0 / 1, a count then 4 entries
 
 
 @cute.jit
@@ -134,6 +153,9 @@ class HopperNvfp4GroupedGemm:
         self.delay_jitter = None  # and this thread's jitter share, computed once at the kernel's start
         self.delay_skew = None  # and its warp skew at the consumers' decode site (Perturbation.skew)
         self.ablation = ablation  # profiling only (kernel/hopper/ablation.py); None: the production build
+        # the happens-before checker (harness builds only; kernel.perturbation Perturbation.checks)
+        self.checks = perturbation is not None and perturbation.checks
+        self.hb_base = self.hb_warp = self.hb_cta = self.hb_lane = None  # set while the kernel is traced
         self.num_groups = num_groups
         self.mma_m = config.mma_m
         self.mma_n = config.mma_n
@@ -213,6 +235,8 @@ class HopperNvfp4GroupedGemm:
             # phase 1's completion wait, the consumers read it after the barrier)
             fp16_bar_count += cfgmod.TAIL64_SHARE_BYTES // 8
 
+        hb_words = (config.threads // 32) * HB_WARP_WORDS
+
         @cute.struct
         class SharedStorage:
             bars: cute.struct.MemRange[cutlass.Int64, stages * 2]
@@ -220,6 +244,8 @@ class HopperNvfp4GroupedGemm:
             raw: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, raw_bytes], cfgmod.SMEM_ALIGN]
             sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, x_elems], cfgmod.SMEM_ALIGN]
             sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
+            if self.checks:  # harness builds only: the checker's shadow state
+                hb: cute.struct.MemRange[cutlass.Int32, hb_words]
 
         self.shared_storage = SharedStorage
 
@@ -529,6 +555,14 @@ class HopperNvfp4GroupedGemm:
         raw_base = storage.raw.data_ptr().toint()
         sx_base = storage.sX.data_ptr().toint()
         sy_base = storage.sY.data_ptr().toint()
+        if cutlass.const_expr(self.checks):
+            # every warp zeroes its own checker slot; one CTA barrier before any role runs
+            self.hb_base = storage.hb.data_ptr().toint()
+            self.hb_warp = warp_idx
+            self.hb_cta = cutlass.Int32(cute.arch.block_idx()[0])
+            self.hb_lane = cute.arch.lane_idx()  # read once (ptx.hb_check)
+            st_shared_u32(self.hb_base + (warp_idx * HB_WARP_WORDS + self.hb_lane) * 4, cutlass.Int32(0))
+            cute.arch.barrier()
 
         m_sizes = cute.make_tensor(sizes_ptr, cute.make_layout((G, 4), stride=(4, 1)))
         m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
@@ -650,9 +684,9 @@ class HopperNvfp4GroupedGemm:
                         tm_x, tm_y = tm_a + 128, tm_a
                     self.delay("producer", "tensormap", "before")
                     if lane == 0:
-                        tensormap_acquire(tm_x)
+                        self.acquire_map(tm_x)
                     if lane == 1:
-                        tensormap_acquire(tm_y)
+                        self.acquire_map(tm_y)
                     self.delay("producer", "tensormap", "after")
                 row_bytes = cutlass.Int64(k // 2)
                 rest_k = cutlass.Int64(k // 64)
@@ -661,7 +695,7 @@ class HopperNvfp4GroupedGemm:
                 k_tiles = k // cfg.tile_k
                 for kt in range(k_tiles):
                     self.delay("producer", "acquire", "before")
-                    pipe.producer_acquire(state)
+                    self.producer_acquire(pipe, state)
                     self.delay("producer", "acquire", "after")
                     stage = raw_base + state.index * self.raw_stage_bytes
                     self.poison_stage_before_fill(lane, stage)
@@ -672,9 +706,9 @@ class HopperNvfp4GroupedGemm:
                         if cutlass.const_expr(cfg.loader == "tma"):
                             # rows past the operand's end are zero-filled (never stored)
                             if lane == 0:
-                                tma_load_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), x_row0, mbar)
+                                self.tma_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), x_row0, mbar)
                             if lane == 1:
-                                tma_load_rows(stage + self.off_y, tm_y, kt * (cfg.tile_k // 2), y_row0, mbar)
+                                self.tma_rows(stage + self.off_y, tm_y, kt * (cfg.tile_k // 2), y_row0, mbar)
                         else:
                             self.load_rows_bulk(lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, mbar, self.mma_m)
                             self.load_rows_bulk(lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, mbar, self.mma_n)
@@ -686,12 +720,13 @@ class HopperNvfp4GroupedGemm:
                         self.load_sf_cp_async(pw, lane, stage + self.off_sfx, sfx_ptr, x_row0, x_blocks, rest_k, sf_k, self.mma_m)
                         self.load_sf_cp_async(pw, lane, stage + self.off_sfy, sfy_ptr, y_row0, y_blocks, rest_k, sf_k, self.mma_n)
                     self.delay("producer", "issue", "before")
-                    pipe.producer_commit(state)
+                    self.producer_commit(pipe, state)
                     self.delay("producer", "issue", "after")
                     state.advance()
             self.delay("producer", "tail", "before")
             if cutlass.const_expr(not cfg.consumer_regs) or pw == 0:
-                pipe.producer_tail(state)
+                self.producer_tail(pipe, state)
+            self.check_producer_exit()
         elif warp_idx < self.dequant_warp0:
             # ------------------------------------------------------- consumer warpgroups
             if cutlass.const_expr(cfg.consumer_regs):
@@ -717,9 +752,9 @@ class HopperNvfp4GroupedGemm:
                 for tile in range(t_begin, t_end, t_step):
                     slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
                     steps = (k // cfg.tile_k) * self.n_sub
-                    acc.fill(0.0)
+                    self.reset_accumulator(acc)
                     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                    warpgroup.fence()
+                    self.wgmma_fence()
                     # first sub-block peeled: nothing to release before it
                     self.delay("consumer", "fp16_wait", "before")
                     fp16_pipe.consumer_wait(fp16_state)
@@ -734,13 +769,13 @@ class HopperNvfp4GroupedGemm:
                         self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, fp16_state.index, filler)
                         # the previous sub-block's wgmma has retired: its buffer is free
                         self.delay("consumer", "wgmma_wait", "before")
-                        warpgroup.wait_group(1)
+                        self.wait_group(1)
                         self.delay("consumer", "wgmma_wait", "after")
                         self.warp_release(fp16_pipe, retire_state)
                         retire_state.advance()
                         fp16_state.advance()
                     self.delay("consumer", "wgmma_wait", "before")
-                    warpgroup.wait_group(0)
+                    self.wait_group(0)
                     self.warp_release(fp16_pipe, retire_state)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
                     self.poison_accumulator(acc)
@@ -749,10 +784,14 @@ class HopperNvfp4GroupedGemm:
                 # 1 + w), decodes the whole Y into its own ring (buffers w*2, w*2+1) and so
                 # drifts freely against the other; wtid is its thread index inside the warpgroup
                 wtid, ybuf0 = tidx, 0
+                # checker: the warps that write and read this warp's fp16 buffers (all consumer
+                # warps; y_per_warpgroup: its own warpgroup's four)
+                hb_warp0, hb_warps = 0, self.consumer_warps
                 if cutlass.const_expr(self.y_per_wg):
                     wg = warp_idx // 4
                     wtid = tidx - 128 * wg
                     ybuf0 = wg * self.fp16_buffers
+                    hb_warp0, hb_warps = wg * 4, 4
                     consumers = pipeline.NamedBarrier(barrier_id=1 + wg, num_threads=128)
                 else:
                     consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
@@ -765,9 +804,9 @@ class HopperNvfp4GroupedGemm:
                     x_sf_row0, y_sf_row0 = self.sf_rows(m0, n0)
                     k_tiles = k // cfg.tile_k
 
-                    acc.fill(0.0)
+                    self.reset_accumulator(acc)
                     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                    warpgroup.fence()
+                    self.wgmma_fence()
                     for kt in range(k_tiles):
                         self.delay("consumer", "wait", "before")
                         pipe.consumer_wait(state)
@@ -780,6 +819,7 @@ class HopperNvfp4GroupedGemm:
                             if cutlass.const_expr(self.y_per_wg):
                                 buf = ybuf0 + sb % 2  # this warpgroup's ring
                             self.delay("consumer", "decode", "before")
+                            self.check_reuse(buf, hb_warp0, hb_warps)
                             if cutlass.const_expr(self.x_in_regs):
                                 x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
                                 if cutlass.const_expr(self.ablates("y_dequant")):
@@ -798,7 +838,7 @@ class HopperNvfp4GroupedGemm:
                             # generic-proxy stores -> visible to wgmma's async proxy
                             if cutlass.const_expr(not self.ablates("y_sync")):
                                 self.delay("consumer", "fence", "before")
-                                cute.arch.fence_proxy("async.shared", space="cta")
+                                self.fence_fp16_stores(buf)
                                 self.delay("consumer", "fence", "after")
                                 consumers.arrive_and_wait()
                                 self.delay("consumer", "bar_dequant", "after")
@@ -808,15 +848,16 @@ class HopperNvfp4GroupedGemm:
                                 pipe.consumer_release(state)
                                 self.delay("consumer", "release", "after")
                             if cutlass.const_expr(self.x_in_regs):
-                                warpgroup.fence()  # the fragment registers were just written
+                                self.wgmma_fence()  # the fragment registers were just written
+                                self.check_wgmma(buf, hb_warp0, hb_warps)
                                 self.fill_wgmma(filler, acc, tCrY, buf, sb)
                                 for kb in cutlass.range_constexpr(SUB_K // 16):
                                     cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, buf)], acc)
-                                warpgroup.commit_group()
+                                self.commit_group(buf)
                             else:
-                                self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, buf, filler, sb)
+                                self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, buf, filler, sb, (hb_warp0, hb_warps))
                             self.delay("consumer", "wgmma_wait", "before")
-                            warpgroup.wait_group(1)
+                            self.wait_group(1)
                             self.delay("consumer", "wgmma_wait", "after")
                             if cutlass.const_expr(self.ablates("y_sync")):
                                 pass  # profiling only
@@ -832,7 +873,7 @@ class HopperNvfp4GroupedGemm:
                                 # wait_group(1)) before the barrier this warp passed last
                                 fp16_buf.advance()
                         state.advance()
-                    warpgroup.wait_group(0)
+                    self.wait_group(0)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
                     self.poison_accumulator(acc)
         elif cutlass.const_expr(self.split):
@@ -1138,7 +1179,7 @@ class HopperNvfp4GroupedGemm:
         # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
         fence_proxy_async_global()
         if lane == 0:
-            tensormap_acquire(tm_ws)
+            self.acquire_map(tm_ws, workspace=True)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         for tile in range(t_begin, t_end, t_step):
@@ -1148,31 +1189,32 @@ class HopperNvfp4GroupedGemm:
             y_row = self.row_offset(m_sizes, slot) + m0
             self.delay("producer", "tensormap", "before")
             if lane == 0:
-                tensormap_acquire(tm_x)
+                self.acquire_map(tm_x)
             self.delay("producer", "tensormap", "after")
             rest_k = cutlass.Int64(k // 64)
             x_blocks = (n + 127) // 128
             for kt in range(k // cfg.tile_k):
                 self.delay("producer", "acquire", "before")
-                pipe.producer_acquire(state)
+                self.producer_acquire(pipe, state)
                 self.delay("producer", "acquire", "after")
                 stage = raw_base + state.index * self.raw_stage_bytes
                 self.poison_stage_before_fill(lane, stage)
                 sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
                 mbar = pipe.producer_get_barrier(state).toint()
                 if lane == 0:
-                    tma_load_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
+                    self.tma_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
                 self.load_sf_bulk(lane, 1, stage + self.off_sfx, sfx_ptr, n0, x_blocks, rest_k, sf_k, mbar, self.mma_m)
                 self.delay("producer", "issue", "before")
-                pipe.producer_commit(state)
+                self.producer_commit(pipe, state)
                 self.delay("producer", "issue", "after")
                 state.advance()
                 for sb in cutlass.range_constexpr(self.n_sub):
                     self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
                     ystate.advance()  # here, in the loop's own body: the loop carries it
         self.delay("producer", "tail", "before")
-        pipe.producer_tail(state)
-        y_pipe.producer_tail(ystate)
+        self.producer_tail(pipe, state)
+        self.producer_tail(y_pipe, ystate, HB_OUT_Y)
+        self.check_producer_exit()
 
     @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
@@ -1205,7 +1247,7 @@ class HopperNvfp4GroupedGemm:
             slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
             tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
             if lane == 0:
-                tensormap_acquire(tm_f)
+                self.acquire_map(tm_f)
             pre = cutlass.min(k_f // cfg.tile_k, cutlass.Int32(self.stages))
             if t_begin >= t_end:
                 pre = cutlass.Int32(0)
@@ -1217,7 +1259,7 @@ class HopperNvfp4GroupedGemm:
             # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
             fence_proxy_async_global()
         if lane == 0:
-            tensormap_acquire(tm_ws)
+            self.acquire_map(tm_ws, workspace=True)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         for tile in range(t_begin, t_end, t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
@@ -1233,7 +1275,7 @@ class HopperNvfp4GroupedGemm:
                 ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
             self.delay("producer", "tensormap", "before")
             if lane == 0:
-                tensormap_acquire(tm_x)
+                self.acquire_map(tm_x)
             self.delay("producer", "tensormap", "after")
             for kt in range(k // cfg.tile_k):
                 if kt >= pre:
@@ -1249,8 +1291,9 @@ class HopperNvfp4GroupedGemm:
                     ystate.advance()  # here, in the loop's own body: the loop carries it
             pre = cutlass.Int32(0)  # only the first tile's first stages went early
         self.delay("producer", "tail", "before")
-        pipe.producer_tail(state)
-        y_pipe.producer_tail(ystate)
+        self.producer_tail(pipe, state)
+        self.producer_tail(y_pipe, ystate, HB_OUT_Y)
+        self.check_producer_exit()
 
     # ------------------------------------- prepass_sync="flags" (issue 14, experimental)
     # Synchronization (kernel.hopper.workspace states the layout and the host's side):
@@ -1426,7 +1469,7 @@ class HopperNvfp4GroupedGemm:
         """The prepass producer: the 64-K fp16 Y box ``sub_block`` of workspace row ``y_row`` into
         ``ystate``'s Y ring buffer (acquire, TMA, commit); the caller advances ``ystate``."""
         self.delay("producer", "acquire", "before")
-        y_pipe.producer_acquire(ystate)
+        self.producer_acquire(y_pipe, ystate, HB_OUT_Y)
         self.delay("producer", "acquire", "after")
         ybuf = sy_base + ystate.index * self.y_buf_bytes
         if cutlass.const_expr(self.cluster != 1):
@@ -1436,13 +1479,14 @@ class HopperNvfp4GroupedGemm:
             self.poison_stage_before_fill_bytes(lane, ybuf + half * (SUB_K * 2), self.y_cta_rows * SUB_K * 2)
             ybar = y_pipe.producer_get_barrier(ystate).toint()
             if lane == 0:
+                self.check_map(tm_ws, workspace=True)
                 tma_load_rows_multicast(ybuf + half * (SUB_K * 2), tm_ws, sub_block * (SUB_K * 2), y_row + half, ybar)
         else:
             self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
             ybar = y_pipe.producer_get_barrier(ystate).toint()
             if lane == 0:
-                tma_load_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar)
-        y_pipe.producer_commit(ystate)
+                self.tma_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar, workspace=True)
+        self.producer_commit(y_pipe, ystate, HB_OUT_Y)
 
     @cute.jit
     def produce_x_stage(self, lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt):
@@ -1450,18 +1494,18 @@ class HopperNvfp4GroupedGemm:
         scale blocks, commit); the caller advances ``state``."""
         cfg = self.config
         self.delay("producer", "acquire", "before")
-        pipe.producer_acquire(state)
+        self.producer_acquire(pipe, state)
         self.delay("producer", "acquire", "after")
         stage = raw_base + state.index * self.raw_stage_bytes
         self.poison_stage_before_fill(lane, stage)
         sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
         mbar = pipe.producer_get_barrier(state).toint()
         if lane == 0:
-            tma_load_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
+            self.tma_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
         self.load_sf_bulk(lane, 1, stage + self.off_sfx, m_ptrs[slot, 4], n0, (n + 127) // 128,
                           cutlass.Int64(k // 64), sf_k, mbar, self.mma_m)
         self.delay("producer", "issue", "before")
-        pipe.producer_commit(state)
+        self.producer_commit(pipe, state)
         self.delay("producer", "issue", "after")
 
     @cute.jit
@@ -1506,9 +1550,9 @@ class HopperNvfp4GroupedGemm:
             x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
             if cutlass.const_expr(self.tail64):
                 rows64 = m - m0 <= self.half_n  # a 64-row tile (run-time, per tile)
-            acc.fill(0.0)
+            self.reset_accumulator(acc)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-            warpgroup.fence()
+            self.wgmma_fence()
             for kt in range(k // cfg.tile_k):
                 self.delay("consumer", "wait", "before")
                 pipe.consumer_wait(state)
@@ -1525,7 +1569,8 @@ class HopperNvfp4GroupedGemm:
                     self.delay("consumer", "fp16_wait", "before")
                     y_pipe.consumer_wait(ystate)
                     self.delay("consumer", "fp16_wait", "after")
-                    warpgroup.fence()  # the fragment registers were just written
+                    self.wgmma_fence()  # the fragment registers were just written
+                    self.check_wgmma(None)
                     self.fill_wgmma(filler, acc, tCrY, ystate.index, sb)
                     if cutlass.const_expr(self.tail64):
                         # each branch commits its own group (a commit after the join made ptxas add
@@ -1534,20 +1579,20 @@ class HopperNvfp4GroupedGemm:
                             for kb in cutlass.range_constexpr(SUB_K // 16):
                                 cute.gemm(mma64, acc64, x_frag[(None, None, kb)],
                                           tCrY64[(None, None, kb, 2 * ystate.index)], acc64)
-                            warpgroup.commit_group()
+                            self.commit_group(ystate.index)
                         else:
                             for kb in cutlass.range_constexpr(SUB_K // 16):
                                 cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],
                                           tCrY[(None, None, kb, ystate.index)], acc)
-                            warpgroup.commit_group()
+                            self.commit_group(ystate.index)
                     else:
                         for kb in cutlass.range_constexpr(SUB_K // 16):
                             cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
-                        warpgroup.commit_group()
+                        self.commit_group(ystate.index)
                     ystate.advance()
                     # the previous sub-block's wgmma has retired: its Y buffer is free
                     self.delay("consumer", "wgmma_wait", "before")
-                    warpgroup.wait_group(1)
+                    self.wait_group(1)
                     self.delay("consumer", "wgmma_wait", "after")
                     if cutlass.const_expr(sb > 0):
                         self.warp_release(y_pipe, retire_state)
@@ -1557,7 +1602,7 @@ class HopperNvfp4GroupedGemm:
                         retire_state.advance()
                 state.advance()
             self.delay("consumer", "wgmma_wait", "before")
-            warpgroup.wait_group(0)
+            self.wait_group(0)
             self.warp_release(y_pipe, retire_state)
             retire_state.advance()
             if cutlass.const_expr(late_coords):
@@ -1575,6 +1620,7 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def warp_release(self, fp16_pipe, state):
         """Release ``state``'s fp16 buffer once per warp (the empty barrier counts warps)."""
+        self.check_reuse(state.index, None, 0)
         cute.arch.sync_warp()
         self.delay("consumer", "fp16_release", "before")
         if cutlass.const_expr(self.cluster != 1):
@@ -1585,6 +1631,142 @@ class HopperNvfp4GroupedGemm:
         if cute.arch.lane_idx() == 0:
             fp16_pipe.consumer_release(state)
         self.delay("consumer", "fp16_release", "after")
+
+    # ------------------------------------------ synchronization primitives (checker hooks)
+    # Production builds: exactly the primitive (nothing else is traced). Harness builds with the
+    # checker (Perturbation.checks): the primitive, then this warp's shadow state updated, or the
+    # protocol's rule checked against the shadow state other warps published before the barrier
+    # this one passed (kernel.perturbation CHECK_RULES).
+    def reset_accumulator(self, acc):
+        acc.fill(0.0)
+        self.hb_store(HB_DIRTY, 1)  # accumulator registers written: a wgmma fence must follow
+
+    def wgmma_fence(self):
+        warpgroup.fence()
+        self.hb_store(HB_DIRTY, 0)
+
+    def commit_group(self, buf):
+        """Commit this warp's wgmma group, which reads fp16 (or Y ring) buffer ``buf``."""
+        warpgroup.commit_group()
+        if self.checks:
+            issued = self.hb_load(HB_ISSUED) + 1
+            self.hb_store(HB_ISSUED, issued)
+            st_shared_u32(self.hb_addr(HB_READER) + buf * 4, issued)
+
+    def wait_group(self, n: int):
+        """Wait until at most ``n`` of this warp's wgmma groups are in flight."""
+        warpgroup.wait_group(n)
+        if self.checks:
+            self.hb_store(HB_RETIRED, cutlass.max(self.hb_load(HB_ISSUED) - n, self.hb_load(HB_RETIRED)))
+
+    def fence_fp16_stores(self, buf):
+        """The consumers' generic-proxy stores into fp16 buffer ``buf`` -> wgmma's async proxy;
+        the checker marks the buffer published by this warp for the group about to be issued."""
+        cute.arch.fence_proxy("async.shared", space="cta")
+        if self.checks:
+            st_shared_u32(self.hb_addr(HB_PUBLISHED) + buf * 4, self.hb_load(HB_ISSUED) + 1)
+
+    def check_wgmma(self, buf, warp0=None, warps: int = 0):
+        """Before a wgmma group: no accumulator or fragment register written since the last
+        wgmma fence; and, for a cooperative fp16 buffer ``buf`` (``warps`` warps from ``warp0``
+        fill it), every one of them fenced and published it for this group."""
+        if not self.checks:
+            return
+        me = self.hb_warp
+        hb_check(self.delay_table, "ne.u32", self.hb_load(HB_DIRTY), cutlass.Int32(0),
+                 CHECK_RULE_INDEX["wgmma_without_fence"], me, me, self.hb_cta, self.hb_lane)
+        if buf is None:
+            return
+        seq = self.hb_load(HB_ISSUED) + 1
+        for i in range(warps):
+            w = warp0 + i
+            hb_check(self.delay_table, "ne.u32", ld_shared_u32(self.hb_addr(HB_PUBLISHED, w) + buf * 4), seq,
+                     CHECK_RULE_INDEX["wgmma_reads_unpublished"], me, cutlass.Int32(w), self.hb_cta, self.hb_lane)
+
+    def check_reuse(self, buf, warp0, warps: int):
+        """Before buffer ``buf`` is rewritten (or released to its producer): the group that
+        read it last (this warp's) has been waited for by this warp and, for a cooperative
+        buffer (``warps`` warps from ``warp0`` read it), by every one of them."""
+        if not self.checks:
+            return
+        me = self.hb_warp
+        need = ld_shared_u32(self.hb_addr(HB_READER) + buf * 4)
+        own, peer = CHECK_RULE_INDEX["reuse_before_own_wait"], CHECK_RULE_INDEX["reuse_before_peer_wait"]
+        if warps == 0:
+            hb_check_reuse(self.delay_table, self.hb_load(HB_RETIRED), need, me, me, self.hb_cta, own, peer, self.hb_lane)
+        for i in range(warps):
+            w = cutlass.Int32(warp0 + i)
+            hb_check_reuse(self.delay_table, ld_shared_u32(self.hb_addr(HB_RETIRED, w)), need, me, w, self.hb_cta,
+                           own, peer, self.hb_lane)
+
+    def producer_acquire(self, pipe, state, ring: int = HB_OUT_RAW):
+        pipe.producer_acquire(state)
+        if self.checks:  # the stage's previous fill was released
+            hb_mask_update(self.hb_addr(ring), state.index, False)
+
+    def producer_commit(self, pipe, state, ring: int = HB_OUT_RAW):
+        pipe.producer_commit(state)
+        if self.checks:  # filled, not yet seen released
+            hb_mask_update(self.hb_addr(ring), state.index, True)
+
+    def producer_tail(self, pipe, state, ring: int = HB_OUT_RAW):
+        """Wait until the consumers released every stage (the pipeline's own tail in production;
+        with the checker the same acquires, each seen by it)."""
+        if not self.checks:
+            pipe.producer_tail(state)
+            return
+        for _i in range(pipe.num_stages):  # the pipeline's tail: empty waits only
+            pipe.sync_object_empty.wait(state.index, state.phase)
+            hb_mask_update(self.hb_addr(ring), state.index, False)
+            state.advance()
+
+    def check_producer_exit(self):
+        """A producer warp at its exit: every stage it filled was seen released."""
+        if self.checks:
+            me = self.hb_warp
+            hb_check(self.delay_table, "ne.u32", self.hb_load(HB_OUT_RAW) | self.hb_load(HB_OUT_Y), cutlass.Int32(0),
+                     CHECK_RULE_INDEX["producer_exit_in_flight"], me, me, self.hb_cta, self.hb_lane)
+
+    def acquire_map(self, tensor_map, workspace: bool = False):
+        """Acquire a tensor map (the issuing lane, 0 or 1, before its TMAs use it). The checker
+        keeps its low word: a group's map in the lane's ring of the last 4 (a tile's TMAs follow
+        its own acquire), the prepass workspace's map (``workspace``) in a word of its own."""
+        tensormap_acquire(tensor_map)
+        if self.checks:
+            lane = self.hb_lane % 2
+            if workspace:
+                st_shared_u32(self.hb_addr(HB_MAPS + 10) + lane * 4, low_word(tensor_map))
+            else:
+                base = self.hb_addr(HB_MAPS) + lane * 20
+                count = ld_shared_u32(base)
+                st_shared_u32(base + 4 + (count % 4) * 4, low_word(tensor_map))
+                st_shared_u32(base, count + 1)
+
+    def check_map(self, tensor_map, workspace: bool = False):
+        """Before a TMA with ``tensor_map``: this lane acquired it in this launch."""
+        if self.checks:
+            lane = self.hb_lane % 2
+            if workspace:
+                e = [ld_shared_u32(self.hb_addr(HB_MAPS + 10) + lane * 4)] * 4
+            else:
+                base = self.hb_addr(HB_MAPS) + lane * 20
+                e = [ld_shared_u32(base + 4 + 4 * i) for i in range(4)]
+            hb_check_map(self.delay_table, tensor_map, *e, CHECK_RULE_INDEX["tma_without_tensormap_acquire"],
+                         self.hb_warp, self.hb_cta, self.hb_lane)
+
+    def tma_rows(self, dst, tensor_map, byte_col, row, mbar, workspace: bool = False):
+        self.check_map(tensor_map, workspace)
+        tma_load_rows(dst, tensor_map, byte_col, row, mbar)
+
+    def hb_addr(self, word: int, warp=None):
+        return self.hb_base + ((self.hb_warp if warp is None else warp) * HB_WARP_WORDS + word) * 4
+
+    def hb_load(self, word: int):
+        return ld_shared_u32(self.hb_addr(word))
+
+    def hb_store(self, word: int, value):
+        if self.checks:
+            st_shared_u32(self.hb_addr(word), cutlass.Int32(value))
 
     # ------------------------------------------------- perturbation and poison (tests only)
     def poisoning(self) -> bool:
@@ -1733,6 +1915,7 @@ class HopperNvfp4GroupedGemm:
         """After the epilogue's stores: NaN accumulators (the next tile must reset them)."""
         if self.poisoning():
             acc.fill(float("nan"))
+            self.hb_store(HB_DIRTY, 1)
 
     def sf_rows(self, m0, n0):
         """Row of the tile's first X and Y row inside its 128-row scale block."""
@@ -1788,6 +1971,7 @@ class HopperNvfp4GroupedGemm:
         frag32 = cute.recast_tensor(frag, cutlass.Uint32)
         for idx in range(16):  # u32 index rh + 2*jp + 4*s, as the asm's outputs
             frag32[idx] = cutlass.Uint32(words[idx])
+        self.hb_store(HB_DIRTY, 1)  # wgmma operand registers written: a wgmma fence must follow
         return frag
 
     def y_rs_unit(self, unit, stage, y_dst, y_sf_row0, sb: int):
@@ -1837,18 +2021,27 @@ class HopperNvfp4GroupedGemm:
         for b0 in range(0, len(units), 2):
             dequant_y_units_rs(units[b0 : b0 + 2], self.config.operand_exp_shift)
 
-    def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf, filler=None, sb=None):
-        """Issue the wgmmas of one 64-K sub-block from fp16 buffer ``buf`` and commit them."""
+    def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf, filler=None, sb=None, writers=None):
+        """Issue the wgmmas of one 64-K sub-block from fp16 buffer ``buf`` and commit them
+        (``writers``: the cooperative warps (first, count) that filled it, for the checker)."""
+        if writers is not None:
+            self.check_wgmma(buf, *writers)
+        else:
+            self.check_wgmma(None)
         self.fill_wgmma(filler, acc, tCrY, buf, sb)
         if not self.ablates("mma"):
             for kb in range(SUB_K // 16):  # traced inline: a Python loop
                 cute.gemm(tiled_mma, acc, tCrX[(None, None, kb, buf)], tCrY[(None, None, kb, buf)], acc)
-        warpgroup.commit_group()
+        self.commit_group(buf)
 
     @cute.jit
     def epilogue(self, acc, tCcC, c_ptr, m, n, m0, n0):
         """Predicated fp16 stores straight from the accumulators (ragged M and N)."""
         self.delay("consumer", "epilogue", "before")
+        if cutlass.const_expr(self.checks):  # every wgmma group writing the accumulators retired
+            hb_check(self.delay_table, "ne.u32", self.hb_load(HB_RETIRED), self.hb_load(HB_ISSUED),
+                     CHECK_RULE_INDEX["accumulator_read_in_flight"], self.hb_warp, self.hb_warp, self.hb_cta,
+                     self.hb_lane)
         mult = cutlass.Float32(self.out_multiplier)
         # fully unrolled on purpose: the accumulator fragment is indexed by compile-time constants
         # (cutlass.range(..., unroll_full=True) indexes it at run time and grew the SASS by up to

@@ -762,3 +762,104 @@ def wait_flags_ready(addr: Int64, valid: Int32, target: Int32, *, loc=None, ip=N
 
     return _inline_asm_u32(1, wait_flags_asm(), "=r,l,r,r,~{memory}",
                            _ir(loc, ip, (Int64, addr), (Int32, valid), (Int32, target)), loc=loc, ip=ip)[0]
+
+
+# ---- the happens-before checker of harness builds (kernel.perturbation Perturbation.checks) ----
+# Each check is one inline-asm block with no branch: a predicate from the compared values, lane 0
+# of the warp only, then predicated global atomics into the checker's record in the device table
+# (CHECK_RULES_WORD: or of 1 << rule; CHECK_FIRST_WORD: the first site, compare-and-swap from 0;
+# CHECK_COUNT_WORD0 + rule: a count). A production build never calls them.
+def _hb_report_lines(rules_word: int, first_word: int, count_word0: int) -> list[str]:
+    """Report body: predicate ``p``, registers ``rule``, ``warp``, ``other``, ``cta``; ``$0`` the table."""
+    return [
+        "setp.eq.and.u32 p, lane, 0, p;",
+        "shl.b32 bit, 1, rule;",
+        "add.u32 site, rule, 1;",
+        "shl.b32 t, warp, 4;", "or.b32 site, site, t;",
+        "shl.b32 t, other, 9;", "or.b32 site, site, t;",
+        "shl.b32 t, cta, 14;", "or.b32 site, site, t;",
+        f"@p red.relaxed.gpu.global.or.b32 [$0+{4 * rules_word}], bit;",
+        f"@p atom.relaxed.gpu.global.cas.b32 old, [$0+{4 * first_word}], 0, site;",
+        "mul.wide.u32 ca, rule, 4;",
+        "add.s64 ca, ca, $0;",
+        f"@p red.relaxed.gpu.global.add.u32 [ca+{4 * count_word0}], 1;",
+    ]
+
+
+_HB_REGS = ".reg .pred p, q;\n.reg .b32 lane, bit, site, t, old, rule, warp, other, cta, x;\n.reg .b64 ca;"
+
+
+def _hb_words():
+    from kernel.perturbation import CHECK_COUNT_WORD0, CHECK_FIRST_WORD, CHECK_RULES_WORD
+
+    return CHECK_RULES_WORD, CHECK_FIRST_WORD, CHECK_COUNT_WORD0
+
+
+@dsl_user_op
+def hb_check(table: Int64, cond: str, a: Int32, b: Int32, rule: int, warp: Int32, other: Int32, cta: Int32,
+             lane: Int32, *, loc=None, ip=None) -> None:
+    """Record ``rule`` (compile-time index) when ``a cond b`` holds (``cond``: a PTX setp
+    comparison, e.g. ``lt.s32``, ``ne.u32``), at (warp, other warp, CTA); only lane 0 reports
+    (``lane``: the caller's lane index, read once per thread: an asm block that reads ``%laneid``
+    or ``%tid`` between wgmmas can make ptxas serialize them)."""
+    _inline_asm(
+        "\n".join(["{", _HB_REGS, f"setp.{cond} p, $1, $2;", f"mov.u32 rule, {rule};", "mov.u32 warp, $3;",
+                   "mov.u32 other, $4;", "mov.u32 cta, $5;", "mov.u32 lane, $6;", *_hb_report_lines(*_hb_words()),
+                   "}"]),
+        "l,r,r,r,r,r,r,~{memory}",
+        _ir(loc, ip, (Int64, table), (Int32, a), (Int32, b), (Int32, warp), (Int32, other), (Int32, cta),
+            (Int32, lane)),
+        loc=loc, ip=ip,
+    )
+
+
+@dsl_user_op
+def hb_check_reuse(table: Int64, retired: Int32, need: Int32, warp: Int32, other: Int32, cta: Int32,
+                   own_rule: int, peer_rule: int, lane: Int32, *, loc=None, ip=None) -> None:
+    """Record a buffer reuse before the wgmma group ``need`` retired in warp ``other``
+    (``retired`` < ``need``): ``own_rule`` when ``other`` is this warp, else ``peer_rule``."""
+    _inline_asm(
+        "\n".join(["{", _HB_REGS, "setp.lt.s32 p, $1, $2;", "setp.eq.u32 q, $3, $4;",
+                   f"selp.u32 rule, {own_rule}, {peer_rule}, q;", "mov.u32 warp, $3;", "mov.u32 other, $4;",
+                   "mov.u32 cta, $5;", "mov.u32 lane, $6;", *_hb_report_lines(*_hb_words()), "}"]),
+        "l,r,r,r,r,r,r,~{memory}",
+        _ir(loc, ip, (Int64, table), (Int32, retired), (Int32, need), (Int32, warp), (Int32, other), (Int32, cta),
+            (Int32, lane)),
+        loc=loc, ip=ip,
+    )
+
+
+@dsl_user_op
+def hb_check_map(table: Int64, tensor_map: Int64, e0: Int32, e1: Int32, e2: Int32, e3: Int32, rule: int,
+                 warp: Int32, cta: Int32, lane: Int32, *, loc=None, ip=None) -> None:
+    """Record ``rule`` when the low word of ``tensor_map`` is none of ``e0 .. e3`` (the maps this
+    thread acquired, their low words)."""
+    _inline_asm(
+        "\n".join(["{", _HB_REGS, "cvt.u32.u64 x, $1;", "setp.ne.u32 p, x, $2;", "setp.ne.and.u32 p, x, $3, p;",
+                   "setp.ne.and.u32 p, x, $4, p;", "setp.ne.and.u32 p, x, $5, p;", f"mov.u32 rule, {rule};",
+                   "mov.u32 warp, $6;", "mov.u32 other, $6;", "mov.u32 cta, $7;", "mov.u32 lane, $8;",
+                   *_hb_report_lines(*_hb_words()), "}"]),
+        "l,l,r,r,r,r,r,r,r,~{memory}",
+        _ir(loc, ip, (Int64, table), (Int64, tensor_map), (Int32, e0), (Int32, e1), (Int32, e2), (Int32, e3),
+            (Int32, warp), (Int32, cta), (Int32, lane)),
+        loc=loc, ip=ip,
+    )
+
+
+@dsl_user_op
+def hb_mask_update(addr: Int32, bit_index: Int32, set_bit: bool, *, loc=None, ip=None) -> None:
+    """Set (or clear) bit ``bit_index`` of the shared u32 at ``addr`` (the producer's stages in flight)."""
+    op = "or.b32 v, v, b;" if set_bit else "not.b32 b, b;\nand.b32 v, v, b;"
+    _inline_asm(
+        "\n".join(["{", ".reg .b32 v, b;", "ld.shared.u32 v, [$0];", "shl.b32 b, 1, $1;", op,
+                   "st.shared.u32 [$0], v;", "}"]),
+        "r,r,~{memory}",
+        _ir(loc, ip, (Int32, addr), (Int32, bit_index)),
+        loc=loc, ip=ip,
+    )
+
+
+@dsl_user_op
+def low_word(value: Int64, *, loc=None, ip=None) -> Int32:
+    """The low 32 bits of a 64-bit value (a tensor map's address, for the checker's record)."""
+    return _inline_asm_u32(1, "cvt.u32.u64 $0, $1;", "=r,l", _ir(loc, ip, (Int64, value)), loc=loc, ip=ip)[0]

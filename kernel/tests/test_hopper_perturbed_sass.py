@@ -63,7 +63,10 @@ assert PROPERTY.wgmma_fill == 0 and PROPERTY.poison and PROPERTY.runtime
 QUIET = runtime_perturbation(2).compile_form
 WINDOW = runtime_perturbation(3).compile_form
 assert (QUIET.kind, WINDOW.kind) == ("quiet", "window") and QUIET.poison and WINDOW.poison
-BUILDS = {"production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED,
+# the property's build without the happens-before checker (Perturbation.checks)
+UNCHECKED = runtime_perturbation(1, checks=False).compile_form
+assert PROPERTY.checks and QUIET.checks and WINDOW.checks and not UNCHECKED.checks
+BUILDS = {"unchecked": UNCHECKED, "production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED,
           "runtime": RUNTIME, "filled": FILLED, "property": PROPERTY, "quiet": QUIET, "window": WINDOW}
 # the run-time build's wgmma waits: LABELS and the 5 variants whose run-time build once serialized
 # every wgmma (a predicated nanosleep per delay site; properties/MUTANTS.md "Fourth pass", "Fifth
@@ -118,6 +121,30 @@ def test_production_has_no_delays_and_no_poison(code, label):
     prod = code[label, "production"]
     assert not _delays(prod), f"{label}: production SASS has delay instructions {_delays(prod)[:3]}"
     assert not poison_sites.poison_stores(prod)
+
+
+def _report_ops(code):
+    """The checker's report atomics (kernel.hopper.ptx.hb_check*): an or of the rule's bit into
+    the record and a compare-and-swap of the first site per check site (and a count, an add,
+    which production's prepass claims also use)."""
+    ors = [i for i in code if i.opcode.startswith("REDG.E.OR")]
+    cas = [i for i in code if i.opcode.startswith("ATOMG.E.CAS")]
+    adds = [i for i in code if i.opcode.startswith("REDG.E.ADD")]
+    return ors, cas, adds
+
+
+@pytest.mark.parametrize("label", LABELS + ("h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1x_t64",))
+def test_the_checker_is_compiled_into_the_checked_harness_builds_only(code, label):
+    """Production and the harness build without ``checks`` have no report atomic; the checked
+    build has the report at every check site: at least the sites every layout has (wgmma fence,
+    reuse of the last buffer, producer exit, epilogue), one or, one compare-and-swap and one
+    count each."""
+    prod_ors, prod_cas, prod_adds = _report_ops(code[label, "production"])
+    assert not prod_ors and not prod_cas
+    assert _report_ops(code[label, "unchecked"])[:2] == ([], [])
+    ors, cas, adds = _report_ops(code[label, "property"])
+    assert len(ors) >= 4 and len(ors) == len(cas) == len(adds) - len(prod_adds), (
+        label, len(ors), len(cas), len(adds), len(prod_adds))
 
 
 @pytest.mark.parametrize("label", LABELS)
@@ -284,8 +311,8 @@ launch = importlib.import_module("kernel.hopper.launch")
 configs = {c.label: c for c in DECLARED_VARIANTS}
 out = {}
 for label in sys.argv[2:]:
-    for name, pert in (("production", None), ("property", runtime_perturbation(1).compile_form),
-                       ("window", runtime_perturbation(3).compile_form)):
+    for name, pert in (("production", None), ("property", runtime_perturbation(1, checks=False).compile_form),
+                       ("window", runtime_perturbation(3, checks=False).compile_form)):
         ins = sass.kernel_code(launch.static_build(configs[label], sys.argv[1] + "/" + name, perturbation=pert)["cubin"])
         out[label, name] = [i.operands.rstrip(" ;") for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
 print(json.dumps([[k[0], k[1], v] for k, v in out.items()]))
@@ -296,7 +323,11 @@ def test_wgmma_wait_mutants_run_time_builds_keep_their_waits(tmp_path):
     """The catalog's lax-wait mutant (``wait_group(2)``; both variants share the edit, so one
     mutated copy) on its run-time build: the mutant's own waits, not one drain per HGMMA (with a
     predicated ``@p nanosleep`` per site the ``_rs`` build was serialized, so the perturbed
-    property ran it fully synchronous and could not see the lax wait)."""
+    property ran it fully synchronous and could not see the lax wait). Checked on the run-time
+    builds without the happens-before checker: with it (``checks``, the property's builds since
+    session 6) ptxas serializes this mutant's ``_rs`` build (more registers live: it then has
+    no room for a third fragment set in flight), and that does not matter there: the checker
+    sees the lax wait from its own counts of groups committed and waited for, not from a race."""
     from ci import mutation_runner as mr
     from ci.mutants import MUTANTS
 
