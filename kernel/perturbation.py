@@ -43,6 +43,8 @@ Sites (role -> site; each has a ``before`` and an ``after`` point unless noted):
   (:meth:`Perturbation.skew`): the warps with ``warp % 4`` = the seed's victim sleep
   ``skew_ns`` more, so the other warps of their warpgroup finish the sub-block's dequant, and
   whatever follows it up to the next barrier, before the victim starts reading the raw stage.
+  The same skew also sleeps before the consumers' ``wgmma_wait`` (:data:`SKEWED_SITES`): the
+  victim waits for its wgmma group, and tells the checker so, late.
   No other site gives that: the others sit after a sub-block's reads (fence, publish barrier)
   or before a barrier that resynchronizes the warps (each sub-block ends with the reuse
   barrier and, with poison, the poison barrier). Aimed at a poison or release of the raw stage
@@ -95,6 +97,12 @@ SLOTS: tuple[tuple[str, str, str], ...] = tuple(
 SLOT_INDEX = {slot: i for i, slot in enumerate(SLOTS)}
 JITTER_NS_WORD, JITTER_MODE_WORD, SEED_WORD = len(SLOTS), len(SLOTS) + 1, len(SLOTS) + 2
 SKEW_NS_WORD, SKEW_WARP_WORD = len(SLOTS) + 3, len(SLOTS) + 4
+# the sites that also sleep the seed's warp skew (Perturbation.skew) in the run-time build: the
+# consumers' decode site (a warp starts reading the raw stage late) and the point before their
+# wgmma wait (a warp waits for, and so publishes the retirement of, its wgmma group late: what
+# a missing barrier between the other warps' waits and a buffer's rewrite lets through, seen by
+# the happens-before checker at once)
+SKEWED_SITES = frozenset({("consumer", "decode", "before"), ("consumer", "wgmma_wait", "before")})
 # one in STRESS_ONE_IN run-time seeds launches beside the tensor-pipe stressor (stressed_seed)
 STRESS_ONE_IN = 2
 # one in SKEW_ONE_IN run-time "delays" seeds has no warp skew (Perturbation.skew)

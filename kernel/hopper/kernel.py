@@ -114,7 +114,7 @@ from kernel.hopper.workspace import (  # noqa: E402
     CLAIM_WORD, DATA_OFFSET, DONE_WORD, ITEMS_PER_THREAD, PASSED_WORD, TENSOR_MAP_OFFSET,
 )
 from kernel.hopper.workspace import FLAG_CELL_BYTES, GEN_WORD  # noqa: E402
-from kernel.perturbation import CHECK_RULE_INDEX  # noqa: E402
+from kernel.perturbation import CHECK_RULE_INDEX, SKEWED_SITES  # noqa: E402
 
 # the happens-before checker's shadow state (harness builds with Perturbation.checks): one slot of
 # HB_WARP_WORDS int32 per warp of the CTA, in shared memory. Consumer warps: the wgmma groups
@@ -1785,7 +1785,7 @@ class HopperNvfp4GroupedGemm:
                 raise RuntimeError("a run-time perturbation needs the harness build (HarnessHopperGemm)")
             if (role, site, when) not in SLOT_INDEX:
                 raise KeyError(f"unknown perturbation site {role}.{site}.{when}")
-            if (role, site) == ("consumer", "decode"):
+            if (role, site, when) in SKEWED_SITES:
                 sleep_ns_from_table_skewed(self.delay_table, SLOT_INDEX[role, site, when], self.delay_jitter,
                                            self.delay_skew)
             else:
