@@ -1856,6 +1856,12 @@ class HopperNvfp4GroupedGemm:
         own barrier (``consumers``)."""
         if not self.poisoning():
             return
+        # the poison stores rewrite the buffer: the checker's reuse rule holds here as at the
+        # next dequant (every reading warp waited for the group that read it)
+        if self.y_per_wg:
+            self.check_reuse(ybuf0 + buf, (self.hb_warp // 4) * 4 if self.checks else 0, 4)
+        else:
+            self.check_reuse(buf, 0, self.consumer_warps)
         if self.y_per_wg:
             self.poison_region(sy_base + (ybuf0 + buf) * self.y_buf_bytes, self.y_buf_bytes, wtid, 128)
             consumers.arrive_and_wait()
