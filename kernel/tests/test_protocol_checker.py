@@ -130,3 +130,10 @@ def test_checks_are_part_of_the_tag_and_the_compile_form():
     assert len({runtime_perturbation(s).compile_form for s in range(1, 40)}) == 3
     with pytest.raises(ValueError, match="checks needs a run-time perturbation"):
         Perturbation(1, checks=True)
+
+
+def test_the_skewed_sites_are_delay_slots_of_the_consumers():
+    from kernel.perturbation import SKEWED_SITES, SLOT_INDEX
+
+    assert ("consumer", "decode", "before") in SKEWED_SITES and ("consumer", "wgmma_wait", "before") in SKEWED_SITES
+    assert all(site in SLOT_INDEX for site in SKEWED_SITES)
