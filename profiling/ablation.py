@@ -1,6 +1,6 @@
 """Time Hopper configs, declared or not, and what each "split" config costs without a part.
 
-    python -m profiling.ablation --variant LABEL [--config JSON ...] [--ablate]
+    python -m profiling.ablation --variant LABEL [--config JSON ...] [--ablate [--parts P1,P2]]
                                  [--shapes bench1,bench2] [--json PATH]
 
 ``--config '{"tile_n": 256, "roles": "split", ...}'`` builds a ``HopperConfig`` from the given
@@ -8,7 +8,9 @@ fields (the rest default), so a candidate can be timed before it is declared. ``
 for every ``roles="split"`` config, its ablated builds (:class:`kernel.hopper.ablation.Ablation`,
 a build option passed next to the config, never a config field): ``no_mma`` (dequantize, no
 wgmma), ``no_dequant`` (wgmma on unwritten buffers) and ``load_only``: the time of each part
-alone, to say which one bounds the kernel. They are named ``LABEL~ablate-PART``. Ablated results
+alone, to say which one bounds the kernel; for a cooperative register-X config its
+``kernel.hopper.ablation.REGS_PARTS`` that apply, and for every config ``no_epilogue`` (no C
+written: what the epilogue costs). They are named ``LABEL~ablate-PART``. Ablated results
 are wrong by design and are not checked; every other config is checked against the exact oracle
 (NaN-poisoned outputs) through ``custom_kernel`` before it is timed, and a wrong one is
 reported, not timed.
@@ -29,7 +31,7 @@ import sys
 import time
 from typing import Sequence
 
-from kernel.hopper.ablation import REGS_PARTS, Ablation, check_ablation
+from kernel.hopper.ablation import ANY_PARTS, REGS_PARTS, Ablation, check_ablation
 
 ABLATIONS = ("no_mma", "no_dequant", "load_only")
 
@@ -46,8 +48,17 @@ class Build:
         return self.config.label if self.ablation is None else f"{self.config.label}~{self.ablation.tag}"
 
 
-def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool) -> list[Build]:
+def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
+                 parts: Sequence[str] | None = None) -> list[Build]:
+    """The builds to time: each variant and config, then (``ablate``) its ablated twins, only
+    those of ``parts`` when given (e.g. ``["no_epilogue"]``)."""
+    from kernel.hopper.ablation import PARTS
     from kernel.hopper.config import DECLARED_VARIANTS, HopperConfig, check_config
+
+    if parts is not None:
+        unknown = [p for p in parts if p not in PARTS]
+        if unknown or not ablate:
+            raise SystemExit(f"--parts takes --ablate and parts of {', '.join(PARTS)}; got {', '.join(parts)}")
 
     by_label = {c.label: c for c in DECLARED_VARIANTS}
     out = []
@@ -63,7 +74,9 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool) 
     if ablate:
         builds += [Build(b.config, Ablation(a)) for b in list(builds) if b.config.roles == "split" for a in ABLATIONS]
         builds += [Build(b.config, Ablation(a)) for b in list(builds)
-                   if b.ablation is None for a in REGS_PARTS if not Ablation(a).problems(b.config)]
+                   if b.ablation is None for a in REGS_PARTS + ANY_PARTS if not Ablation(a).problems(b.config)]
+    if parts is not None:
+        builds = [b for b in builds if b.ablation is None or b.ablation.part in parts]
     for b in builds:
         check_ablation(b.config, b.ablation)
     return builds
@@ -96,7 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profiling.ablation", description=__doc__.split("\n\n")[0])
     p.add_argument("--variant", action="append", default=[], help="a declared label (repeatable)")
     p.add_argument("--config", action="append", default=[], help="HopperConfig fields as JSON (repeatable)")
-    p.add_argument("--ablate", action="store_true", help="add the no_mma/no_dequant/load_only twins of split configs")
+    p.add_argument("--ablate", action="store_true", help="add the ablated twins of each config (split parts, register-X parts, no_epilogue)")
+    p.add_argument("--parts", help="with --ablate: only these ablation parts (comma-separated), e.g. no_epilogue")
     p.add_argument("--shapes", default="bench1,bench2,bench3,bench4")
     p.add_argument("--samples", type=int, default=15)
     p.add_argument("--json", help="write every row here")
@@ -110,7 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from profiling import floors, timing
     from profiling.benchmarks import _support as S
 
-    builds = parse_builds(args.variant, args.config, args.ablate)
+    builds = parse_builds(args.variant, args.config, args.ablate,
+                          None if args.parts is None else args.parts.split(","))
     rows = []
     for shape_name in args.shapes.split(","):
         shape = floors.get_shape(shape_name)

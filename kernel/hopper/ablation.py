@@ -25,6 +25,11 @@ and, together, Y into shared memory):
 
 A ``y_source="prepass"`` config (Y arrives in shared memory by TMA, already fp16) takes
 ``no_x_dequant`` only: it is then its own ``mma_only``.
+
+Any config (issue 14, session 6):
+
+* ``no_epilogue``: the consumers write no C at all (no conversion, no staging, no store; the
+  wgmmas and every wait stay): what the epilogue costs, ``direct`` or ``smem``.
 """
 
 from __future__ import annotations
@@ -32,10 +37,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Part = Literal["no_mma", "no_dequant", "load_only", "no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only"]
+Part = Literal["no_mma", "no_dequant", "load_only", "no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only",
+               "no_epilogue"]
 SPLIT_PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
 REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
-PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS
+ANY_PARTS: tuple[str, ...] = ("no_epilogue",)  # every config takes these
+PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS + ANY_PARTS
 # what the kernel may leave out -> the parts that leave it out
 LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "mma": ("no_mma", "load_only"),
@@ -44,6 +51,7 @@ LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "y_dequant": ("no_y_dequant", "no_y_sync", "mma_only"),
     "y_sync": ("no_y_sync", "mma_only"),
     "x_dequant": ("no_x_dequant", "mma_only"),
+    "epilogue": ("no_epilogue",),
 }
 
 
@@ -66,6 +74,8 @@ class Ablation:
 
     def problems(self, config) -> list[str]:
         """Why ``config`` cannot be built with this ablation (empty: it can)."""
+        if self.part in ANY_PARTS:
+            return []
         if self.part in REGS_PARTS:
             if config.roles != "cooperative" or config.x_operand != "regs" or config.y_per_warpgroup:
                 return [f"ablation {self.part!r} needs roles='cooperative', x_operand='regs' and one shared Y ring"]

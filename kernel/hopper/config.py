@@ -68,6 +68,18 @@ YSource = Literal["smem_decode", "prepass"]
 #              release; the producer acquire-waits on a box's flag before its TMA load, so a CTA
 #              waits only for the Y its next stages read (kernel.hopper.workspace: the flags)
 PrepassSync = Literal["barrier", "flags"]
+# How the consumer warpgroups write C (issue 14, session 6):
+#   "direct": predicated scalar 2-byte fp16 stores straight from the wgmma accumulators (every
+#             variant before session 6; swapped, a warp's store touches ~32 rows of C);
+#   "smem":   staged through shared memory (kernel/hopper/staging.py states the layout): each
+#             consumer warpgroup converts its accumulators (its 64 columns of C, swapped) to fp16
+#             and writes them with ``stmatrix.trans`` into its own staging buffer laid out as C
+#             (rows of 64 fp16, 16-byte chunks XOR-swizzled by row), syncs its 128 threads on its
+#             own named barrier, then stores C with one coalesced 16-byte store per thread and
+#             row chunk (8 fp16; 2-byte stores where n is not a multiple of 8). The buffer holds
+#             ``epilogue_stage_rows`` rows of C (the whole tile where shared memory allows, else
+#             half of it, in two passes; a pass past the tile's last row of C is skipped)
+Epilogue = Literal["direct", "smem"]
 
 SMEM_CAPACITY_BYTES = 232448  # sm_90: 227 KiB of dynamic shared memory per block
 SMEM_ALIGN = 1024  # swizzle-128 operand buffers need 1024-byte alignment
@@ -93,6 +105,12 @@ PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (0, 1, 2, 4)
 # HopperConfig.cluster_x: CTAs per cluster along X (N); 2 multicasts each fp16 Y box (prepass)
 CLUSTER_SIZES = (1, 2)
+# epilogue="smem": named barrier 4 + w syncs consumer warpgroup w's 128 threads around its staging
+# buffer (0: the CTA-wide barrier, 1: the consumers' Y barrier, 1 + w (w < 3): y_per_warpgroup's)
+EPILOGUE_BARRIER_ID0 = 4
+# epilogue="smem": columns of C per consumer warpgroup (its 64-row wgmma M slice, swapped), so a
+# staging row is 128 bytes: eight 16-byte chunks
+EPILOGUE_WG_COLS = 64
 
 
 @dataclass(frozen=True)
@@ -160,6 +178,9 @@ class HopperConfig:
     # only columns never stored), chosen per tile at run time (m - m0 <= 64); with
     # schedule="balanced" (kernel.plan): each CTA runs a cost-balanced share, heavy tiles first
     y_tail64: bool = False
+    # issue 14, session 6 (experimental): see Epilogue. "direct" (every earlier variant) or
+    # "smem" (label suffix "_es"): staged through shared memory, coalesced 16-byte stores
+    epilogue: Epilogue = "direct"
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -279,6 +300,7 @@ class HopperConfig:
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
+        sched += "_es" if self.epilogue == "smem" else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -371,7 +393,7 @@ def dequant_buffer_bytes(config: HopperConfig) -> int:
     return config.fp16_buffers * (x_rows + config.mma_n * config.y_copies) * DEQUANT_SUB_K * 2
 
 
-def smem_bytes(config: HopperConfig) -> dict[str, int]:
+def _smem_bytes_before_staging(config: HopperConfig) -> dict[str, int]:
     barriers = 2 * config.num_ab_stages * 8
     if config.roles == "split" or config.y_source == "prepass":
         barriers += 2 * config.fp16_buffers * 8
@@ -386,6 +408,39 @@ def smem_bytes(config: HopperConfig) -> dict[str, int]:
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
     total = barriers + 3 * SMEM_ALIGN + raw + dq
     return {"barriers": barriers, "raw_stages": raw, "dequant_buffers": dq, "total": total}
+
+
+def epilogue_stage_bytes_for(config: HopperConfig, rows: int) -> int:
+    """``epilogue="smem"``: bytes of the staging buffers for ``rows`` rows of C per pass: one
+    buffer per consumer warpgroup of ``rows`` x 64 fp16 (128-byte rows)."""
+    return config.consumer_warpgroups * rows * EPILOGUE_WG_COLS * 2
+
+
+def epilogue_stage_rows(config: HopperConfig) -> int:
+    """``epilogue="smem"``: rows of C one staging pass holds (0 with ``epilogue="direct"``): the
+    tile's ``mma_n`` rows (one pass) when that fits shared memory beside everything else, else
+    ``mma_n / 2`` (two passes; the second skipped for a tile of at most that many rows), else
+    ``mma_n / 4``; at least 16 (one ``stmatrix.x4`` per warp covers 16 rows). The fastest tile
+    (183360 B before staging): 128 rows, 2 x 16384 B. The mixed-tail prepass tile (208088 B):
+    64 rows, 2 x 8192 B (128 rows would need 241880 B > 232448)."""
+    if config.epilogue != "smem":
+        return 0
+    before = _smem_bytes_before_staging(config)["total"]
+    rows = config.mma_n
+    while rows > 16 and before + SMEM_ALIGN + epilogue_stage_bytes_for(config, rows) > SMEM_CAPACITY_BYTES:
+        rows //= 2
+    return rows
+
+
+def smem_bytes(config: HopperConfig) -> dict[str, int]:
+    """Shared memory of one CTA, by region; ``epilogue="smem"`` adds the key
+    ``"epilogue_staging"`` (its staging buffers, in a fourth 1024-aligned region)."""
+    out = _smem_bytes_before_staging(config)
+    if config.epilogue == "smem":
+        staging = epilogue_stage_bytes_for(config, epilogue_stage_rows(config))
+        out["epilogue_staging"] = staging
+        out["total"] += SMEM_ALIGN + staging
+    return out
 
 
 def config_problems(config: HopperConfig) -> list[str]:
@@ -546,6 +601,12 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_tail64 is built without clusters (cluster_x=1)")
         if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
             p.append("y_tail64 halves a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128")
+    if config.epilogue not in ("direct", "smem"):
+        p.append(f"epilogue must be 'direct' or 'smem', got {config.epilogue!r}")
+    elif config.epilogue == "smem" and (not config.swapped or config.x_operand != "regs"):
+        # swapped: a thread's accumulator pairs are adjacent rows of C, one stmatrix.trans row
+        # each; x_operand="regs": one 64-row wgmma M slice (64 columns of C) per warpgroup
+        p.append("epilogue='smem' is built for swapped tiles with x_operand='regs' (64 columns of C per consumer warpgroup)")
     if (config.schedule == "balanced") != (config.y_tail64 is True):
         p.append("schedule='balanced' and y_tail64 go together (the balanced split costs the 64-row tiles)")
     if config.ctas_per_sm != 1:
@@ -583,6 +644,8 @@ def config_problems(config: HopperConfig) -> list[str]:
             f"{raw_stage} B raw FP4+scales = {sm['raw_stages']} B, + {sm['dequant_buffers']} B fp16 "
             f"operand buffers ({config.fp16_buffers} x ({config.mma_m}+{config.mma_n}x{config.y_copies}) rows x "
             f"{DEQUANT_SUB_K} x 2 B), + {sm['barriers']} B barriers + {3 * SMEM_ALIGN} B alignment"
+            + (f" + {sm['epilogue_staging']} B epilogue staging (16 rows of C, the least) + {SMEM_ALIGN} B alignment"
+               if "epilogue_staging" in sm else "")
         )
     return p
 
@@ -776,6 +839,22 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
         tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
         x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1, prepass_x_early=True,
         y_tail64=True, schedule="balanced",
+    ),
+    # issue 14, session 6 (experimental, not yet run on a GPU): the two variants of the default
+    # dispatch (FASTEST_CONFIG, MIXED_TAIL_CONFIG) with C staged through shared memory
+    # (epilogue="smem", label "_es"): stmatrix.trans into a per-warpgroup staging buffer, then
+    # coalesced 16-byte stores, instead of predicated scalar 2-byte stores from the accumulators
+    # (the swapped tile's stores touch ~32 rows of C per warp instruction). The fastest tile
+    # stages all 128 rows of C at once (+32 KB); the mixed-tail tile 64 at a time (+16 KB, a light
+    # tile one pass)
+    HopperConfig(
+        tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
+        dequant="prmt", loader="tma", x_operand="regs", epilogue="smem",
+    ),
+    HopperConfig(
+        tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
+        dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
+        prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem",
     ),
 )
 

@@ -63,6 +63,7 @@ from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 from kernel.hopper import config as cfgmod
 from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_share, cluster_tile_range,
                                     cta_tile_range, group_search)
+from kernel.hopper import staging
 from kernel.hopper.config import HopperConfig
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
                                  Perturbation)
@@ -98,6 +99,10 @@ from kernel.hopper.ptx import (
     sleep_ns_from_table,
     sleep_ns_jittered,
     store_f16,
+    ld_shared_v4_b32,
+    st_global_f16x8_tail,
+    st_global_v4_b32,
+    stmatrix_x4_trans_f16,
     tensormap_acquire,
     tma_load_rows,
     tma_load_rows_multicast,
@@ -236,6 +241,16 @@ class HopperNvfp4GroupedGemm:
             fp16_bar_count += cfgmod.TAIL64_SHARE_BYTES // 8
 
         hb_words = (config.threads // 32) * HB_WARP_WORDS
+        # epilogue="smem" (session 6, experimental): C staged through one shared buffer per
+        # consumer warpgroup (kernel/hopper/staging.py), ``epi_rows`` rows of C per pass, in a
+        # region of its own after the fp16 buffers: nothing else reads or writes it (the
+        # producer's TMA writes only the raw stages and the Y ring), so only the consumer
+        # warpgroup's own named barrier guards it
+        self.staged_epilogue = config.epilogue == "smem"
+        self.epi_rows = cfgmod.epilogue_stage_rows(config)
+        self.epi_passes = self.mma_n // self.epi_rows if self.staged_epilogue else 0
+        self.epi_wg_bytes = self.epi_rows * staging.ROW_BYTES
+        self.smem_storage = None  # the kernel's SharedStorage, set while the kernel is traced
 
         @cute.struct
         class SharedStorage:
@@ -248,6 +263,21 @@ class HopperNvfp4GroupedGemm:
                 hb: cute.struct.MemRange[cutlass.Int32, hb_words]
 
         self.shared_storage = SharedStorage
+        if self.staged_epilogue:
+            epi_bytes = cfgmod.epilogue_stage_bytes_for(config, self.epi_rows)
+
+            @cute.struct
+            class StagedSharedStorage:
+                bars: cute.struct.MemRange[cutlass.Int64, stages * 2]
+                fp16_bars: cute.struct.MemRange[cutlass.Int64, fp16_bar_count]
+                raw: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, raw_bytes], cfgmod.SMEM_ALIGN]
+                sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, x_elems], cfgmod.SMEM_ALIGN]
+                sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
+                sC: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, epi_bytes], cfgmod.SMEM_ALIGN]
+                if self.checks:  # harness builds only: the checker's shadow state
+                    hb: cute.struct.MemRange[cutlass.Int32, hb_words]
+
+            self.shared_storage = StagedSharedStorage
 
     # ------------------------------------------------------------------------ host side
     @cute.jit
@@ -521,6 +551,7 @@ class HopperNvfp4GroupedGemm:
 
         smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
+        self.smem_storage = storage
         if cutlass.const_expr(cfg.loader != "cp_async"):
             # full: one elected arrive + transaction bytes; empty: lane 0 of each dequant warp
             pipe = pipeline.PipelineTmaAsync.create(
@@ -2040,14 +2071,34 @@ class HopperNvfp4GroupedGemm:
                 cute.gemm(tiled_mma, acc, tCrX[(None, None, kb, buf)], tCrY[(None, None, kb, buf)], acc)
         self.commit_group(buf)
 
-    @cute.jit
     def epilogue(self, acc, tCcC, c_ptr, m, n, m0, n0):
-        """Predicated fp16 stores straight from the accumulators (ragged M and N)."""
-        self.delay("consumer", "epilogue", "before")
-        if cutlass.const_expr(self.checks):  # every wgmma group writing the accumulators retired
+        """C of one tile from the accumulators (after ``wait_group(0)``): ``epilogue="direct"``
+        :meth:`epilogue_direct`, ``"smem"`` :meth:`epilogue_staged`; the ``no_epilogue``
+        ablation (profiling only) stores nothing (:meth:`epilogue_sink`). Traced inline."""
+        if self.ablates("epilogue"):
+            self.epilogue_sink(acc, c_ptr, m)
+            return
+        if self.checks:  # every wgmma group writing the accumulators retired
             hb_check(self.delay_table, "ne.u32", self.hb_load(HB_RETIRED), self.hb_load(HB_ISSUED),
                      CHECK_RULE_INDEX["accumulator_read_in_flight"], self.hb_warp, self.hb_warp, self.hb_cta,
                      self.hb_lane)
+        if self.staged_epilogue:
+            self.epilogue_staged(acc, c_ptr, m, n, m0, n0)
+        else:
+            self.epilogue_direct(acc, tCcC, c_ptr, m, n, m0, n0)
+
+    @cute.jit
+    def epilogue_sink(self, acc, c_ptr, m):
+        """The ``no_epilogue`` ablation (profiling only): no C at all. One store that never runs
+        (a group's M is never negative) keeps the accumulators used: without any use the
+        compiler drops the wgmmas, and the X decode that feeds them, as dead code."""
+        if m < 0:
+            store_f16(c_ptr, acc[0], cutlass.Float32(self.out_multiplier))
+
+    @cute.jit
+    def epilogue_direct(self, acc, tCcC, c_ptr, m, n, m0, n0):
+        """Predicated fp16 stores straight from the accumulators (ragged M and N)."""
+        self.delay("consumer", "epilogue", "before")
         mult = cutlass.Float32(self.out_multiplier)
         # fully unrolled on purpose: the accumulator fragment is indexed by compile-time constants
         # (cutlass.range(..., unroll_full=True) indexes it at run time and grew the SASS by up to
@@ -2061,6 +2112,62 @@ class HopperNvfp4GroupedGemm:
                 col = n0 + crd[0]
             if row < m and col < n:
                 store_f16(c_ptr + (cutlass.Int64(row) * cutlass.Int64(n) + cutlass.Int64(col)) * 2, acc[i], mult)
+
+    @cute.jit
+    def epilogue_staged(self, acc, c_ptr, m, n, m0, n0):
+        """``epilogue="smem"`` (swapped tiles, X in registers): each consumer warpgroup stages its
+        64 columns of C through its own shared buffer (kernel/hopper/staging.py: layout, bank
+        groups) in ``epi_passes`` passes of ``epi_rows`` rows of C, each pass: named barrier
+        (this warpgroup's 128 threads: every read of the previous pass or tile is done), the
+        fp16 accumulators by stmatrix.trans (rounded as ``store_f16`` rounds them), named
+        barrier (the pass is in the buffer), then per thread and 16-row step one 16-byte chunk
+        of a row of C: one 16-byte store where n is a multiple of 8 (rows 16-byte aligned, the
+        chunk then inside N or wholly past it), else 2-byte stores of its columns below n; rows
+        at or past m store nothing. A pass wholly past the tile's rows (m - m0 <= p x epi_rows,
+        e.g. y_tail64's light tiles) is skipped: the decision is the same for the warpgroup's
+        128 threads, so none waits alone at a barrier."""
+        self.delay("consumer", "epilogue", "before")
+        mult = cutlass.Float32(self.out_multiplier)
+        # the plain thread index: an opaque read (ptx.tid_x_opaque) made ptxas treat the run-time
+        # perturbed build's wgmmas as divergent and drain every group (wait 0 after each)
+        tid, _, _ = cute.arch.thread_idx()
+        wtid = cutlass.Int32(tid) % 128
+        wg = cute.arch.make_warp_uniform(cute.arch.warp_idx()) // 4  # the barrier id: warp-uniform
+        buf = self.smem_storage.sC.data_ptr().toint() + wg * self.epi_wg_bytes
+        bar = pipeline.NamedBarrier(barrier_id=cfgmod.EPILOGUE_BARRIER_ID0 + wg, num_threads=128)
+        st_addr = buf + staging.stmatrix_lane_offset(wtid)
+        ld_addr = buf + staging.read_lane_offset(wtid)
+        prow, pcol = staging.read_row_col(wtid, 0)
+        col = n0 + wg * cfgmod.EPILOGUE_WG_COLS + pcol
+        row0 = m0 + prow
+        aligned = n % 8 == 0
+        for p in cutlass.range_constexpr(self.epi_passes):
+            if cutlass.const_expr(p == 0):
+                self.epilogue_pass(acc, p, mult, bar, st_addr, ld_addr, c_ptr, row0, col, m, n, aligned)
+            else:
+                if m - m0 > p * self.epi_rows:
+                    self.epilogue_pass(acc, p, mult, bar, st_addr, ld_addr, c_ptr, row0 + p * self.epi_rows, col, m, n,
+                                       aligned)
+
+    @cute.jit
+    def epilogue_pass(self, acc, p: cutlass.Constexpr, mult, bar, st_addr, ld_addr, c_ptr, row0, col, m, n, aligned):
+        """One staging pass of :meth:`epilogue_staged`: rows ``row0 + 16 it`` of C (this thread's)."""
+        steps = staging.calls_per_pass(self.epi_rows)
+        bar.arrive_and_wait()  # the warpgroup's reads of the buffer (previous pass or tile) are done
+        for q in cutlass.range_constexpr(steps):
+            idx = staging.stmatrix_values(p, q, self.epi_rows)
+            stmatrix_x4_trans_f16(st_addr + q * staging.STEP_BYTES, [acc[i] for i in idx], mult)
+        bar.arrive_and_wait()  # the whole pass is in the buffer
+        chunks = [ld_shared_v4_b32(ld_addr + it * staging.STEP_BYTES) for it in range(steps)]
+        for it in cutlass.range_constexpr(steps):
+            row = row0 + staging.ROWS_PER_STEP * it
+            if row < m:
+                addr = c_ptr + (cutlass.Int64(row) * cutlass.Int64(n) + cutlass.Int64(col)) * 2
+                if aligned:
+                    if col < n:
+                        st_global_v4_b32(addr, chunks[it])
+                else:
+                    st_global_f16x8_tail(addr, chunks[it], n - col)
 
 
 class HarnessHopperGemm(HopperNvfp4GroupedGemm):

@@ -6,6 +6,10 @@
 * ``dequant_unit``: 16 bytes of packed FP4 (32 K elements of one row) and their two E4M3 scales
   -> 32 fp16 values written as four 16-byte vectors into a swizzled wgmma operand buffer.
 * ``store_f16``: one fp16 store of a scaled fp32 accumulator element.
+* ``stmatrix_x4_trans_f16``, ``ld_shared_v4_b32``, ``st_global_v4_b32``, ``st_global_f16x8_tail``:
+  the staged epilogue (``epilogue="smem"``, kernel/hopper/staging.py): eight scaled accumulators
+  rounded as ``store_f16`` rounds them, into shared memory by ``stmatrix.trans``; 16-byte chunks
+  of C back out and to global memory (2-byte stores for a row that is not 16-byte aligned).
 * ``sleep_ns`` / ``sleep_ns_jittered``, ``poison_shared``: the schedule perturbation of
   non-production builds (kernel/perturbation.py); a production build never calls them.
 
@@ -208,6 +212,65 @@ def store_f16(addr: Int64, value: Float32, multiplier: Float32, *, loc=None, ip=
         loc=loc,
         ip=ip,
     )
+
+
+def stmatrix_f16_asm() -> str:
+    """``epilogue="smem"``: eight fp32 accumulators ($1..$8) times the multiplier ($9), rounded
+    to fp16 exactly as :func:`store_f16` rounds one (``mul.rn.f32``, then round to nearest even;
+    ``cvt.rn.f16x2.f32 d, a, b`` rounds a and b each on its own and packs a high, b low), four
+    fp16x2 registers (register j: $(2j+1) low, $(2j+2) high), one
+    ``stmatrix.sync.aligned.m8n8.x4.trans.shared.b16`` at this lane's row address $0."""
+    lines = ["{", ".reg .f32 f<8>;", ".reg .b32 h<4>;"]
+    lines += [f"mul.rn.f32 f{k}, ${k + 1}, $9;" for k in range(8)]
+    lines += [f"cvt.rn.f16x2.f32 h{j}, f{2 * j + 1}, f{2 * j};" for j in range(4)]
+    lines += ["stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {h0, h1, h2, h3};", "}"]
+    return "\n".join(lines)
+
+
+@dsl_user_op
+def stmatrix_x4_trans_f16(addr: Int32, values: list, multiplier: Float32, *, loc=None, ip=None) -> None:
+    """``epilogue="smem"``: :func:`stmatrix_f16_asm` of the eight fp32 ``values`` (warp-wide:
+    every lane of the warp executes it, each with its own row address, kernel/hopper/staging.py)."""
+    _inline_asm(
+        stmatrix_f16_asm(),
+        "r," + ",".join(["f"] * 9) + ",~{memory}",
+        _ir(loc, ip, (Int32, addr), *((Float32, v) for v in values), (Float32, multiplier)),
+        loc=loc,
+        ip=ip,
+    )
+
+
+@dsl_user_op
+def ld_shared_v4_b32(addr: Int32, *, loc=None, ip=None) -> list:
+    """``epilogue="smem"``: 16 bytes of shared memory as four u32 (one staged chunk: 8 fp16)."""
+    return _inline_asm_u32(4, "ld.shared.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,r,~{memory}",
+                           _ir(loc, ip, (Int32, addr)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def st_global_v4_b32(addr: Int64, words: list, *, loc=None, ip=None) -> None:
+    """``epilogue="smem"``: one 16-byte global store (8 fp16 of a row of C; ``addr`` 16-aligned)."""
+    _inline_asm("st.global.v4.b32 [$0], {$1, $2, $3, $4};", "l,r,r,r,r,~{memory}",
+                _ir(loc, ip, (Int64, addr), *((Int32, w) for w in words)), loc=loc, ip=ip)
+
+
+def st_global_f16x8_tail_asm() -> str:
+    """The fp16 ``e`` (0..7) of the four words $1..$4 (word e // 2, low half first) stored with
+    2-byte stores at $0 + 2e while ``e < $5``: a chunk of C whose row is not 16-byte aligned
+    (n not a multiple of 8) or that runs past column n."""
+    lines = ["{", ".reg .pred p;", ".reg .b16 e<8>;"]
+    lines += [f"mov.b32 {{e{2 * w}, e{2 * w + 1}}}, ${w + 1};" for w in range(4)]
+    for e in range(8):
+        lines += [f"setp.gt.s32 p, $5, {e};", f"@p st.global.b16 [$0+{2 * e}], e{e};"]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+@dsl_user_op
+def st_global_f16x8_tail(addr: Int64, words: list, count: Int32, *, loc=None, ip=None) -> None:
+    """``epilogue="smem"``: :func:`st_global_f16x8_tail_asm` (the first ``count`` of 8 fp16)."""
+    _inline_asm(st_global_f16x8_tail_asm(), "l,r,r,r,r,r,~{memory}",
+                _ir(loc, ip, (Int64, addr), *((Int32, w) for w in words), (Int32, count)), loc=loc, ip=ip)
 
 
 @dsl_user_op

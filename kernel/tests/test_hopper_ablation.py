@@ -23,7 +23,7 @@ def test_parts_and_tags():
     with pytest.raises(ValueError, match="ablation part"):
         Ablation("none")  # production is ``ablation=None``, not a part
     with pytest.raises(ValueError):
-        Ablation("no_epilogue")
+        Ablation("no_stores")  # the part is "no_epilogue"
 
 
 def test_ablation_is_part_of_the_compile_key(monkeypatch):
@@ -175,7 +175,7 @@ def test_prepass_takes_no_x_dequant_only():
     from kernel.hopper.ablation import PARTS
 
     accepted = [p for p in PARTS if not Ablation(p).problems(PRE)]
-    assert accepted == ["no_x_dequant"]
+    assert accepted == ["no_x_dequant", "no_epilogue"]  # (no_epilogue: every config)
     assert "only 'no_x_dequant' applies" in Ablation("no_y_sync").problems(PRE)[0]
 
 
@@ -183,9 +183,11 @@ def test_ablate_flag_adds_every_part_a_build_takes():
     from profiling.ablation import parse_builds
 
     tags = sorted(b.ablation.tag for b in parse_builds([PRE_LABEL], [], ablate=True) if b.ablation)
-    assert tags == ["ablate-no_x_dequant"]
+    assert tags == ["ablate-no_epilogue", "ablate-no_x_dequant"]
     tags = sorted(b.ablation.tag for b in parse_builds([RS_LABEL], [], ablate=True) if b.ablation)
-    assert tags == sorted(f"ablate-{p}" for p in ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only"))
+    assert tags == sorted(f"ablate-{p}" for p in ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only", "no_epilogue"))
+    tags = sorted(b.ablation.tag for b in parse_builds([SPLIT_LABEL], [], ablate=True) if b.ablation)
+    assert tags == sorted(f"ablate-{p}" for p in ("no_mma", "no_dequant", "load_only", "no_epilogue"))
 
 
 @pytest.mark.compile
@@ -195,3 +197,29 @@ def test_prepass_no_x_dequant_drops_the_x_decode(tmp_path_factory):
     assert _real_wgmma(code) == _real_wgmma(prod) > 0
     # the consumers' PRMT decode of X is gone; phase 1's Y decode (PRMT too) stays
     assert 0 < _count(code, "PRMT") < _count(prod, "PRMT")
+
+
+# ---- no_epilogue (issue 14, session 6): every config, C never written -----------------------
+def test_no_epilogue_applies_to_every_declared_variant():
+    for config in DECLARED_VARIANTS:
+        assert Ablation("no_epilogue").problems(config) == [], config.label
+        assert Ablation("no_epilogue").skips("epilogue") and not Ablation("no_epilogue").skips("mma")
+
+
+def _stores(code):
+    return [i for i in code if i.mnemonic in ("STG", "STSM")]
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("label", [RS_LABEL, RS_LABEL + "_es"])
+def test_no_epilogue_drops_the_stores_and_keeps_the_wgmmas(label, tmp_path_factory):
+    """The ablated build writes no C (one store behind a never-true ``m < 0`` stays, so the
+    compiler cannot drop the accumulators' wgmmas as dead code: without it the whole K loop
+    vanished) and keeps every wgmma, X decode and Y decode of the production build."""
+    config = next(c for c in DECLARED_VARIANTS if c.label == label)
+    sass_of = _sass_getter(config, tmp_path_factory.mktemp("ablate_epi"))
+    prod, code = sass_of(None), sass_of("no_epilogue")
+    assert _real_wgmma(code) == _real_wgmma(prod) > 0
+    assert _count(code, "PRMT") > 0 and _count(code, "STS") == _count(prod, "STS") > 0  # Y's decode stays
+    assert len(_stores(prod)) >= 64 and len(_stores(code)) == 1
+    assert not [i for i in code if i.opcode.startswith(("STSM", "STG.E.128"))]

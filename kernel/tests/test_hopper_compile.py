@@ -266,3 +266,54 @@ def test_tail64_variant_sass_structure(label, tmp_path):
     assert len(closing) == 8 and {i.opcode.split(".")[1] for i in closing} == {"64x64x16", "64x128x16"}
     waits = [i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
     assert waits and all(int(w.split(",")[-1].strip().rstrip(";"), 16) <= 1 for w in waits), waits
+
+
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.epilogue == "smem"])
+def test_staged_epilogue_sass_structure(label, tmp_path):
+    """Session 6 (epilogue="smem", experimental): the staged epilogue is in the SASS and its twin
+    (the same config with epilogue="direct", a production variant) has none of it. Per tile and
+    thread: ``mma_n / 16`` STSM.16.MT88.4 (stmatrix.x4.trans; one pass of 8 on the fastest tile,
+    two of 4 on the mixed-tail tile) after the last wgmma wait (``gsb0, 0x0``) and behind a
+    128-thread named barrier, as many LDS.128 behind a second one, and one 16-byte STG.E.128 per
+    LDS.128 (plus the 2-byte fallback for rows that are not 16-byte aligned); the direct
+    epilogue's 2-byte stores from the accumulators are gone. 0 spills within the 288-thread cap."""
+    import dataclasses
+
+    from kernel.hopper.config import epilogue_stage_rows
+    from profiling import sass
+
+    config = next(c for c in STATIC_MATRIX if c.label == label)
+    twin = dataclasses.replace(config, epilogue="direct")
+
+    def code_of(cfg, name):
+        build = static_build(cfg, tmp_path / name, num_groups=8)
+        ins = sass.kernel_code(build["cubin"])
+        usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
+        return ins, usage
+
+    ins, usage = code_of(config, "staged")
+    twin_ins, _ = code_of(twin, "direct")
+    assert usage.stack_bytes == 0 and usage.local_bytes == 0 and usage.registers <= config.launch_register_cap
+    assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
+
+    def ops(code, prefix):
+        return [i for i in code if i.opcode.startswith(prefix)]
+
+    stsm, lds128 = ops(ins, "STSM.16.MT88.4"), ops(ins, "LDS.128")
+    assert len(stsm) == config.mma_n // 16 and len(lds128) >= config.mma_n // 16
+    assert len(ops(ins, "STG.E.128")) == len(ops(twin_ins, "STG.E.128")) + config.mma_n // 16
+    assert not ops(twin_ins, "STSM") and not ops(ins, "STSM.16.M88")  # the direct twin stages nothing
+    # the direct epilogue's one STG.E.U16 per accumulator value is gone (what remains: the 8-way
+    # 2-byte fallback per staged chunk, and the prepass's own stores)
+    assert len(ops(twin_ins, "STG.E.U16")) >= config.acc_regs_per_thread
+    assert len(ops(ins, "STG.E.U16")) == len(ops(twin_ins, "STG.E.U16")) - config.acc_regs_per_thread + 8 * (config.mma_n // 16)
+    # order: the last wgmma, a full wgmma wait, a 128-thread barrier, the stmatrix stores, a
+    # barrier, the shared loads
+    first_stsm = stsm[0].offset
+    last_mma = max(i.offset for i in ins if i.opcode.startswith("HGMMA") and i.offset < first_stsm)
+    waits = [i for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR") and last_mma < i.offset < first_stsm]
+    assert waits and waits[-1].operands.replace(" ", "").endswith("0x0"), waits
+    bars = [i for i in ins if i.opcode.startswith("BAR.SYNC") and i.operands.replace(" ", "").endswith("0x80")]
+    assert any(waits[-1].offset < b.offset < first_stsm for b in bars)
+    first_pass = epilogue_stage_rows(config) // 16
+    assert any(stsm[first_pass - 1].offset < b.offset < lds128[0].offset for b in bars)

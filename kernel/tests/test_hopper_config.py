@@ -419,3 +419,64 @@ def test_prepass_flags_declared_variants():
         assert dataclasses.replace(c, prepass_sync="barrier") in DECLARED_VARIANTS
         assert smem_bytes(c)["total"] <= SMEM_CAPACITY_BYTES
     assert len({c.label for c in DECLARED_VARIANTS}) == len(DECLARED_VARIANTS)
+
+
+# ---- issue 14, session 6: epilogue="smem" (C staged through shared memory) ------------------
+def test_staged_epilogue_label_smem_and_declared_twins():
+    """Off by default (every earlier label and byte count unchanged); "_es" last in the label;
+    declared (experimental) for the two variants of the default dispatch, each its production
+    twin with epilogue="smem" only; the staging region fits beside everything else: the whole
+    tile (2 x 128 rows x 128 B) on the fastest tile, half of it on the mixed-tail prepass tile."""
+    import dataclasses
+
+    from kernel.hopper.config import (
+        EPILOGUE_BARRIER_ID0, EXPERIMENTAL_VARIANTS, FASTEST_CONFIG, MIXED_TAIL_CONFIG, PRODUCTION_VARIANTS,
+        SMEM_ALIGN, epilogue_stage_rows,
+    )
+
+    assert HopperConfig().epilogue == "direct"
+    assert all(c.epilogue == "direct" for c in PRODUCTION_VARIANTS)
+    assert all("epilogue_staging" not in smem_bytes(c) and epilogue_stage_rows(c) == 0
+               for c in DECLARED_VARIANTS if c.epilogue == "direct")
+    staged = [c for c in DECLARED_VARIANTS if c.epilogue == "smem"]
+    assert staged == [dataclasses.replace(FASTEST_CONFIG, epilogue="smem"),
+                      dataclasses.replace(MIXED_TAIL_CONFIG, epilogue="smem")]
+    assert [c.label for c in staged] == [FASTEST_CONFIG.label + "_es", MIXED_TAIL_CONFIG.label + "_es"]
+    assert all(c in EXPERIMENTAL_VARIANTS and config_problems(c) == [] for c in staged)
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 2
+    fast, t64 = staged
+    assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
+                                "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
+    assert epilogue_stage_rows(fast) == 128
+    # 208088 B before staging: 128 rows would need 241880 > 232448, 64 rows take 225496
+    assert smem_bytes(t64)["epilogue_staging"] == 2 * 64 * 128 and smem_bytes(t64)["total"] == 225496
+    assert epilogue_stage_rows(t64) == 64
+    assert smem_bytes(dataclasses.replace(t64, epilogue="direct"))["total"] == 208088
+    # named barriers 4 + warpgroup: none of the kernel's other ids (0 CTA, 1 consumers, 1 + w y_per_warpgroup)
+    assert EPILOGUE_BARRIER_ID0 > max(1 + w for w in range(3))
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(epilogue="smem"), "swapped tiles with x_operand='regs'"),  # the default tile: unswapped, X in smem
+        (dict(_RS, swapped=False, epilogue="smem"), "swapped tiles with x_operand='regs'"),
+        (dict(tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3, epilogue="smem"),
+         "swapped tiles with x_operand='regs'"),
+        (dict(_RS, epilogue="stmatrix"), "epilogue must be 'direct' or 'smem'"),
+        # 6 X stages + 7 Y buffers (228568 B) leave less than 16 rows of staging (4096 + 1024 B)
+        (dict(_PRE, num_ab_stages=6, fp16_buffers=7, epilogue="smem"), "4096 B epilogue staging"),
+    ],
+)
+def test_staged_epilogue_rules(kwargs, words):
+    problems = config_problems(HopperConfig(**kwargs))
+    assert any(words in p for p in problems), problems
+
+
+def test_staged_epilogue_rows_shrink_to_fit():
+    """The staging pass shrinks (128 -> 64 -> 32 -> 16 rows of C) until it fits beside the rest."""
+    from kernel.hopper.config import epilogue_stage_rows
+
+    rows = {b: epilogue_stage_rows(HopperConfig(**dict(_PRE, fp16_buffers=b, epilogue="smem"))) for b in (2, 7, 8, 9)}
+    assert rows == {2: 128, 7: 128, 8: 64, 9: 16}
+    assert config_problems(HopperConfig(**dict(_PRE, fp16_buffers=9, epilogue="smem"))) == []

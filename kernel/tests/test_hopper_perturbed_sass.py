@@ -44,6 +44,8 @@ LABELS = (
     "h90_m128n128k256_s3_wg1_dq1b3_fp16_prmt",
     # issue 14b (experimental): a Y ring per consumer warpgroup, per-warpgroup barriers and poison
     "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_ywg",
+    # session 6 (experimental): the fastest variant with C staged through shared memory
+    "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es",
 )
 # the cooperative layouts (barriers and fp16 ping-pong buffers), not the split roles
 COOPERATIVE = tuple(label for label in LABELS if "_dq" not in label)

@@ -5,7 +5,8 @@ race does not happen to fire in 50 examples (ci/mutants.py: hopper_no_wait_befor
 hopper_no_barrier_before_buffer_reuse survived it). The code layout shows both:
 
 * the epilogue reads the accumulators only after ``wgmma.wait_group 0``: between the last HGMMA
-  and the first global store, the last ``WARPGROUP.DEPBAR`` waits for zero groups in flight;
+  and the first global store (or ``STSM``, the staged epilogue's stmatrix), the last
+  ``WARPGROUP.DEPBAR`` waits for zero groups in flight;
 * a dequant buffer is rewritten only after every consumer warp retired the wgmma that read it:
   after each ``WARPGROUP.DEPBAR.LE gsb0, 0x1`` (one group still in flight) the next instruction
   that is a barrier or a shared store is a ``BAR.SYNC`` (the consumers' named barrier).
@@ -27,6 +28,8 @@ LABELS = (
     "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
     # issue 14b: a Y ring per consumer warpgroup, 128-thread barriers (experimental)
     "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_ywg",
+    # session 6: C staged through shared memory (stmatrix reads the accumulators; experimental)
+    "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es",
 )
 
 
@@ -51,7 +54,8 @@ def _groups_left(ins: sass.Instruction) -> int:
 def test_epilogue_waits_for_all_wgmma_before_storing(instructions, label):
     code = instructions[label]
     last_mma = max(i.offset for i in code if i.opcode.startswith("HGMMA"))
-    first_store = min(i.offset for i in code if i.opcode.startswith("STG") and i.offset > last_mma)
+    # the epilogue's first read of the accumulators: a global store, or (epilogue="smem") stmatrix
+    first_store = min(i.offset for i in code if i.opcode.startswith(("STG", "STSM")) and i.offset > last_mma)
     waits = [i for i in code if i.opcode.startswith("WARPGROUP.DEPBAR") and last_mma < i.offset < first_store]
     assert waits, f"{label}: no wgmma wait between the last HGMMA (0x{last_mma:x}) and the epilogue (0x{first_store:x})"
     assert _groups_left(waits[-1]) == 0, (

@@ -17,13 +17,26 @@ SPLIT = "h90_m128n128k256_s3_wg1_dq1b3_fp16_prmt"
 COOP = "h90_m128n128k256_s3_wg1_fp16"
 
 
-def test_ablate_adds_three_ablated_builds_of_split_configs_only():
+def test_ablate_adds_three_ablated_builds_of_split_configs_and_no_epilogue_of_every_config():
     builds = ablation.parse_builds([SPLIT, COOP], [], ablate=True)
     assert [b.label for b in builds[:2]] == [SPLIT, COOP] and all(b.ablation is None for b in builds[:2])
-    assert sorted(b.label for b in builds[2:]) == sorted(f"{SPLIT}~ablate-{a}" for a in ablation.ABLATIONS)
-    assert {b.ablation for b in builds[2:]} == {Ablation(a) for a in ablation.ABLATIONS}
-    assert all(b.config is builds[0].config for b in builds[2:]), "an ablated build keeps its variant's config"
+    split = builds[2:5]
+    assert sorted(b.label for b in split) == sorted(f"{SPLIT}~ablate-{a}" for a in ablation.ABLATIONS)
+    assert {b.ablation for b in split} == {Ablation(a) for a in ablation.ABLATIONS}
+    assert all(b.config is builds[0].config for b in split), "an ablated build keeps its variant's config"
+    # issue 14, session 6: every config's no_epilogue twin (what writing C costs)
+    assert [b.label for b in builds[5:]] == [f"{SPLIT}~ablate-no_epilogue", f"{COOP}~ablate-no_epilogue"]
+    assert [b.config for b in builds[5:]] == [builds[0].config, builds[1].config]
     assert [b.label for b in ablation.parse_builds([SPLIT, COOP], [], ablate=False)] == [SPLIT, COOP]
+
+
+def test_parts_restrict_the_ablated_twins():
+    builds = ablation.parse_builds([SPLIT, COOP], [], ablate=True, parts=["no_epilogue"])
+    assert [b.label for b in builds] == [SPLIT, COOP, f"{SPLIT}~ablate-no_epilogue", f"{COOP}~ablate-no_epilogue"]
+    with pytest.raises(SystemExit, match="--parts"):
+        ablation.parse_builds([SPLIT], [], ablate=True, parts=["no_stores"])
+    with pytest.raises(SystemExit, match="--parts"):
+        ablation.parse_builds([SPLIT], [], ablate=False, parts=["no_epilogue"])
 
 
 def test_configs_from_json_are_checked():
