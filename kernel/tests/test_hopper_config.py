@@ -321,11 +321,12 @@ def test_prepass_smem_arithmetic_and_label():
     assert config_problems(HopperConfig(**dict(_PRE, fp16_buffers=9))) == []
     assert any("shared memory" in p for p in config_problems(HopperConfig(**dict(_PRE, fp16_buffers=10))))
     # the axis is off by default: no other label changes; the only production variant with a
-    # prepass is the mixed-tail one (kernel.hopper.dispatch.DEFAULT_TABLE's choice on bench1-3)
-    from kernel.hopper.config import MIXED_TAIL_CONFIG
+    # prepass is the mixed-tail one with C staged through shared memory (kernel.hopper.dispatch
+    # DEFAULT_TABLE's choice on bench1-3)
+    from kernel.hopper.config import MIXED_TAIL_STAGED_CONFIG
 
     assert FASTEST_CONFIG.y_source == "smem_decode"
-    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [MIXED_TAIL_CONFIG]
+    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [MIXED_TAIL_STAGED_CONFIG]
     assert sum("_pre" in c.label for c in DECLARED_VARIANTS) == sum(c.y_source == "prepass" for c in DECLARED_VARIANTS)
 
 
@@ -435,14 +436,16 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     )
 
     assert HopperConfig().epilogue == "direct"
-    assert all(c.epilogue == "direct" for c in PRODUCTION_VARIANTS)
+    # production since session 6: the simplest pipeline (direct stores) and the two staged twins
+    assert [c.epilogue for c in PRODUCTION_VARIANTS] == ["direct", "smem", "smem"]
     assert all("epilogue_staging" not in smem_bytes(c) and epilogue_stage_rows(c) == 0
                for c in DECLARED_VARIANTS if c.epilogue == "direct")
     staged = [c for c in DECLARED_VARIANTS if c.epilogue == "smem"]
     assert staged == [dataclasses.replace(FASTEST_CONFIG, epilogue="smem"),
                       dataclasses.replace(MIXED_TAIL_CONFIG, epilogue="smem")]
     assert [c.label for c in staged] == [FASTEST_CONFIG.label + "_es", MIXED_TAIL_CONFIG.label + "_es"]
-    assert all(c in EXPERIMENTAL_VARIANTS and config_problems(c) == [] for c in staged)
+    assert all(c in PRODUCTION_VARIANTS and config_problems(c) == [] for c in staged)
+    assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
     assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 2
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
