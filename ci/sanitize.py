@@ -235,11 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         print(f"SKIP ci.sanitize: {reason}")
         return 2 if args.require else 0
-    from properties.subjects import resolve_subject
 
-    variants = resolve_subject(args.subject)
-    chosen = ([v for v in variants if v.label in args.variant] if args.variant else variants[: args.max_variants])
-    missing = set(args.variant) - {v.label for v in chosen}
+    variants, chosen, missing = choose_variants(args.subject, args.variant, args.max_variants)
     if missing:
         print(f"no variant {sorted(missing)} in {args.subject}: {[v.label for v in variants]}", file=sys.stderr)
         return 2
@@ -268,6 +265,17 @@ def main(argv: list[str] | None = None) -> int:
     bad = [r for r in runs if not r.ok]
     print(f"\n{len(runs) - len(bad)} of {len(runs)} sanitized processes clean")
     return 1 if bad else 0
+
+
+def choose_variants(subject: str, labels: list[str], max_variants: int):
+    """``(variants searched, chosen, labels not found)``: the named labels from the subject's whole
+    declared matrix (experimental variants included: a mutant's variant need not be a production
+    one), else its first ``max_variants`` production variants."""
+    from properties.subjects import resolve_subject
+
+    variants = resolve_subject(subject, "all" if labels else "production")
+    chosen = [v for v in variants if v.label in labels] if labels else variants[:max_variants]
+    return variants, chosen, set(labels) - {v.label for v in chosen}
 
 
 def v_source(variant) -> str:

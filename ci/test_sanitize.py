@@ -77,3 +77,19 @@ def test_racecheck_summary_is_the_verdict():
     _, _, clean = sanitize.parse_output("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n", [])
     _, _, dirty = sanitize.parse_output("========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)\n", [])
     assert (clean, dirty) == (0, 2)
+
+
+def test_a_named_experimental_variant_is_found():
+    """A mutant's variant may be experimental (the catalog's ``_rs`` left production when its
+    staged-epilogue twin took its place): a named label is looked up in the whole declared matrix;
+    without labels the first production variants are taken."""
+    from ci.sanitize import choose_variants
+    from kernel.hopper.config import FASTEST_CONFIG, PRODUCTION_VARIANTS
+
+    assert FASTEST_CONFIG not in PRODUCTION_VARIANTS
+    _, chosen, missing = choose_variants("hopper", [FASTEST_CONFIG.label], 2)
+    assert [v.label for v in chosen] == [FASTEST_CONFIG.label] and not missing
+    _, chosen, missing = choose_variants("hopper", ["no_such_label"], 2)
+    assert not chosen and missing == {"no_such_label"}
+    _, chosen, _ = choose_variants("hopper", [], 2)
+    assert [v.label for v in chosen] == [c.label for c in PRODUCTION_VARIANTS[:2]]
