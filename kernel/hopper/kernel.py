@@ -3,7 +3,9 @@
 Warp roles, in warp order (``HopperConfig.threads``):
 
 * consumer warpgroups (1 or 2, warpgroup-aligned for wgmma): hold the fp32 accumulators, issue
-  wgmma per 64-K sub-block and store fp16 C with per-element predicates (ragged M and N).
+  wgmma per 64-K sub-block and store fp16 C with per-element predicates (ragged M and N), or
+  (``epilogue="smem"``, experimental) stage it through a shared buffer per warpgroup
+  (kernel/hopper/staging.py) and store it with coalesced 16-byte stores.
   ``roles="cooperative"``: they also dequantize each sub-block of the raw stage into swizzled
   fp16 operand buffers (two ping-pong buffers with two named barriers per sub-block, or three
   with one), so their dequant of sub-block s+1 overlaps the wgmma of s. With

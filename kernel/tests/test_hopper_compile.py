@@ -137,14 +137,18 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     first_stg = next(n for n, o in enumerate(ops) if o.startswith("STG.E.128"))
     batched = [i for i in ins[:first_stg] if i.opcode.startswith("LDG.E.128") and i.predicate]
     assert len(batched) == 2 * PREPASS_BATCH, [i.opcode for i in batched]
-    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * PREPASS_BATCH
+    # (epilogue="smem": plus the staged epilogue's mma_n / 16 16-byte stores of C)
+    staged = config.mma_n // 16 if config.epilogue == "smem" else 0
+    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * PREPASS_BATCH + staged
     assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 3
     # after the chunk loop's release add: the producer's barrier (its early X stages before it),
     # then the consumers' (after thread 0's spin); no other CTA barrier
     red = next(n for n, o in enumerate(ops) if o.startswith("REDG"))
     # (cluster_x = 2: a barrier.cluster compiles to UCGABAR_ARV/WAIT and ptxas's fallback for a
     # launch without clusters, a BAR.SYNC right behind the UCGABAR_WAIT: not one of the kernel's)
-    bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and n > red and "UCGABAR_WAIT" not in ops[n - 3:n]]
+    # (epilogue="smem": the staged epilogue's per-warpgroup barriers, 128 threads, are not CTA barriers)
+    bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and n > red and "UCGABAR_WAIT" not in ops[n - 3:n]
+            and not (staged and ins[n].operands.replace(" ", "").endswith(",0x80"))]
     assert len(bars) == 2 and bars[1] < next(n for n, o in enumerate(ops) if o.startswith("HGMMA"))
     early = [o for o in ops[red:bars[0]] if o.startswith(("UTMALDG", "UBLKCP"))]
     assert bool(early) == config.prepass_x_early, early
