@@ -380,8 +380,12 @@ def test_decode_site_skews_a_warp_between_the_barrier_and_the_dequant_reads(code
     register delay (the slot's word plus the seed's warp skew) right after the barrier that ends
     a sub-block and before the next dequant's first shared read, in every sub-block after the
     first (the first follows the raw stage's mbarrier wait); none in production, quiet, window.
-    In production order a barrier comes after it before any poison store."""
-    prop = code[label, "property"]
+    In production order a barrier comes after it before any poison store. Read on the property's
+    build without the happens-before checker: the checker's own shared loads of its shadow state
+    (after the skewed sleep before the wgmma wait) would pass for a dequant's first read in this
+    instruction-pattern search; its sites are tested by
+    test_the_checker_is_compiled_into_the_checked_harness_builds_only."""
+    prop = code[label, "unchecked"]
     after_barrier = [n for n in _decode_sites(prop)
                      if next(j for j in reversed(prop[:n]) if j.opcode.startswith(("BAR", "SYNCS", "LDS", "STS",
                                                                                    "NANOSLEEP"))).opcode.startswith("BAR.SYNC")]
