@@ -254,6 +254,8 @@ class HopperNvfp4GroupedGemm:
         self.epi_wg_bytes = self.epi_rows * staging.ROW_BYTES
         self.smem_storage = None  # the kernel's SharedStorage, set while the kernel is traced
 
+        epi_bytes = cfgmod.epilogue_stage_bytes_for(config, self.epi_rows) if self.staged_epilogue else 0
+
         @cute.struct
         class SharedStorage:
             bars: cute.struct.MemRange[cutlass.Int64, stages * 2]
@@ -261,25 +263,12 @@ class HopperNvfp4GroupedGemm:
             raw: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, raw_bytes], cfgmod.SMEM_ALIGN]
             sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, x_elems], cfgmod.SMEM_ALIGN]
             sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
+            if self.staged_epilogue:  # epilogue="smem": the staging buffers of C
+                sC: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, epi_bytes], cfgmod.SMEM_ALIGN]
             if self.checks:  # harness builds only: the checker's shadow state
                 hb: cute.struct.MemRange[cutlass.Int32, hb_words]
 
         self.shared_storage = SharedStorage
-        if self.staged_epilogue:
-            epi_bytes = cfgmod.epilogue_stage_bytes_for(config, self.epi_rows)
-
-            @cute.struct
-            class StagedSharedStorage:
-                bars: cute.struct.MemRange[cutlass.Int64, stages * 2]
-                fp16_bars: cute.struct.MemRange[cutlass.Int64, fp16_bar_count]
-                raw: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, raw_bytes], cfgmod.SMEM_ALIGN]
-                sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, x_elems], cfgmod.SMEM_ALIGN]
-                sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
-                sC: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, epi_bytes], cfgmod.SMEM_ALIGN]
-                if self.checks:  # harness builds only: the checker's shadow state
-                    hb: cute.struct.MemRange[cutlass.Int32, hb_words]
-
-            self.shared_storage = StagedSharedStorage
 
     # ------------------------------------------------------------------------ host side
     @cute.jit
