@@ -350,16 +350,23 @@ CHECK_RULE_INDEX = {name: i for i, (name, _, _) in enumerate(CHECK_RULES)}
 assert SKEW_WARP_WORD < CHECK_RULES_WORD and CHECK_COUNT_WORD0 + len(CHECK_RULES) <= TABLE_WORDS
 
 
+# the packed first-violation word: rule + 1 in bits 0-3, warp from SITE_WARP_SHIFT (5 bits), the
+# other warp from SITE_OTHER_SHIFT (5 bits), the CTA from SITE_CTA_SHIFT (18 bits); the device
+# packs it with these shifts too (kernel.hopper.ptx.hb_check)
+SITE_WARP_SHIFT, SITE_OTHER_SHIFT, SITE_CTA_SHIFT = 4, 9, 14
+
+
 def check_site(rule: int, warp: int, other: int, cta: int) -> int:
-    """The packed first-violation word: rule + 1 (4 bits), warp (5), the other warp (5), CTA (18)."""
-    return ((rule + 1) & 0xF) | ((warp & 0x1F) << 4) | ((other & 0x1F) << 9) | ((cta & 0x3FFFF) << 14)
+    """The packed first-violation word (what the device writes for these values)."""
+    return (((rule + 1) & 0xF) | ((warp & 0x1F) << SITE_WARP_SHIFT) | ((other & 0x1F) << SITE_OTHER_SHIFT)
+            | ((cta & 0x3FFFF) << SITE_CTA_SHIFT))
 
 
 @dataclass(frozen=True)
 class CheckRecord:
     """The checker's record of one launch, decoded from the device table's words."""
     rules: tuple[str, ...]  # the names of the rules broken, in CHECK_RULES order
-    counts: dict[str, int]
+    counts: dict[str, int]  # reports per rule: one per warp (its lane 0) and check site reached
     first_rule: str | None
     first_warp: int
     first_other: int
@@ -375,7 +382,7 @@ class CheckRecord:
         first = words[CHECK_FIRST_WORD]
         rule = (first & 0xF) - 1
         return cls(rules, counts, CHECK_RULES[rule][0] if 0 <= rule < len(CHECK_RULES) else None,
-                   first >> 4 & 0x1F, first >> 9 & 0x1F, first >> 14 & 0x3FFFF)
+                   first >> SITE_WARP_SHIFT & 0x1F, first >> SITE_OTHER_SHIFT & 0x1F, first >> SITE_CTA_SHIFT & 0x3FFFF)
 
     @property
     def clean(self) -> bool:
@@ -386,7 +393,7 @@ class CheckRecord:
         for name in self.rules:
             i = CHECK_RULE_INDEX[name]
             _, what, cause = CHECK_RULES[i]
-            lines.append(f"[{name}] {what} ({self.counts.get(name, 0)} time(s)); likely cause: {cause}")
+            lines.append(f"[{name}] {what} ({self.counts.get(name, 0)} warp report(s)); likely cause: {cause}")
         if self.first_rule is not None:
             other = f", other warp {self.first_other}" if self.first_rule in (
                 "reuse_before_peer_wait", "wgmma_reads_unpublished") else ""

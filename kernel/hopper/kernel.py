@@ -134,7 +134,8 @@ HB_ISSUED, HB_RETIRED, HB_DIRTY = 0, 1, 2
 HB_READER = 4  # + buffer (16)
 HB_PUBLISHED = 20  # + fp16 buffer (4)
 HB_OUT_RAW, HB_OUT_Y = 0, 1  # producer warps: stages filled and not seen released (bit masks)
-HB_MAPS = 8  # producer warps: per issuing lane 0 / 1, a count then 4 entries
+HB_MAPS = 8  # producer warps: per issuing lane 0 / 1, a count then 4 entries (words 8-17)
+HB_MAP_WS = 18  # producer warps: per issuing lane 0 / 1, the prepass workspace's map (words 18-19)
 
 
 @cute.jit
@@ -1757,7 +1758,7 @@ class HopperNvfp4GroupedGemm:
         if self.checks:
             lane = self.hb_lane % 2
             if workspace:
-                st_shared_u32(self.hb_addr(HB_MAPS + 10) + lane * 4, low_word(tensor_map))
+                st_shared_u32(self.hb_addr(HB_MAP_WS) + lane * 4, low_word(tensor_map))
             else:
                 base = self.hb_addr(HB_MAPS) + lane * 20
                 count = ld_shared_u32(base)
@@ -1769,7 +1770,7 @@ class HopperNvfp4GroupedGemm:
         if self.checks:
             lane = self.hb_lane % 2
             if workspace:
-                e = [ld_shared_u32(self.hb_addr(HB_MAPS + 10) + lane * 4)] * 4
+                e = [ld_shared_u32(self.hb_addr(HB_MAP_WS) + lane * 4)] * 4
             else:
                 base = self.hb_addr(HB_MAPS) + lane * 20
                 e = [ld_shared_u32(base + 4 + 4 * i) for i in range(4)]
@@ -2052,10 +2053,7 @@ class HopperNvfp4GroupedGemm:
     def mma_sub_block(self, tiled_mma, acc, tCrX, tCrY, buf, filler=None, sb=None, writers=None):
         """Issue the wgmmas of one 64-K sub-block from fp16 buffer ``buf`` and commit them
         (``writers``: the cooperative warps (first, count) that filled it, for the checker)."""
-        if writers is not None:
-            self.check_wgmma(buf, *writers)
-        else:
-            self.check_wgmma(None)
+        self.check_wgmma(None if writers is None else buf, *(writers or ()))
         self.fill_wgmma(filler, acc, tCrY, buf, sb)
         if not self.ablates("mma"):
             for kb in range(SUB_K // 16):  # traced inline: a Python loop
@@ -2069,6 +2067,7 @@ class HopperNvfp4GroupedGemm:
         if self.ablates("epilogue"):
             self.epilogue_sink(acc, c_ptr, m)
             return
+        self.delay("consumer", "epilogue", "before")
         if self.checks:  # every wgmma group writing the accumulators retired
             hb_check(self.delay_table, "ne.u32", self.hb_load(HB_RETIRED), self.hb_load(HB_ISSUED),
                      CHECK_RULE_INDEX["accumulator_read_in_flight"], self.hb_warp, self.hb_warp, self.hb_cta,
@@ -2089,7 +2088,6 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def epilogue_direct(self, acc, tCcC, c_ptr, m, n, m0, n0):
         """Predicated fp16 stores straight from the accumulators (ragged M and N)."""
-        self.delay("consumer", "epilogue", "before")
         mult = cutlass.Float32(self.out_multiplier)
         # fully unrolled on purpose: the accumulator fragment is indexed by compile-time constants
         # (cutlass.range(..., unroll_full=True) indexes it at run time and grew the SASS by up to
@@ -2117,7 +2115,6 @@ class HopperNvfp4GroupedGemm:
         at or past m store nothing. A pass wholly past the tile's rows (m - m0 <= p x epi_rows,
         e.g. y_tail64's light tiles) is skipped: the decision is the same for the warpgroup's
         128 threads, so none waits alone at a barrier."""
-        self.delay("consumer", "epilogue", "before")
         mult = cutlass.Float32(self.out_multiplier)
         # the plain thread index: an opaque read (ptx.tid_x_opaque) made ptxas treat the run-time
         # perturbed build's wgmmas as divergent and drain every group (wait 0 after each)

@@ -834,13 +834,15 @@ def wait_flags_ready(addr: Int64, valid: Int32, target: Int32, *, loc=None, ip=N
 # CHECK_COUNT_WORD0 + rule: a count). A production build never calls them.
 def _hb_report_lines(rules_word: int, first_word: int, count_word0: int) -> list[str]:
     """Report body: predicate ``p``, registers ``rule``, ``warp``, ``other``, ``cta``; ``$0`` the table."""
+    from kernel.perturbation import SITE_CTA_SHIFT, SITE_OTHER_SHIFT, SITE_WARP_SHIFT
+
     return [
         "setp.eq.and.u32 p, lane, 0, p;",
         "shl.b32 bit, 1, rule;",
         "add.u32 site, rule, 1;",
-        "shl.b32 t, warp, 4;", "or.b32 site, site, t;",
-        "shl.b32 t, other, 9;", "or.b32 site, site, t;",
-        "shl.b32 t, cta, 14;", "or.b32 site, site, t;",
+        f"shl.b32 t, warp, {SITE_WARP_SHIFT};", "or.b32 site, site, t;",
+        f"shl.b32 t, other, {SITE_OTHER_SHIFT};", "or.b32 site, site, t;",
+        f"shl.b32 t, cta, {SITE_CTA_SHIFT};", "or.b32 site, site, t;",
         f"@p red.relaxed.gpu.global.or.b32 [$0+{4 * rules_word}], bit;",
         f"@p atom.relaxed.gpu.global.cas.b32 old, [$0+{4 * first_word}], 0, site;",
         "mul.wide.u32 ca, rule, 4;",
