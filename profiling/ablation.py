@@ -9,7 +9,7 @@ for every ``roles="split"`` config, its ablated builds (:class:`kernel.hopper.ab
 a build option passed next to the config, never a config field): ``no_mma`` (dequantize, no
 wgmma), ``no_dequant`` (wgmma on unwritten buffers) and ``load_only``: the time of each part
 alone, to say which one bounds the kernel; for a cooperative register-X config its
-``kernel.hopper.ablation.REGS_PARTS`` that apply, and for every config ``no_epilogue`` (no C
+``kernel.hopper.ablation.REGS_PARTS`` that apply (a prepass config: ``PREPASS_PARTS``), and for every config ``no_epilogue`` (no C
 written: what the epilogue costs). They are named ``LABEL~ablate-PART``. Ablated results
 are wrong by design and are not checked; every other config is checked against the exact oracle
 (NaN-poisoned outputs) through ``custom_kernel`` before it is timed, and a wrong one is
@@ -31,7 +31,7 @@ import sys
 import time
 from typing import Sequence
 
-from kernel.hopper.ablation import ANY_PARTS, REGS_PARTS, Ablation, check_ablation
+from kernel.hopper.ablation import ANY_PARTS, PREPASS_PARTS, REGS_PARTS, Ablation, check_ablation
 
 ABLATIONS = ("no_mma", "no_dequant", "load_only")
 
@@ -74,7 +74,8 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
     if ablate:
         builds += [Build(b.config, Ablation(a)) for b in list(builds) if b.config.roles == "split" for a in ABLATIONS]
         builds += [Build(b.config, Ablation(a)) for b in list(builds)
-                   if b.ablation is None for a in REGS_PARTS + ANY_PARTS if not Ablation(a).problems(b.config)]
+                   if b.ablation is None for a in dict.fromkeys(REGS_PARTS + PREPASS_PARTS + ANY_PARTS)
+                   if not Ablation(a).problems(b.config)]
     if parts is not None:
         builds = [b for b in builds if b.ablation is None or b.ablation.part in parts]
     for b in builds:

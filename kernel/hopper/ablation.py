@@ -24,7 +24,13 @@ and, together, Y into shared memory):
 * ``mma_only``: ``no_x_dequant`` and ``no_y_sync``: waits, wgmma and the epilogue only.
 
 A ``y_source="prepass"`` config (Y arrives in shared memory by TMA, already fp16) takes
-``no_x_dequant`` only: it is then its own ``mma_only``.
+``no_x_dequant`` and the parts of its Y ring (issue 14, session 7):
+
+* ``no_y_load``: the producer fetches no Y box; it completes each buffer's expected bytes
+  itself (``mbarrier.complete_tx``), so every wait, release and handshake of the ring stays:
+  what moving Y's fp16 bytes costs;
+* ``no_y_ring``: no Y box, no wait for one, no release: the ring's handshakes as well;
+* ``mma_only``: ``no_x_dequant`` and ``no_y_ring``: X stage waits, wgmma and the epilogue only.
 
 Any config (issue 14, session 6):
 
@@ -38,11 +44,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 Part = Literal["no_mma", "no_dequant", "load_only", "no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only",
-               "no_epilogue"]
+               "no_y_load", "no_y_ring", "no_epilogue"]
 SPLIT_PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
 REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
+PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only")
 ANY_PARTS: tuple[str, ...] = ("no_epilogue",)  # every config takes these
-PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS + ANY_PARTS
+PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS + ("no_y_load", "no_y_ring") + ANY_PARTS
 # what the kernel may leave out -> the parts that leave it out
 LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "mma": ("no_mma", "load_only"),
@@ -51,6 +58,9 @@ LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "y_dequant": ("no_y_dequant", "no_y_sync", "mma_only"),
     "y_sync": ("no_y_sync", "mma_only"),
     "x_dequant": ("no_x_dequant", "mma_only"),
+    # the prepass Y ring (y_source="prepass" configs only)
+    "y_load": ("no_y_load", "no_y_ring", "mma_only"),
+    "y_ring": ("no_y_ring", "mma_only"),
     "epilogue": ("no_epilogue",),
 }
 
@@ -76,12 +86,18 @@ class Ablation:
         """Why ``config`` cannot be built with this ablation (empty: it can)."""
         if self.part in ANY_PARTS:
             return []
-        if self.part in REGS_PARTS:
+        prepass = getattr(config, "y_source", "smem_decode") == "prepass"
+        if self.part in REGS_PARTS + PREPASS_PARTS:
             if config.roles != "cooperative" or config.x_operand != "regs" or config.y_per_warpgroup:
                 return [f"ablation {self.part!r} needs roles='cooperative', x_operand='regs' and one shared Y ring"]
-            if getattr(config, "y_source", "smem_decode") != "smem_decode" and self.part != "no_x_dequant":
+            if prepass and self.part not in PREPASS_PARTS:
                 return [f"ablation {self.part!r} leaves out parts of the shared-memory Y decode, which "
-                        f"y_source={config.y_source!r} does not have (only 'no_x_dequant' applies)"]
+                        f"y_source={config.y_source!r} does not have (only {', '.join(PREPASS_PARTS)} apply)"]
+            if not prepass and self.part not in REGS_PARTS:
+                return [f"ablation {self.part!r} leaves out parts of the prepass Y ring (y_source='prepass'), "
+                        f"which y_source={config.y_source!r} does not have"]
+            if prepass and self.part in ("no_y_load", "no_y_ring", "mma_only") and getattr(config, "cluster_x", 1) != 1:
+                return [f"ablation {self.part!r} is built without clusters (the multicast Y ring stays whole)"]
             return []
         if config.roles != "split":
             return [f"ablation {self.part!r} needs roles='split' (the parts are separate warp roles only there)"]

@@ -72,6 +72,7 @@ from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SK
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     arrive_release_gpu,
+    mbarrier_complete_tx,
     atom_add_relaxed_gpu,
     dequant_y_global_rs,
     load_y_global_items,
@@ -1309,13 +1310,15 @@ class HopperNvfp4GroupedGemm:
                         # lane l: chunk kt + l; acquire, ballot, warp sync, proxy fence (ptx.py)
                         ready = kt + wait_flags_ready(my_flag + cutlass.Int64(kt) * FLAG_CELL_BYTES,
                                                       cutlass.Int32(kt + lane < k_tiles), target)
-                for sb in cutlass.range_constexpr(self.n_sub):
-                    self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
-                    ystate.advance()  # here, in the loop's own body: the loop carries it
+                if cutlass.const_expr(not self.ablates("y_ring")):
+                    for sb in cutlass.range_constexpr(self.n_sub):
+                        self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
+                        ystate.advance()  # here, in the loop's own body: the loop carries it
             pre = cutlass.Int32(0)  # only the first tile's first stages went early
         self.delay("producer", "tail", "before")
         self.producer_tail(pipe, state)
-        self.producer_tail(y_pipe, ystate, HB_OUT_Y)
+        if cutlass.const_expr(not self.ablates("y_ring")):
+            self.producer_tail(y_pipe, ystate, HB_OUT_Y)
         self.check_producer_exit()
 
     # ------------------------------------- prepass_sync="flags" (issue 14, experimental)
@@ -1508,7 +1511,11 @@ class HopperNvfp4GroupedGemm:
             self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
             ybar = y_pipe.producer_get_barrier(ystate).toint()
             if lane == 0:
-                self.tma_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar, workspace=True)
+                if cutlass.const_expr(self.ablates("y_load")):
+                    # profiling only: the box's bytes completed without moving them (stale buffer)
+                    mbarrier_complete_tx(ybar, self.y_buf_bytes)
+                else:
+                    self.tma_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar, workspace=True)
         self.producer_commit(y_pipe, ystate, HB_OUT_Y)
 
     @cute.jit
@@ -1590,7 +1597,8 @@ class HopperNvfp4GroupedGemm:
                         pipe.consumer_release(state)
                         self.delay("consumer", "release", "after")
                     self.delay("consumer", "fp16_wait", "before")
-                    y_pipe.consumer_wait(ystate)
+                    if cutlass.const_expr(not self.ablates("y_ring")):
+                        y_pipe.consumer_wait(ystate)
                     self.delay("consumer", "fp16_wait", "after")
                     self.wgmma_fence()  # the fragment registers were just written
                     self.check_wgmma(None)
@@ -1642,7 +1650,10 @@ class HopperNvfp4GroupedGemm:
     # ------------------------------------------------------------- consumer helpers
     @cute.jit
     def warp_release(self, fp16_pipe, state):
-        """Release ``state``'s fp16 buffer once per warp (the empty barrier counts warps)."""
+        """Release ``state``'s fp16 buffer once per warp (the empty barrier counts warps).
+        The ``no_y_ring`` ablation (prepass builds, whose only fp16 ring is Y's) releases none."""
+        if cutlass.const_expr(self.ablates("y_ring")):
+            return
         self.check_reuse(state.index, None, 0)
         cute.arch.sync_warp()
         self.delay("consumer", "fp16_release", "before")

@@ -286,6 +286,14 @@ def cp_async_16(dst_smem: Int32, src_gmem: Int64, *, loc=None, ip=None) -> None:
 
 
 @dsl_user_op
+def mbarrier_complete_tx(mbar_smem: Int32, num_bytes: int, *, loc=None, ip=None) -> None:
+    """Profiling only (the ``no_y_load`` ablation): complete ``num_bytes`` of the barrier's
+    expected transaction count without a copy, as a TMA of that many bytes would."""
+    _inline_asm(f"mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [$0], {int(num_bytes)};", "r,~{memory}",
+                _ir(loc, ip, (Int32, mbar_smem)), loc=loc, ip=ip)
+
+
+@dsl_user_op
 def tma_load_rows(dst_smem: Int32, tensor_map: Int64, byte_col: Int32, row: Int32, mbar_smem: Int32, *, loc=None, ip=None) -> None:
     """One 2-D TMA box (rows x 128 bytes, 128-byte swizzle) from the tensor map at global
     address ``tensor_map``, starting at (``row``, ``byte_col``); completes on ``mbar_smem``."""

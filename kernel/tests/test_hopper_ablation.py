@@ -171,19 +171,23 @@ PRE_LABEL = "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1x"
 PRE = next(c for c in DECLARED_VARIANTS if c.label == PRE_LABEL)
 
 
-def test_prepass_takes_no_x_dequant_only():
+def test_prepass_takes_x_dequant_and_y_ring_parts_only():
     from kernel.hopper.ablation import PARTS
 
     accepted = [p for p in PARTS if not Ablation(p).problems(PRE)]
-    assert accepted == ["no_x_dequant", "no_epilogue"]  # (no_epilogue: every config)
-    assert "only 'no_x_dequant' applies" in Ablation("no_y_sync").problems(PRE)[0]
+    assert accepted == ["no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_epilogue"]  # (no_epilogue: every config)
+    assert "shared-memory Y decode" in Ablation("no_y_sync").problems(PRE)[0]
+    # the Y ring's parts exist only where Y arrives by TMA from the prepass workspace
+    for part in ("no_y_load", "no_y_ring"):
+        assert "prepass Y ring" in Ablation(part).problems(RS)[0]
+        assert Ablation(part).problems(SPLIT)
 
 
 def test_ablate_flag_adds_every_part_a_build_takes():
     from profiling.ablation import parse_builds
 
     tags = sorted(b.ablation.tag for b in parse_builds([PRE_LABEL], [], ablate=True) if b.ablation)
-    assert tags == ["ablate-no_epilogue", "ablate-no_x_dequant"]
+    assert tags == sorted(f"ablate-{p}" for p in ("no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_epilogue"))
     tags = sorted(b.ablation.tag for b in parse_builds([RS_LABEL], [], ablate=True) if b.ablation)
     assert tags == sorted(f"ablate-{p}" for p in ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only", "no_epilogue"))
     tags = sorted(b.ablation.tag for b in parse_builds([SPLIT_LABEL], [], ablate=True) if b.ablation)
@@ -223,3 +227,25 @@ def test_no_epilogue_drops_the_stores_and_keeps_the_wgmmas(label, tmp_path_facto
     assert _count(code, "PRMT") > 0 and _count(code, "STS") == _count(prod, "STS") > 0  # Y's decode stays
     assert len(_stores(prod)) >= 64 and len(_stores(code)) == 1
     assert not [i for i in code if i.opcode.startswith(("STSM", "STG.E.128"))]
+
+
+@pytest.mark.compile
+def test_prepass_y_ring_parts_drop_the_copy_then_the_handshake(tmp_path_factory):
+    """no_y_load: the Y boxes' TMA is gone (one TMA per X stage stays), every barrier wait and
+    arrive stays; no_y_ring: the consumers' Y waits and releases are gone too; mma_only: both
+    and X's decode."""
+    sass_of = _sass_getter(PRE, tmp_path_factory.mktemp("ablate_pre_ring"))
+    prod = sass_of(None)
+
+    def ops(code, opcode):
+        return sum(i.opcode == opcode for i in code)
+
+    load, ring, mma = sass_of("no_y_load"), sass_of("no_y_ring"), sass_of("mma_only")
+    # no_y_load: the boxes' bytes completed by the producer itself (mbarrier.complete_tx), no copy
+    assert ops(prod, "SYNCS.ARRIVE.TRANS64.RED.A0TX") == 0 < ops(load, "SYNCS.ARRIVE.TRANS64.RED.A0TX")
+    # no_y_ring: none of that, and the consumers' Y releases (lane-0 arrives) and Y waits are gone
+    assert ops(ring, "SYNCS.ARRIVE.TRANS64.RED.A0TX") == 0
+    assert ops(ring, "SYNCS.ARRIVE.TRANS64.ART0") < ops(prod, "SYNCS.ARRIVE.TRANS64.ART0")
+    assert ops(ring, "SYNCS.PHASECHK.TRANS64.TRYWAIT") < ops(prod, "SYNCS.PHASECHK.TRANS64.TRYWAIT")
+    assert _real_wgmma(ring) == _real_wgmma(load) == _real_wgmma(prod) == _real_wgmma(mma) > 0
+    assert _count(mma, "PRMT") < _count(ring, "PRMT") == _count(prod, "PRMT")
