@@ -181,6 +181,12 @@ class HopperConfig:
     # issue 14, session 6 (experimental): see Epilogue. "direct" (every earlier variant) or
     # "smem" (label suffix "_es"): staged through shared memory, coalesced 16-byte stores
     epilogue: Epilogue = "direct"
+    # issue 14, session 7 (experimental, y_source="prepass"; label suffix "_xp"): the consumers
+    # read the next sub-block's raw X bytes and scales into registers of their own, and wait for
+    # its Y box, right after issuing this sub-block's wgmmas and before waiting for the previous
+    # group to retire; the decode (ALU only) follows that wait. Production order: the shared
+    # loads after the wait (their destinations are the retiring group's fragment registers)
+    x_prefetch: bool = False
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -301,6 +307,7 @@ class HopperConfig:
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
         sched += "_es" if self.epilogue == "smem" else ""
+        sched += "_xp" if self.x_prefetch else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -601,6 +608,12 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_tail64 is built without clusters (cluster_x=1)")
         if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
             p.append("y_tail64 halves a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128")
+    if not isinstance(config.x_prefetch, bool):
+        p.append(f"x_prefetch must be a bool, got {config.x_prefetch!r}")
+    elif config.x_prefetch and (config.y_source != "prepass" or config.x_operand != "regs"
+                                or config.roles != "cooperative"):
+        p.append("x_prefetch is built for the prepass consumers (y_source='prepass', x_operand='regs', "
+                 "roles='cooperative')")
     if config.epilogue not in ("direct", "smem"):
         p.append(f"epilogue must be 'direct' or 'smem', got {config.epilogue!r}")
     elif config.epilogue == "smem" and (not config.swapped or config.x_operand != "regs"):
@@ -870,6 +883,14 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
         tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
         dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
         prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem",
+    ),
+    # issue 14, session 7 (experimental): the mixed-tail staged tile with the next sub-block's raw X
+    # bytes and Y box waited for before the wgmma wait, the decode (ALU only) free to move above
+    # it (x_prefetch, label "_xp"; an ablation run put X's decode at 14 % of bench1's time)
+    HopperConfig(
+        tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
+        dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
+        prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem", x_prefetch=True,
     ),
 )
 

@@ -72,6 +72,8 @@ from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SK
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     arrive_release_gpu,
+    decode_x_raw_rs,
+    load_x_raw_rs,
     mbarrier_complete_tx,
     atom_add_relaxed_gpu,
     dequant_y_global_rs,
@@ -130,6 +132,7 @@ from kernel.perturbation import CHECK_RULE_INDEX, SKEWED_SITES  # noqa: E402
 # which group read each fp16 or Y buffer last, which sub-block each fp16 buffer was fenced and
 # published for. Producer warps: the stages filled and not yet seen released (raw ring, Y ring)
 # and the tensor maps each issuing lane acquired (a ring of 4 low words)
+X_RAW_REGS = 6  # x_prefetch: a sub-block's raw X bytes (two 8-byte runs) and its two scale bytes
 HB_WARP_WORDS = 32
 HB_ISSUED, HB_RETIRED, HB_DIRTY = 0, 1, 2
 HB_READER = 4  # + buffer (16)
@@ -237,6 +240,7 @@ class HopperNvfp4GroupedGemm:
         # the accumulators; tiles come from the balanced schedule (kernel.plan): this CTA's
         # (first full, full count, first light, light count), set while the kernel is traced
         self.tail64 = config.y_tail64
+        self.x_prefetch = config.x_prefetch
         self.half_n = self.mma_n // 2
         self.share = None
         if self.tail64:
@@ -1572,6 +1576,8 @@ class HopperNvfp4GroupedGemm:
             mma64.set(warpgroup.Field.ACCUMULATE, True)
         tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
         filler = self.wgmma_filler(tidx)
+        if cutlass.const_expr(self.x_prefetch):
+            raw_regs = cute.make_rmem_tensor((X_RAW_REGS,), cutlass.Int32)  # x_raw_into / x_decode
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
         retire_state = ystate.clone()
@@ -1583,23 +1589,33 @@ class HopperNvfp4GroupedGemm:
             self.reset_accumulator(acc)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             self.wgmma_fence()
-            for kt in range(k // cfg.tile_k):
+            k_tiles = k // cfg.tile_k
+            if cutlass.const_expr(self.x_prefetch):
+                # the tile's first X stage, its first sub-block's raw bytes and Y box
                 self.delay("consumer", "wait", "before")
                 pipe.consumer_wait(state)
                 self.delay("consumer", "wait", "after")
+                self.x_raw_into(raw_regs, tidx, raw_base + state.index * self.raw_stage_bytes, x_sf_row0, 0)
+                self.y_ring_wait(y_pipe, ystate)
+            for kt in range(k_tiles):
+                if cutlass.const_expr(not self.x_prefetch):
+                    self.delay("consumer", "wait", "before")
+                    pipe.consumer_wait(state)
+                    self.delay("consumer", "wait", "after")
                 stage = raw_base + state.index * self.raw_stage_bytes
                 for sb in cutlass.range_constexpr(self.n_sub):
-                    x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
+                    if cutlass.const_expr(self.x_prefetch):
+                        x_frag = self.x_decode(thr_mma, raw_regs)
+                    else:
+                        x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
                     if cutlass.const_expr(sb == self.n_sub - 1):
                         # every X read of this stage is done (its values are in registers)
                         cute.arch.sync_warp()  # one elected lane arrives for its warp
                         self.delay("consumer", "release", "before")
                         pipe.consumer_release(state)
                         self.delay("consumer", "release", "after")
-                    self.delay("consumer", "fp16_wait", "before")
-                    if cutlass.const_expr(not self.ablates("y_ring")):
-                        y_pipe.consumer_wait(ystate)
-                    self.delay("consumer", "fp16_wait", "after")
+                    if cutlass.const_expr(not self.x_prefetch):
+                        self.y_ring_wait(y_pipe, ystate)
                     self.wgmma_fence()  # the fragment registers were just written
                     self.check_wgmma(None)
                     self.fill_wgmma(filler, acc, tCrY, ystate.index, sb)
@@ -1621,6 +1637,21 @@ class HopperNvfp4GroupedGemm:
                             cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
                         self.commit_group(ystate.index)
                     ystate.advance()
+                    if cutlass.const_expr(self.x_prefetch):
+                        # the next sub-block's raw X bytes and Y box while this group runs and
+                        # before waiting for the previous one (registers of their own)
+                        if cutlass.const_expr(sb < self.n_sub - 1):
+                            self.x_raw_into(raw_regs, tidx, stage, x_sf_row0, sb + 1)
+                            self.y_ring_wait(y_pipe, ystate)
+                        elif kt + 1 < k_tiles:
+                            next_state = state.clone()
+                            next_state.advance()
+                            self.delay("consumer", "wait", "before")
+                            pipe.consumer_wait(next_state)
+                            self.delay("consumer", "wait", "after")
+                            self.x_raw_into(raw_regs, tidx, raw_base + next_state.index * self.raw_stage_bytes,
+                                            x_sf_row0, 0)
+                            self.y_ring_wait(y_pipe, ystate)
                     # the previous sub-block's wgmma has retired: its Y buffer is free
                     self.delay("consumer", "wgmma_wait", "before")
                     self.wait_group(1)
@@ -1992,6 +2023,14 @@ class HopperNvfp4GroupedGemm:
             for idx, word in enumerate(opaque_zeros_u32(16)):
                 frag32[idx] = cutlass.Uint32(word)
             return frag
+        raws, sfs = self.x_raw_addresses(tidx, stage, x_sf_row0, sb)
+        words = dequant_x_fragment_rs(raws[0], raws[1], sfs[0], sfs[1], self.config.operand_exp_shift)
+        return self.x_fragment_from_words(thr_mma, words)
+
+    def x_raw_addresses(self, tidx, stage, x_sf_row0, sb: int):
+        """The shared addresses of this thread's raw X bytes for sub-block ``sb``: its two
+        8-byte runs (rows g and g+8 of its warp's 16, bytes 8t..8t+7; 128-byte swizzled TMA
+        rows) and their scale bytes (scale t)."""
         lane = tidx % 32
         g = lane // 4
         t = lane % 4
@@ -2006,13 +2045,38 @@ class HopperNvfp4GroupedGemm:
                 stage + self.off_sfx + (i_full // cfgmod.SF_BLOCK_ROWS) * self.sf_block_bytes + sb * 512
                 + (i % 32) * 16 + (i // 32) * 4 + t
             )
-        words = dequant_x_fragment_rs(raws[0], raws[1], sfs[0], sfs[1], self.config.operand_exp_shift)
+        return raws, sfs
+
+    def x_fragment_from_words(self, thr_mma, words):
         frag = cute.make_rmem_tensor(thr_mma.partition_shape_A((self.mma_m, SUB_K)), cutlass.Float16)
         frag32 = cute.recast_tensor(frag, cutlass.Uint32)
         for idx in range(16):  # u32 index rh + 2*jp + 4*s, as the asm's outputs
             frag32[idx] = cutlass.Uint32(words[idx])
         self.hb_store(HB_DIRTY, 1)  # wgmma operand registers written: a wgmma fence must follow
         return frag
+
+    def x_raw_into(self, raw_regs, tidx, stage, x_sf_row0, sb: int):
+        """``x_prefetch``: this thread's raw X bytes and scale bytes of sub-block ``sb`` into
+        ``raw_regs`` (X_RAW_REGS registers of their own; :meth:`x_decode` decodes them)."""
+        if self.ablates("x_dequant"):
+            return
+        raws, sfs = self.x_raw_addresses(tidx, stage, x_sf_row0, sb)
+        for i, word in enumerate(load_x_raw_rs(raws[0], raws[1], sfs[0], sfs[1])):
+            raw_regs[i] = word
+
+    def x_decode(self, thr_mma, raw_regs):
+        """``x_prefetch``: the X fragment from :meth:`x_raw_into`'s registers (no shared access)."""
+        if self.ablates("x_dequant"):
+            return self.x_fragment(thr_mma, None, None, None, 0)
+        words = decode_x_raw_rs([raw_regs[i] for i in range(X_RAW_REGS)], self.config.operand_exp_shift)
+        return self.x_fragment_from_words(thr_mma, words)
+
+    def y_ring_wait(self, y_pipe, ystate):
+        """Wait for ``ystate``'s Y box (the prepass consumers; none in the ``no_y_ring`` ablation)."""
+        self.delay("consumer", "fp16_wait", "before")
+        if cutlass.const_expr(not self.ablates("y_ring")):
+            y_pipe.consumer_wait(ystate)
+        self.delay("consumer", "fp16_wait", "after")
 
     def y_rs_unit(self, unit, stage, y_dst, y_sf_row0, sb: int):
         """The 7 shared addresses of Y unit ``unit`` (row r, K half a) for dequant_y_units_rs."""

@@ -432,13 +432,18 @@ def rs_y_units_asm(n_units: int, exp_shift: int) -> str:
     return "\n".join(lines)
 
 
-def rs_x_fragment_asm(exp_shift: int) -> str:
+def rs_x_fragment_asm(exp_shift: int, prefetched: bool = False) -> str:
     """X fragment of one thread and sub-block: outputs ``$0..$15`` (u32 index rh + 2*jp + 4*s
     for row half rh and slot z = 2s + jp); inputs ``$16``/``$17`` the 8-byte raw runs of rows
-    g and g+8, ``$18``/``$19`` their scale bytes (scale t)."""
+    g and g+8, ``$18``/``$19`` their scale bytes (scale t). ``prefetched``: the inputs are
+    those bytes already loaded (:func:`rs_x_raw_asm`), ``$16..$19`` the two runs as four words
+    and ``$20``/``$21`` the scale bytes: the same decode, no memory access."""
     lines = ["{", ".reg .b32 w0, w1, w2, w3, r0, r1, sc0, sc1;", *_RS_DECLS]
-    lines += ["ld.shared.v2.b32 {w0, w1}, [$16];", "ld.shared.v2.b32 {w2, w3}, [$17];"]
-    lines += ["ld.shared.u8 r0, [$18];", "ld.shared.u8 r1, [$19];"]
+    if prefetched:
+        lines += [f"mov.b32 {r}, ${16 + i};" for i, r in enumerate(("w0", "w1", "w2", "w3", "r0", "r1"))]
+    else:
+        lines += ["ld.shared.v2.b32 {w0, w1}, [$16];", "ld.shared.v2.b32 {w2, w3}, [$17];"]
+        lines += ["ld.shared.u8 r0, [$18];", "ld.shared.u8 r1, [$19];"]
     lines += _scale_lines("sc0", "r0", 0) + _scale_lines("sc1", "r1", 0)
     for rh in range(2):
         for wi in range(2):
@@ -467,6 +472,30 @@ def dequant_x_fragment_rs(raw0: Int32, raw1: Int32, sf0: Int32, sf1: Int32, exp_
     """The 16 u32 registers of this thread's X fragment for one sub-block (see the asm)."""
     operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in (raw0, raw1, sf0, sf1)]
     return _inline_asm_u32(16, rs_x_fragment_asm(exp_shift), ",".join(["=r"] * 16 + ["r"] * 4 + ["~{memory}"]),
+                           operands, loc=loc, ip=ip)
+
+
+def rs_x_raw_asm() -> str:
+    """``x_prefetch``: the shared loads of :func:`rs_x_fragment_asm` alone: outputs ``$0..$3``
+    the two 8-byte raw runs, ``$4``/``$5`` the scale bytes; inputs ``$6..$9`` their addresses."""
+    return "\n".join(["{", "ld.shared.v2.b32 {$0, $1}, [$6];", "ld.shared.v2.b32 {$2, $3}, [$7];",
+                      "ld.shared.u8 $4, [$8];", "ld.shared.u8 $5, [$9];", "}"])
+
+
+@dsl_user_op
+def load_x_raw_rs(raw0: Int32, raw1: Int32, sf0: Int32, sf1: Int32, *, loc=None, ip=None) -> list:
+    """``x_prefetch``: the 6 registers of raw bytes :func:`decode_x_raw_rs` decodes (see the asm)."""
+    operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in (raw0, raw1, sf0, sf1)]
+    return _inline_asm_u32(6, rs_x_raw_asm(), ",".join(["=r"] * 6 + ["r"] * 4 + ["~{memory}"]), operands,
+                           loc=loc, ip=ip)
+
+
+@dsl_user_op
+def decode_x_raw_rs(raw: list, exp_shift: int, *, loc=None, ip=None) -> list:
+    """``x_prefetch``: the 16 u32 fragment registers from :func:`load_x_raw_rs`'s 6 (ALU only:
+    no memory clobber, so the compiler may place it anywhere after the loads)."""
+    operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in raw]
+    return _inline_asm_u32(16, rs_x_fragment_asm(exp_shift, prefetched=True), ",".join(["=r"] * 16 + ["r"] * 6),
                            operands, loc=loc, ip=ip)
 
 

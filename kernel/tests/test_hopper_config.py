@@ -354,8 +354,18 @@ def test_prepass_takes_no_shared_memory_decode_ablation():
 
     pre = HopperConfig(**_PRE)
     for part in REGS_PARTS:
-        # no_x_dequant (X's decode left out) is the one part a prepass variant has (commit 9e8de24)
-        assert bool(Ablation(part).problems(pre)) == (part != "no_x_dequant"), part
+        # X's decode (no_x_dequant) and mma_only (with the Y ring's parts) are the parts of the
+        # shared-memory Y decode's list a prepass variant has
+        assert bool(Ablation(part).problems(pre)) == (part not in ("no_x_dequant", "mma_only")), part
+
+
+def test_x_prefetch_rules_and_label():
+    pre = HopperConfig(**_PRE)
+    assert HopperConfig(**dict(_PRE, x_prefetch=True)).label == pre.label + "_xp"
+    assert not config_problems(HopperConfig(**dict(_PRE, x_prefetch=True)))
+    assert any("x_prefetch is built for the prepass consumers" in p
+               for p in config_problems(HopperConfig(**dict(_RS, x_prefetch=True))))
+    assert any("x_prefetch must be a bool" in p for p in config_problems(HopperConfig(**dict(_PRE, x_prefetch=1))))
 
 
 def test_prepass_chunk_and_early_x_rules_and_labels():
@@ -440,13 +450,13 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     assert [c.epilogue for c in PRODUCTION_VARIANTS] == ["direct", "smem", "smem"]
     assert all("epilogue_staging" not in smem_bytes(c) and epilogue_stage_rows(c) == 0
                for c in DECLARED_VARIANTS if c.epilogue == "direct")
-    staged = [c for c in DECLARED_VARIANTS if c.epilogue == "smem"]
+    staged = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and not c.x_prefetch]
     assert staged == [dataclasses.replace(FASTEST_CONFIG, epilogue="smem"),
                       dataclasses.replace(MIXED_TAIL_CONFIG, epilogue="smem")]
     assert [c.label for c in staged] == [FASTEST_CONFIG.label + "_es", MIXED_TAIL_CONFIG.label + "_es"]
     assert all(c in PRODUCTION_VARIANTS and config_problems(c) == [] for c in staged)
     assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
-    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 2
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 2  # (+ the _es_xp experiment)
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
