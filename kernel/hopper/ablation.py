@@ -30,7 +30,10 @@ A ``y_source="prepass"`` config (Y arrives in shared memory by TMA, already fp16
   itself (``mbarrier.complete_tx``), so every wait, release and handshake of the ring stays:
   what moving Y's fp16 bytes costs;
 * ``no_y_ring``: no Y box, no wait for one, no release: the ring's handshakes as well;
-* ``mma_only``: ``no_x_dequant`` and ``no_y_ring``: X stage waits, wgmma and the epilogue only.
+* ``mma_only``: ``no_x_dequant`` and ``no_y_ring``: X stage waits, wgmma and the epilogue only;
+* ``no_prepass`` (``prepass_chunk`` builds): phase 1 decodes nothing (no claim, no item; the
+  completion barrier stays, passed at once): what decoding Y into the workspace and waiting for
+  every CTA's chunks cost (the Y boxes read stale rows).
 
 Any config (issue 14, session 6):
 
@@ -44,12 +47,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 Part = Literal["no_mma", "no_dequant", "load_only", "no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only",
-               "no_y_load", "no_y_ring", "no_epilogue"]
+               "no_y_load", "no_y_ring", "no_prepass", "no_epilogue"]
 SPLIT_PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
 REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
-PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only")
+PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only", "no_prepass")
 ANY_PARTS: tuple[str, ...] = ("no_epilogue",)  # every config takes these
-PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS + ("no_y_load", "no_y_ring") + ANY_PARTS
+PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS + ("no_y_load", "no_y_ring", "no_prepass") + ANY_PARTS
 # what the kernel may leave out -> the parts that leave it out
 LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "mma": ("no_mma", "load_only"),
@@ -61,6 +64,7 @@ LEAVES_OUT: dict[str, tuple[str, ...]] = {
     # the prepass Y ring (y_source="prepass" configs only)
     "y_load": ("no_y_load", "no_y_ring", "mma_only"),
     "y_ring": ("no_y_ring", "mma_only"),
+    "prepass": ("no_prepass",),
     "epilogue": ("no_epilogue",),
 }
 
@@ -96,6 +100,9 @@ class Ablation:
             if not prepass and self.part not in REGS_PARTS:
                 return [f"ablation {self.part!r} leaves out parts of the prepass Y ring (y_source='prepass'), "
                         f"which y_source={config.y_source!r} does not have"]
+            if self.part == "no_prepass" and not (getattr(config, "prepass_chunk", 0)
+                                                  and getattr(config, "prepass_sync", "barrier") == "barrier"):
+                return ["ablation 'no_prepass' is built for prepass_chunk > 0 with prepass_sync='barrier'"]
             if prepass and self.part in ("no_y_load", "no_y_ring", "mma_only") and getattr(config, "cluster_x", 1) != 1:
                 return [f"ablation {self.part!r} is built without clusters (the multicast Y ring stays whole)"]
             return []

@@ -634,7 +634,10 @@ class HopperNvfp4GroupedGemm:
                 tx_count=self.y_tx_bytes,
                 cta_layout_vmnk=cute.make_layout(self.y_cluster_vmnk),
             )
-            chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots)
+            if cutlass.const_expr(self.ablates("prepass")):
+                chunks = cutlass.Int32(0)  # profiling only: no item decoded (the Y boxes read stale rows)
+            else:
+                chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots)
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
             if warp_idx >= self.producer_warp:
                 if cutlass.const_expr(self.tail64):

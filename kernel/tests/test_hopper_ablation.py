@@ -175,10 +175,10 @@ def test_prepass_takes_x_dequant_and_y_ring_parts_only():
     from kernel.hopper.ablation import PARTS
 
     accepted = [p for p in PARTS if not Ablation(p).problems(PRE)]
-    assert accepted == ["no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_epilogue"]  # (no_epilogue: every config)
+    assert accepted == ["no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_prepass", "no_epilogue"]  # (no_epilogue: every config)
     assert "shared-memory Y decode" in Ablation("no_y_sync").problems(PRE)[0]
     # the Y ring's parts exist only where Y arrives by TMA from the prepass workspace
-    for part in ("no_y_load", "no_y_ring"):
+    for part in ("no_y_load", "no_y_ring", "no_prepass"):
         assert "prepass Y ring" in Ablation(part).problems(RS)[0]
         assert Ablation(part).problems(SPLIT)
 
@@ -187,7 +187,8 @@ def test_ablate_flag_adds_every_part_a_build_takes():
     from profiling.ablation import parse_builds
 
     tags = sorted(b.ablation.tag for b in parse_builds([PRE_LABEL], [], ablate=True) if b.ablation)
-    assert tags == sorted(f"ablate-{p}" for p in ("no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_epilogue"))
+    assert tags == sorted(f"ablate-{p}" for p in ("no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_prepass",
+                                                  "no_epilogue"))
     tags = sorted(b.ablation.tag for b in parse_builds([RS_LABEL], [], ablate=True) if b.ablation)
     assert tags == sorted(f"ablate-{p}" for p in ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only", "no_epilogue"))
     tags = sorted(b.ablation.tag for b in parse_builds([SPLIT_LABEL], [], ablate=True) if b.ablation)
@@ -249,3 +250,14 @@ def test_prepass_y_ring_parts_drop_the_copy_then_the_handshake(tmp_path_factory)
     assert ops(ring, "SYNCS.PHASECHK.TRANS64.TRYWAIT") < ops(prod, "SYNCS.PHASECHK.TRANS64.TRYWAIT")
     assert _real_wgmma(ring) == _real_wgmma(load) == _real_wgmma(prod) == _real_wgmma(mma) > 0
     assert _count(mma, "PRMT") < _count(ring, "PRMT") == _count(prod, "PRMT")
+
+
+@pytest.mark.compile
+def test_no_prepass_drops_phase_one_decode_only(tmp_path_factory):
+    """no_prepass: phase 1's global Y loads and its decode are gone, the wgmmas and X's decode stay."""
+    sass_of = _sass_getter(PRE, tmp_path_factory.mktemp("ablate_pre_phase1"))
+    prod, code = sass_of(None), sass_of("no_prepass")
+    assert _real_wgmma(code) == _real_wgmma(prod) > 0
+    ldg = lambda c: sum(i.mnemonic == "LDG" for i in c)
+    assert ldg(code) < ldg(prod)
+    assert 0 < _count(code, "PRMT") < _count(prod, "PRMT")
