@@ -33,7 +33,9 @@ A ``y_source="prepass"`` config (Y arrives in shared memory by TMA, already fp16
 * ``mma_only``: ``no_x_dequant`` and ``no_y_ring``: X stage waits, wgmma and the epilogue only;
 * ``no_prepass`` (``prepass_chunk`` builds): phase 1 decodes nothing (no claim, no item; the
   completion barrier stays, passed at once): what decoding Y into the workspace and waiting for
-  every CTA's chunks cost (the Y boxes read stale rows).
+  every CTA's chunks cost (the Y boxes read stale rows);
+* ``phase1_only`` (``prepass_chunk`` builds): phase 1 and its completion barrier, then nothing
+  (no X, no Y box, no wgmma, no C): what phase 1 takes alone.
 
 Any config (issue 14, session 6):
 
@@ -47,12 +49,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 Part = Literal["no_mma", "no_dequant", "load_only", "no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only",
-               "no_y_load", "no_y_ring", "no_prepass", "no_epilogue"]
+               "no_y_load", "no_y_ring", "no_prepass", "phase1_only", "no_epilogue"]
 SPLIT_PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
 REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
-PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only", "no_prepass")
+PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only", "no_prepass", "phase1_only")
 ANY_PARTS: tuple[str, ...] = ("no_epilogue",)  # every config takes these
-PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS + ("no_y_load", "no_y_ring", "no_prepass") + ANY_PARTS
+PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS + ("no_y_load", "no_y_ring", "no_prepass", "phase1_only") + ANY_PARTS
 # what the kernel may leave out -> the parts that leave it out
 LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "mma": ("no_mma", "load_only"),
@@ -65,6 +67,7 @@ LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "y_load": ("no_y_load", "no_y_ring", "mma_only"),
     "y_ring": ("no_y_ring", "mma_only"),
     "prepass": ("no_prepass",),
+    "phase2": ("phase1_only",),
     "epilogue": ("no_epilogue",),
 }
 
@@ -100,9 +103,9 @@ class Ablation:
             if not prepass and self.part not in REGS_PARTS:
                 return [f"ablation {self.part!r} leaves out parts of the prepass Y ring (y_source='prepass'), "
                         f"which y_source={config.y_source!r} does not have"]
-            if self.part == "no_prepass" and not (getattr(config, "prepass_chunk", 0)
-                                                  and getattr(config, "prepass_sync", "barrier") == "barrier"):
-                return ["ablation 'no_prepass' is built for prepass_chunk > 0 with prepass_sync='barrier'"]
+            if self.part in ("no_prepass", "phase1_only") and not (
+                    getattr(config, "prepass_chunk", 0) and getattr(config, "prepass_sync", "barrier") == "barrier"):
+                return [f"ablation {self.part!r} is built for prepass_chunk > 0 with prepass_sync='barrier'"]
             if prepass and self.part in ("no_y_load", "no_y_ring", "mma_only") and getattr(config, "cluster_x", 1) != 1:
                 return [f"ablation {self.part!r} is built without clusters (the multicast Y ring stays whole)"]
             return []

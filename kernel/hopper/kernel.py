@@ -639,7 +639,13 @@ class HopperNvfp4GroupedGemm:
             else:
                 chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots)
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
-            if warp_idx >= self.producer_warp:
+            if cutlass.const_expr(self.ablates("phase2")):
+                # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
+                if warp_idx < self.producer_warp:
+                    if tidx == 0:
+                        self.prepass_wait(ws, chunks)
+                cute.arch.barrier()
+            elif warp_idx >= self.producer_warp:
                 if cutlass.const_expr(self.tail64):
                     # the producer warp alone computes the split (~1200 instructions), after its
                     # phase-1 chunks, and publishes it before phase 1's completion barrier

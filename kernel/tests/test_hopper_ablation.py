@@ -175,10 +175,11 @@ def test_prepass_takes_x_dequant_and_y_ring_parts_only():
     from kernel.hopper.ablation import PARTS
 
     accepted = [p for p in PARTS if not Ablation(p).problems(PRE)]
-    assert accepted == ["no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_prepass", "no_epilogue"]  # (no_epilogue: every config)
+    assert accepted == ["no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_prepass", "phase1_only",
+                        "no_epilogue"]  # (no_epilogue: every config)
     assert "shared-memory Y decode" in Ablation("no_y_sync").problems(PRE)[0]
     # the Y ring's parts exist only where Y arrives by TMA from the prepass workspace
-    for part in ("no_y_load", "no_y_ring", "no_prepass"):
+    for part in ("no_y_load", "no_y_ring", "no_prepass", "phase1_only"):
         assert "prepass Y ring" in Ablation(part).problems(RS)[0]
         assert Ablation(part).problems(SPLIT)
 
@@ -188,7 +189,7 @@ def test_ablate_flag_adds_every_part_a_build_takes():
 
     tags = sorted(b.ablation.tag for b in parse_builds([PRE_LABEL], [], ablate=True) if b.ablation)
     assert tags == sorted(f"ablate-{p}" for p in ("no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_prepass",
-                                                  "no_epilogue"))
+                                                  "phase1_only", "no_epilogue"))
     tags = sorted(b.ablation.tag for b in parse_builds([RS_LABEL], [], ablate=True) if b.ablation)
     assert tags == sorted(f"ablate-{p}" for p in ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only", "no_epilogue"))
     tags = sorted(b.ablation.tag for b in parse_builds([SPLIT_LABEL], [], ablate=True) if b.ablation)
@@ -261,3 +262,6 @@ def test_no_prepass_drops_phase_one_decode_only(tmp_path_factory):
     ldg = lambda c: sum(i.mnemonic == "LDG" for i in c)
     assert ldg(code) < ldg(prod)
     assert 0 < _count(code, "PRMT") < _count(prod, "PRMT")
+    # phase1_only: phase 1's loads stay, no wgmma is left
+    only = sass_of("phase1_only")
+    assert _real_wgmma(only) == 0 and ldg(only) > 0
