@@ -17,10 +17,11 @@ SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Sche
 IFS=';' read -ra PAIRS <<< "$VARIANTS"
 for pair in "${PAIRS[@]}"; do
   label=${pair%%:*}; shapes=${pair#*:}
+  name=${label//\~/_}  # file names of [A-Za-z0-9._-] only (LABEL~ablate-PART)
   echo "== ncu $label on $shapes ($(date +%T))"
   timeout "${T_NCU:-150}" ncu --profile-from-start off --clock-control none $SECTIONS --csv --page raw \
-    python3 -m ci.ncu_one_launch "$label" ${shapes//,/ } > "$OUT/ncu_$label.csv" 2> "$OUT/ncu_$label.log"
-  echo "rc=$? $(grep -c . "$OUT/ncu_$label.csv") lines"
-  tail -2 "$OUT/ncu_$label.log"
-  python3 -m profiling.ncu_bound "$OUT/ncu_$label.csv" --shapes "$shapes"
+    python3 -m ci.ncu_one_launch "$label" ${shapes//,/ } > "$OUT/ncu_$name.csv" 2> "$OUT/ncu_$name.log"
+  echo "rc=$? $(grep -c . "$OUT/ncu_$name.csv") lines"
+  tail -2 "$OUT/ncu_$name.log"
+  python3 -m profiling.ncu_bound "$OUT/ncu_$name.csv" --shapes "$shapes"
 done

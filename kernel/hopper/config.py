@@ -101,6 +101,7 @@ PRODUCER_REGS_MAX = 40  # what CUTLASS's warp-specialized Hopper kernels give th
 # issue 14q, ``prepass_chunk`` > 0: phase 1's items per thread per chunk at most (all loaded
 # before any is decoded), and the smallest chunk (items) the run-time choice may take
 PREPASS_BATCH = 4
+PREPASS_STAGED_WARP_BYTES = 32 * 128  # prepass_store="staged": one 128-byte item slot per lane
 PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (0, 1, 2, 4)
 # HopperConfig.cluster_x: CTAs per cluster along X (N); 2 multicasts each fp16 Y box (prepass)
@@ -187,6 +188,13 @@ class HopperConfig:
     # group to retire; the decode (ALU only) follows that wait. Production order: the shared
     # loads after the wait (their destinations are the retiring group's fragment registers)
     x_prefetch: bool = False
+    # issue 14, session 7 (experimental, y_source="prepass" with prepass_chunk > 0; label suffix
+    # "s" after the prepass letters): how phase 1 writes its fp16 items. "direct": each thread
+    # stores its item's 128 bytes as 8 scattered 16-byte stores (a warp store touches 32 runs).
+    # "staged": each thread writes its decoded item to a 128-byte slot in shared memory (the Y
+    # ring, unused until phase 1 ends), then the warp stores 4 whole runs per instruction (an
+    # ncu run put phase 1 alone at 20 us on bench1 with the SM -> L2 crossbar 54 % busy, DRAM 5 %)
+    prepass_store: str = "direct"
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -303,6 +311,7 @@ class HopperConfig:
         sched += f"c{self.prepass_chunk}" if self.prepass_chunk else ""
         sched += "x" if self.prepass_x_early else ""
         sched += "f" if self.prepass_sync == "flags" else ""
+        sched += "s" if self.prepass_store == "staged" else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
@@ -608,6 +617,15 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_tail64 is built without clusters (cluster_x=1)")
         if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
             p.append("y_tail64 halves a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128")
+    if config.prepass_store not in ("direct", "staged"):
+        p.append(f"prepass_store must be 'direct' or 'staged', got {config.prepass_store!r}")
+    elif config.prepass_store == "staged":
+        if config.y_source != "prepass" or not config.prepass_chunk or config.prepass_sync != "barrier":
+            p.append("prepass_store='staged' is built for y_source='prepass' with prepass_chunk > 0 and "
+                     "prepass_sync='barrier'")
+        elif (config.threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * config.mma_n * DEQUANT_SUB_K * 2:
+            p.append(f"prepass_store='staged' stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
+                     f"{config.threads // 32} warps need more than its {config.fp16_buffers} buffers")
     if not isinstance(config.x_prefetch, bool):
         p.append(f"x_prefetch must be a bool, got {config.x_prefetch!r}")
     elif config.x_prefetch and (config.y_source != "prepass" or config.x_operand != "regs"
@@ -891,6 +909,14 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
         tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
         dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
         prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem", x_prefetch=True,
+    ),
+    # issue 14, session 7 (experimental): the mixed-tail staged tile whose phase 1 stages each
+    # decoded item in shared memory and stores whole 128-byte runs per warp instruction
+    # (prepass_store="staged", label "..._prec1xs_...")
+    HopperConfig(
+        tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
+        dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
+        prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem", prepass_store="staged",
     ),
 )
 

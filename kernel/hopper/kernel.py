@@ -72,6 +72,8 @@ from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SK
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     arrive_release_gpu,
+    copy_y_staged_items,
+    store_y_staged_item,
     decode_x_raw_rs,
     load_x_raw_rs,
     mbarrier_complete_tx,
@@ -637,7 +639,7 @@ class HopperNvfp4GroupedGemm:
             if cutlass.const_expr(self.ablates("prepass")):
                 chunks = cutlass.Int32(0)  # profiling only: no item decoded (the Y boxes read stale rows)
             else:
-                chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots)
+                chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base)
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
             if cutlass.const_expr(self.ablates("phase2")):
                 # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
@@ -1078,7 +1080,7 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def prepass_decode_scaled(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
-                              ws: cutlass.Int64, slots: cutlass.Int32):
+                              ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32):
         """Issue 14q (``prepass_chunk`` = F > 0), every thread of every CTA: phase 1 with a chunk
         of clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items,
         chosen at run time; thread t of a chunk takes items t, t + threads, ... and issues the
@@ -1112,6 +1114,12 @@ class HopperNvfp4GroupedGemm:
         chunk, chunks = self.prepass_chunking(items)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
+        staged = self.config.prepass_store == "staged"
+        if cutlass.const_expr(staged):
+            # prepass_store="staged": each warp's 32 item slots in the Y ring (unused until phase 1
+            # ends; its TMA writes come after the proxy fence below and the completion barrier)
+            lane = tidx % 32
+            warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         it = cutlass.Int32(0)
         c = self.prepass_claim(tidx, ws, slots, it)
         while c < chunks:
@@ -1134,7 +1142,13 @@ class HopperNvfp4GroupedGemm:
                 oks.append(ok)
             words = load_y_global_items(loads)
             for j in cutlass.range_constexpr(batch):
-                if oks[j]:
+                if cutlass.const_expr(staged):
+                    # the item into this lane's shared slot, then the warp's whole-run stores
+                    if oks[j]:
+                        store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
+                                            self.config.operand_exp_shift)
+                    copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
+                elif oks[j]:
                     store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
@@ -1145,6 +1159,9 @@ class HopperNvfp4GroupedGemm:
                 arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
             it = it + 1
             c = ld_shared_u32(slots + (it % 2) * 4)
+        if cutlass.const_expr(staged):
+            # the slots' generic writes before the Y ring's TMA (async proxy) writes to them
+            cute.arch.fence_proxy("async.shared", space="cta")
         return chunks
 
     @cute.jit
@@ -1437,7 +1454,13 @@ class HopperNvfp4GroupedGemm:
                 oks.append(ok != 0)
             words = load_y_global_items(loads)
             for j in cutlass.range_constexpr(batch):
-                if oks[j]:
+                if cutlass.const_expr(staged):
+                    # the item into this lane's shared slot, then the warp's whole-run stores
+                    if oks[j]:
+                        store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
+                                            self.config.operand_exp_shift)
+                    copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
+                elif oks[j]:
                     store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()

@@ -660,10 +660,15 @@ def rs_y_global_asm(exp_shift: int) -> str:
     return "\n".join(lines)
 
 
-def _rs_y_global_decode_lines(words: list, s: str, dst: str, exp_shift: int) -> list:
+def _rs_y_global_decode_lines(words: list, s: str, dst: str, exp_shift: int, staged_key: str | None = None) -> list:
     """Decode and store one pre-pass item whose 8 raw words and scale word are in registers
-    ``words`` / ``s`` (:func:`rs_y_global_asm`'s instructions after its loads)."""
+    ``words`` / ``s`` (:func:`rs_y_global_asm`'s instructions after its loads). ``staged_key``
+    (``prepass_store="staged"``): ``dst`` is the item's 128-byte shared slot and chunk c goes to
+    chunk slot c ^ key (``staged_key`` holds key x 16; :func:`rs_y_staged_copy_asm` reads it back),
+    instead of global ``dst + 16c``: the same values, only where they are written differs."""
     lines = []
+    if staged_key is not None:
+        lines.append(f"xor.b32 sk, {dst}, {staged_key};")
     for t in range(4):
         lines += _scale_lines(f"c{t}", s, t)
     for a in range(2):
@@ -672,7 +677,11 @@ def _rs_y_global_decode_lines(words: list, s: str, dst: str, exp_shift: int) -> 
             for j in range(4):
                 lines += _scaled(f"q{a}_{t}_{j}", f"c{t}", exp_shift)
         for j in range(4):
-            lines.append(f"st.global.v4.b32 [{dst}+{16 * (4 * a + j)}], {{q{a}_0_{j}, q{a}_1_{j}, q{a}_2_{j}, q{a}_3_{j}}};")
+            chunk = f"{{q{a}_0_{j}, q{a}_1_{j}, q{a}_2_{j}, q{a}_3_{j}}}"
+            if staged_key is None:
+                lines.append(f"st.global.v4.b32 [{dst}+{16 * (4 * a + j)}], {chunk};")
+            else:
+                lines += [f"xor.b32 sa, sk, {16 * (4 * a + j)};", f"st.shared.v4.b32 [sa], {chunk};"]
     return lines
 
 
@@ -706,6 +715,70 @@ def rs_y_global_store_asm(exp_shift: int) -> str:
     lines += _rs_y_global_decode_lines([f"${i}" for i in range(8)], "$8", "$9", exp_shift)
     lines.append("}")
     return "\n".join(lines)
+
+
+def rs_y_staged_item_asm(exp_shift: int) -> str:
+    """``prepass_store="staged"``: decode one loaded item (``$0..$7`` raw words, ``$8`` scale
+    word, as :func:`rs_y_global_store_asm`) into its 128-byte shared slot ``$9`` (128-byte
+    aligned), chunk c at chunk slot c ^ (``$10`` / 16): the XOR keeps the 8 lanes of a quarter
+    warp, whose slots are 128 bytes apart, on distinct banks."""
+    pairs = ", ".join(f"q{a}_{t}_{j}" for a in range(2) for t in range(4) for j in range(4))
+    lines = ["{", f".reg .b32 c0, c1, c2, c3, sk, sa, {pairs};", *_RS_DECLS]
+    lines += _rs_y_global_decode_lines([f"${i}" for i in range(8)], "$8", "$9", exp_shift, staged_key="$10")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def rs_y_staged_copy_asm() -> str:
+    """``prepass_store="staged"``: the warp copies its 32 staged items (32 x 128 bytes at ``$0``,
+    lane l's item in slot l, chunks XOR-swizzled by l % 8) to their workspace runs, 4 items per
+    step: in step r lane l stores chunk c = l % 8 of the item of lane i = 4r + l / 8 (its run
+    ``$2:$1`` and valid flag ``$3`` taken from lane i by shuffles), so each warp store writes
+    four whole 128-byte runs. ``$4`` is the lane index. Warp-synchronous: every lane runs it,
+    and it ends with a warp barrier (the slots may be written again after it)."""
+    lines = ["{", ".reg .b32 i, c, c16, o, lo, hi, ok, w0, w1, w2, w3;", ".reg .b64 d, c64;", ".reg .pred p;",
+             "bar.warp.sync 0xffffffff;", "and.b32 c, $4, 7;", "shl.b32 c16, c, 4;", "cvt.u64.u32 c64, c16;"]
+    for r in range(8):
+        lines += [
+            "shr.u32 i, $4, 3;",
+            f"add.u32 i, i, {4 * r};",
+            "shfl.sync.idx.b32 lo, $1, i, 0x1f, 0xffffffff;",
+            "shfl.sync.idx.b32 hi, $2, i, 0x1f, 0xffffffff;",
+            "shfl.sync.idx.b32 ok, $3, i, 0x1f, 0xffffffff;",
+            "and.b32 o, i, 7;",  # item i's chunk c sits at chunk slot c ^ (i % 8) of slot i
+            "shl.b32 o, o, 4;",
+            "xor.b32 o, o, c16;",
+            "shl.b32 i, i, 7;",
+            "add.u32 o, o, i;",
+            "add.u32 o, o, $0;",
+            "ld.shared.v4.b32 {w0, w1, w2, w3}, [o];",
+            "mov.b64 d, {lo, hi};",
+            "add.s64 d, d, c64;",
+            "setp.ne.u32 p, ok, 0;",
+            "@p st.global.v4.b32 [d], {w0, w1, w2, w3};",
+        ]
+    lines += ["bar.warp.sync 0xffffffff;", "}"]
+    return "\n".join(lines)
+
+
+@dsl_user_op
+def store_y_staged_item(words: list, slot: Int32, key16: Int32, exp_shift: int, *, loc=None, ip=None) -> None:
+    """``prepass_store="staged"``: decode one loaded item into its shared slot (:func:`rs_y_staged_item_asm`)."""
+    operands = [Int32(w).ir_value(loc=loc, ip=ip) for w in words] + _ir(loc, ip, (Int32, slot), (Int32, key16))
+    _inline_asm(rs_y_staged_item_asm(exp_shift), ",".join(["r"] * 11 + ["~{memory}"]), operands, loc=loc, ip=ip)
+
+
+@dsl_user_op
+def copy_y_staged_items(warp_base: Int32, dst: Int64, ok: Int32, lane: Int32, *, loc=None, ip=None) -> None:
+    """``prepass_store="staged"``: the warp's cooperative copy of its staged items (:func:`rs_y_staged_copy_asm`)."""
+    operands = _ir(loc, ip, (Int32, warp_base)) + _split_u64(dst, loc, ip) + _ir(loc, ip, (Int32, ok), (Int32, lane))
+    _inline_asm(rs_y_staged_copy_asm(), ",".join(["r"] * 5 + ["~{memory}"]), operands, loc=loc, ip=ip)
+
+
+def _split_u64(value, loc, ip) -> list:
+    """A 64-bit value as its (low, high) 32-bit halves (MLIR values), for asm taking u32 operands."""
+    return [Int32(x).ir_value(loc=loc, ip=ip) for x in _inline_asm_u32(2, "mov.b64 {$0, $1}, $2;", "=r,=r,l",
+                                                                      _ir(loc, ip, (Int64, value)), loc=loc, ip=ip)]
 
 
 @dsl_user_op

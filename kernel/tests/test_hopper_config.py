@@ -450,13 +450,13 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     assert [c.epilogue for c in PRODUCTION_VARIANTS] == ["direct", "smem", "smem"]
     assert all("epilogue_staging" not in smem_bytes(c) and epilogue_stage_rows(c) == 0
                for c in DECLARED_VARIANTS if c.epilogue == "direct")
-    staged = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and not c.x_prefetch]
+    staged = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and not c.x_prefetch and c.prepass_store == "direct"]
     assert staged == [dataclasses.replace(FASTEST_CONFIG, epilogue="smem"),
                       dataclasses.replace(MIXED_TAIL_CONFIG, epilogue="smem")]
     assert [c.label for c in staged] == [FASTEST_CONFIG.label + "_es", MIXED_TAIL_CONFIG.label + "_es"]
     assert all(c in PRODUCTION_VARIANTS and config_problems(c) == [] for c in staged)
     assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
-    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 2  # (+ the _es_xp experiment)
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 3  # (+ the prepass_store="staged" experiment)
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
@@ -493,3 +493,16 @@ def test_staged_epilogue_rows_shrink_to_fit():
     rows = {b: epilogue_stage_rows(HopperConfig(**dict(_PRE, fp16_buffers=b, epilogue="smem"))) for b in (2, 7, 8, 9)}
     assert rows == {2: 128, 7: 128, 8: 64, 9: 16}
     assert config_problems(HopperConfig(**dict(_PRE, fp16_buffers=9, epilogue="smem"))) == []
+
+
+def test_prepass_store_rules_and_label():
+    q = dict(_PRE, prepass_chunk=1, prepass_x_early=True)
+    pre, staged = HopperConfig(**q), HopperConfig(**dict(q, prepass_store="staged"))
+    assert config_problems(staged) == [] and pre.prepass_store == "direct"
+    assert "_prec1x_" in pre.label + "_" and staged.label == (pre.label + "_").replace("_prec1x_", "_prec1xs_")[:-1]
+    assert any("prepass_store must be" in p for p in config_problems(HopperConfig(**dict(q, prepass_store="tma"))))
+    for other in (dict(_RS, prepass_store="staged"), dict(_PRE, prepass_store="staged")):  # no prepass / no chunks
+        assert any("prepass_store='staged' is built for" in p for p in config_problems(HopperConfig(**other)))
+    # every warp's 32 slots must fit in the Y ring
+    small = HopperConfig(**dict(q, prepass_store="staged", fp16_buffers=2))
+    assert any("stages" in p and "Y ring" in p for p in config_problems(small))
