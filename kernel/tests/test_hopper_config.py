@@ -321,12 +321,12 @@ def test_prepass_smem_arithmetic_and_label():
     assert config_problems(HopperConfig(**dict(_PRE, fp16_buffers=9))) == []
     assert any("shared memory" in p for p in config_problems(HopperConfig(**dict(_PRE, fp16_buffers=10))))
     # the axis is off by default: no other label changes; the only production variant with a
-    # prepass is the mixed-tail one with C staged through shared memory (kernel.hopper.dispatch
-    # DEFAULT_TABLE's choice on bench1-3)
-    from kernel.hopper.config import MIXED_TAIL_STAGED_CONFIG
+    # prepass is the mixed-tail one with C and phase 1's items staged through shared memory
+    # (kernel.hopper.dispatch DEFAULT_TABLE's choice on bench1-3)
+    from kernel.hopper.config import PHASE1_STAGED_CONFIG
 
     assert FASTEST_CONFIG.y_source == "smem_decode"
-    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [MIXED_TAIL_STAGED_CONFIG]
+    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [PHASE1_STAGED_CONFIG]
     assert sum("_pre" in c.label for c in DECLARED_VARIANTS) == sum(c.y_source == "prepass" for c in DECLARED_VARIANTS)
 
 
@@ -446,7 +446,7 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     )
 
     assert HopperConfig().epilogue == "direct"
-    # production since session 6: the simplest pipeline (direct stores) and the two staged twins
+    # production since session 6: the simplest pipeline (direct stores) and two staged tiles
     assert [c.epilogue for c in PRODUCTION_VARIANTS] == ["direct", "smem", "smem"]
     assert all("epilogue_staging" not in smem_bytes(c) and epilogue_stage_rows(c) == 0
                for c in DECLARED_VARIANTS if c.epilogue == "direct")
@@ -454,7 +454,11 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     assert staged == [dataclasses.replace(FASTEST_CONFIG, epilogue="smem"),
                       dataclasses.replace(MIXED_TAIL_CONFIG, epilogue="smem")]
     assert [c.label for c in staged] == [FASTEST_CONFIG.label + "_es", MIXED_TAIL_CONFIG.label + "_es"]
-    assert all(c in PRODUCTION_VARIANTS and config_problems(c) == [] for c in staged)
+    assert all(config_problems(c) == [] for c in staged)
+    # production: the fastest tile's twin; the mixed tile's twin gave its place to the same tile
+    # with phase 1's items staged as well (session 7)
+    assert staged[0] in PRODUCTION_VARIANTS and staged[1] in EXPERIMENTAL_VARIANTS
+    assert dataclasses.replace(staged[1], prepass_store="staged") in PRODUCTION_VARIANTS
     assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
     assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 3  # (+ the prepass_store="staged" experiment)
     fast, t64 = staged
