@@ -1114,9 +1114,12 @@ class HopperNvfp4GroupedGemm:
         chunk, chunks = self.prepass_chunking(items)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
-        # prepass_store="staged": each warp's 32 item slots at ``scratch`` (the Y ring, unused until
-        # phase 1 ends; its TMA writes come after the proxy fence below and the completion barrier)
         staged = self.config.prepass_store == "staged"
+        if cutlass.const_expr(staged):
+            # prepass_store="staged": each warp's 32 item slots in the Y ring (unused until phase 1
+            # ends; its TMA writes come after the proxy fence below and the completion barrier)
+            lane = tidx % 32
+            warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         it = cutlass.Int32(0)
         c = self.prepass_claim(tidx, ws, slots, it)
         while c < chunks:
@@ -1137,7 +1140,16 @@ class HopperNvfp4GroupedGemm:
                 loads.append((raw, sf, cutlass.Int32(ok)))
                 dsts.append(dst)
                 oks.append(ok)
-            self.prepass_store_items(load_y_global_items(loads), dsts, oks, tidx, scratch)
+            words = load_y_global_items(loads)
+            for j in cutlass.range_constexpr(batch):
+                if cutlass.const_expr(staged):
+                    # the item into this lane's shared slot, then the warp's whole-run stores
+                    if oks[j]:
+                        store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
+                                            self.config.operand_exp_shift)
+                    copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
+                elif oks[j]:
+                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
             if tidx == 0:
@@ -1151,26 +1163,6 @@ class HopperNvfp4GroupedGemm:
             # the slots' generic writes before the Y ring's TMA (async proxy) writes to them
             cute.arch.fence_proxy("async.shared", space="cta")
         return chunks
-
-    @cute.jit
-    def prepass_store_items(self, words: list, dsts: list, oks: list, tidx: cutlass.Int32, scratch):
-        """Phase 1: decode each loaded item (``words[j]``) and store it to its workspace run
-        ``dsts[j]`` where ``oks[j]``. ``prepass_store="staged"`` (``scratch``: the Y ring's shared
-        address): through this lane's 128-byte slot of its warp's 32, then the warp's whole-run
-        stores (every lane runs the copy, present item or not)."""
-        staged = scratch is not None and self.config.prepass_store == "staged"
-        if cutlass.const_expr(staged):
-            lane = tidx % 32
-            warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
-        for j in cutlass.range_constexpr(len(words)):
-            if cutlass.const_expr(staged):
-                if oks[j]:
-                    store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
-                                        self.config.operand_exp_shift)
-                copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
-            else:
-                if oks[j]:
-                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
 
     @cute.jit
     def prepass_item_addresses(self, item: cutlass.Int32, bases: list, roffs: list, counts: list, m_sizes: cute.Tensor,
@@ -1460,7 +1452,10 @@ class HopperNvfp4GroupedGemm:
                 loads.append((raw, sf, ok))
                 dsts.append(dst)
                 oks.append(ok != 0)
-            self.prepass_store_items(load_y_global_items(loads), dsts, oks, tidx, None)
+            words = load_y_global_items(loads)
+            for j in cutlass.range_constexpr(batch):
+                if oks[j]:
+                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
             if tidx == 0:
