@@ -17,36 +17,46 @@ import math
 import sys
 from pathlib import Path
 
+from profiling import metrics as M
 from profiling.ncu_report import parse_raw_csv
 
-# unit -> the metric giving its throughput as a percentage of its peak (elapsed cycles)
-THROUGHPUTS: dict[str, str] = {
-    "SM (issue / pipes)": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "L1 / shared": "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
-    "L2": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
-    "DRAM": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "memory (max of units)": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+# unit -> the metric(s) giving its throughput as a percentage of its peak, first found wins (what
+# ncu 2025.3.1 exports for these sections on the H200: L1's exists only per active cycle; DRAM's
+# is gpu__dram_throughput in the section export, dram__throughput when asked for by name)
+THROUGHPUTS: dict[str, tuple[str, ...]] = {
+    "SM (issue / pipes)": ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
+    "L1 / shared": ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
+    "L2": ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
+    "DRAM": ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+             "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+    "memory (max of units)": ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",),
 }
 TENSOR = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-TIME = "gpu__time_duration.sum"
+TIME = M.DURATION
 ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 ELIGIBLE = "smsp__warps_eligible.avg.per_cycle_active"
 ACTIVE_WARPS = "smsp__warps_active.avg.per_cycle_active"
-# WarpStateStats: cycles per issued instruction spent in each state, per warp
-STALL_PREFIX = "smsp__average_warp_latency_issue_stalled_"
-STALL_PREFIX_ALT = "smsp__average_warps_issue_stalled_"
-STALL_SUFFIX = "_per_issue_active.ratio"
+SUMMARY_METRICS: tuple[str, ...] = (*(n for names in THROUGHPUTS.values() for n in names), TENSOR, TIME, ISSUE_ACTIVE,
+                                    ELIGIBLE, ACTIVE_WARPS)
+
+
+def unit_throughput(metrics: dict, unit: str) -> float:
+    """``unit``'s throughput against its peak (%), NaN when the export has none of its names."""
+    for name in THROUGHPUTS[unit]:
+        value = metrics.get(name)
+        if isinstance(value, float) and math.isfinite(value):
+            return value
+    return math.nan
 
 
 def stall_reasons(metrics: dict) -> list[tuple[str, float]]:
-    """(reason, cycles per issued instruction) for every stall metric present, largest first."""
+    """(reason, warps stalled per issued instruction) for each of profiling.metrics' stall
+    reasons the export has (WarpStateStats), largest first."""
     out = []
-    for name, value in metrics.items():
-        for prefix in (STALL_PREFIX_ALT, STALL_PREFIX):
-            if name.startswith(prefix) and name.endswith(STALL_SUFFIX) and "not_issued" not in name:
-                reason = name[len(prefix):-len(STALL_SUFFIX)]
-                if isinstance(value, float) and math.isfinite(value):
-                    out.append((reason, value))
+    for reason in M.STALL_REASONS:
+        value = metrics.get(M.stall_metric(reason))
+        if isinstance(value, float) and math.isfinite(value):
+            out.append((reason, value))
     return sorted(out, key=lambda rv: -rv[1])
 
 
@@ -60,7 +70,7 @@ def summarize(record: dict, shape: str | None = None, top: int = 6) -> str:
     time_us = m.get(TIME, math.nan) / 1000.0 if math.isfinite(m.get(TIME, math.nan)) else math.nan
     head = f"kernel {record['id']}" + (f" ({shape})" if shape else "") + f": {time_us:.1f} us"
     lines = [head]
-    units = sorted(((u, m.get(k, math.nan)) for u, k in THROUGHPUTS.items()),
+    units = sorted(((u, unit_throughput(m, u)) for u in THROUGHPUTS),
                    key=lambda uv: -(uv[1] if math.isfinite(uv[1]) else -1))
     lines.append("  throughput vs peak: " + ", ".join(
         f"{u} {v:.1f} %" if math.isfinite(v) else f"{u} n/a" for u, v in units))

@@ -54,7 +54,7 @@ SPLIT_PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
 REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
 PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only", "no_prepass", "phase1_only")
 ANY_PARTS: tuple[str, ...] = ("no_epilogue",)  # every config takes these
-PARTS: tuple[str, ...] = SPLIT_PARTS + REGS_PARTS + ("no_y_load", "no_y_ring", "no_prepass", "phase1_only") + ANY_PARTS
+PARTS: tuple[str, ...] = tuple(dict.fromkeys(SPLIT_PARTS + REGS_PARTS + PREPASS_PARTS + ANY_PARTS))
 # what the kernel may leave out -> the parts that leave it out
 LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "mma": ("no_mma", "load_only"),

@@ -20,7 +20,7 @@ Which axis does what, and what each measured on the H200: kernel/hopper/NOTES.md
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from kernel.errors import UnsupportedConfigError
@@ -80,6 +80,7 @@ PrepassSync = Literal["barrier", "flags"]
 #             ``epilogue_stage_rows`` rows of C (the whole tile where shared memory allows, else
 #             half of it, in two passes; a pass past the tile's last row of C is skipped)
 Epilogue = Literal["direct", "smem"]
+PrepassStore = Literal["direct", "staged"]  # see HopperConfig.prepass_store
 
 SMEM_CAPACITY_BYTES = 232448  # sm_90: 227 KiB of dynamic shared memory per block
 SMEM_ALIGN = 1024  # swizzle-128 operand buffers need 1024-byte alignment
@@ -194,7 +195,7 @@ class HopperConfig:
     # "staged": each thread writes its decoded item to a 128-byte slot in shared memory (the Y
     # ring, unused until phase 1 ends), then the warp stores 4 whole runs per instruction (an
     # ncu run put phase 1 alone at 20 us on bench1 with the SM -> L2 crossbar 54 % busy, DRAM 5 %)
-    prepass_store: str = "direct"
+    prepass_store: PrepassStore = "direct"
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -623,7 +624,7 @@ def config_problems(config: HopperConfig) -> list[str]:
         if config.y_source != "prepass" or not config.prepass_chunk or config.prepass_sync != "barrier":
             p.append("prepass_store='staged' is built for y_source='prepass' with prepass_chunk > 0 and "
                      "prepass_sync='barrier'")
-        elif (config.threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * config.mma_n * DEQUANT_SUB_K * 2:
+        elif (config.threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
             p.append(f"prepass_store='staged' stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
                      f"{config.threads // 32} warps need more than its {config.fp16_buffers} buffers")
     if not isinstance(config.x_prefetch, bool):
@@ -695,13 +696,13 @@ FASTEST_CONFIG = HopperConfig(
     dequant="prmt", loader="tma", x_operand="regs",
 )
 
-# What the main job runs by default (at most three): DEFAULT_CONFIG (the simplest pipeline: the
-# historical name of the mutant catalog's "default variant"), the fastest 2-warpgroup tile, and
-# the mixed 128/64-row prepass tile (MIXED_TAIL_CONFIG, below; it took the place of the fastest
-# non-swapped tile, 128x256, now experimental). ``custom_kernel(data)`` without a config does not run DEFAULT_CONFIG: it runs the
-# measured per-shape choice (kernel.hopper.dispatch.DEFAULT_TABLE: since session 6 the staged-
-# epilogue twins of MIXED_TAIL_CONFIG, and of FASTEST_CONFIG on bench4), every one of which is a
-# production variant; FASTEST_CONFIG and MIXED_TAIL_CONFIG are experimental now.
+# What the main job runs by default (at most three, PRODUCTION_VARIANTS below): DEFAULT_CONFIG
+# (the simplest pipeline: the historical name of the mutant catalog's "default variant"), the
+# fastest 2-warpgroup tile and the mixed 128/64-row prepass tile (MIXED_TAIL_CONFIG, below), both
+# with C staged through shared memory, the prepass tile also with phase 1's runs staged (session
+# 7). ``custom_kernel(data)`` without a config does not run DEFAULT_CONFIG: it runs the measured
+# per-shape choice (kernel.hopper.dispatch.DEFAULT_TABLE), every one of which is a production
+# variant; FASTEST_CONFIG, MIXED_TAIL_CONFIG and MIXED_TAIL_STAGED_CONFIG are experimental now.
 MIXED_TAIL_CONFIG = HopperConfig(
     tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
     dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
@@ -712,26 +713,18 @@ MIXED_TAIL_CONFIG = HopperConfig(
 # on bench1-3 for the mixed tile, 17.6 us on bench4 for the fastest tile, against 138.4 / 84.1 /
 # 34.0 / 19.0 for the direct-store twins in session 5); both passed the ci property, each input
 # distribution (400 examples), the gpu-long run (500) and the checked perturbed property there
-FASTEST_STAGED_CONFIG = HopperConfig(
-    tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
-    dequant="prmt", loader="tma", x_operand="regs", epilogue="smem",
-)
-MIXED_TAIL_STAGED_CONFIG = HopperConfig(
-    tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
-    dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
-    prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem",
-)
+FASTEST_STAGED_CONFIG = replace(FASTEST_CONFIG, epilogue="smem")
+MIXED_TAIL_STAGED_CONFIG = replace(MIXED_TAIL_CONFIG, epilogue="smem")
 # Session 7: the mixed-tail staged tile whose phase 1 stores whole 128-byte runs from shared
 # memory (prepass_store="staged"): phase 1 alone 9.9 / 7.5 / 6.4 / 5.9 us instead of 20.1 / 9.4 /
 # 8.6 / 5.9 (bench1-4, profiling.ablation phase1_only), the kernel 121.8 us on bench1 instead of
 # 132.5 (bench_gpu, same run); it passed the ci property, each distribution (400 examples), the
 # gpu-long run (500) and the checked perturbed property on the H200. It replaces
 # MIXED_TAIL_STAGED_CONFIG (now experimental) in the default dispatch.
-PHASE1_STAGED_CONFIG = HopperConfig(
-    tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
-    dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
-    prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem", prepass_store="staged",
-)
+PHASE1_STAGED_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, prepass_store="staged")
+# Session 7 (experimental): the next sub-block's raw X bytes and Y box waited for before the
+# wgmma wait (measured: no gain beyond noise)
+X_PREFETCH_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, x_prefetch=True)
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
     DEFAULT_CONFIG,
     FASTEST_STAGED_CONFIG,
@@ -897,38 +890,24 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
         x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1, prepass_x_early=True,
         y_tail64=True, schedule="balanced",
     ),
-    # issue 14, session 6 (production since the H200 runs above): the two variants of the old
+    # issue 14, session 6 (production since the H200 runs above; the mixed tile's twin gave its
+    # place to PHASE1_STAGED_CONFIG in session 7): the two variants of the old
     # default dispatch (FASTEST_CONFIG, MIXED_TAIL_CONFIG) with C staged through shared memory
     # (epilogue="smem", label "_es"): stmatrix.trans into a per-warpgroup staging buffer, then
     # coalesced 16-byte stores, instead of predicated scalar 2-byte stores from the accumulators
     # (the swapped tile's stores touch ~32 rows of C per warp instruction). The fastest tile
     # stages all 128 rows of C at once (+32 KB); the mixed-tail tile 64 at a time (+16 KB, a light
     # tile one pass)
-    HopperConfig(
-        tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
-        dequant="prmt", loader="tma", x_operand="regs", epilogue="smem",
-    ),
-    HopperConfig(
-        tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
-        dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
-        prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem",
-    ),
-    # issue 14, session 7 (experimental): the mixed-tail staged tile with the next sub-block's raw X
-    # bytes and Y box waited for before the wgmma wait, the decode (ALU only) free to move above
-    # it (x_prefetch, label "_xp"; an ablation run put X's decode at 14 % of bench1's time)
-    HopperConfig(
-        tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
-        dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
-        prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem", x_prefetch=True,
-    ),
-    # issue 14, session 7 (experimental): the mixed-tail staged tile whose phase 1 stages each
-    # decoded item in shared memory and stores whole 128-byte runs per warp instruction
-    # (prepass_store="staged", label "..._prec1xs_...")
-    HopperConfig(
-        tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
-        dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
-        prepass_x_early=True, y_tail64=True, schedule="balanced", epilogue="smem", prepass_store="staged",
-    ),
+    FASTEST_STAGED_CONFIG,
+    MIXED_TAIL_STAGED_CONFIG,
+    # issue 14, session 7: the mixed-tail staged tile with the next sub-block's raw X bytes and Y
+    # box waited for before the wgmma wait, the decode (ALU only) free to move above it
+    # (x_prefetch, label "_xp"; experimental: no gain measured)
+    X_PREFETCH_CONFIG,
+    # issue 14, session 7: the mixed-tail staged tile whose phase 1 stages each decoded item in
+    # shared memory and stores whole 128-byte runs per warp instruction (prepass_store="staged",
+    # label "..._prec1xs_..."; production since the H200 runs in PERF_LOG)
+    PHASE1_STAGED_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

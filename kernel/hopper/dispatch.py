@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from kernel.hopper.config import DECLARED_VARIANTS, FASTEST_CONFIG, HopperConfig
+from kernel.hopper.config import (DECLARED_VARIANTS, FASTEST_CONFIG, FASTEST_STAGED_CONFIG, MIXED_TAIL_STAGED_CONFIG,
+                                  PHASE1_STAGED_CONFIG, HopperConfig)
 
 ShapeKey = tuple[tuple[int, ...], int | None, int | None]
 
@@ -129,8 +130,8 @@ MIXED_TAIL_DIRECT_TABLE = DispatchTable(
     {"bench1": MIXED_TAIL, "bench2": MIXED_TAIL, "bench3": MIXED_TAIL, "bench4": FASTEST_CONFIG.label},
     fallback=by_label(MIXED_TAIL),
 )
-MIXED_TAIL_STAGED = MIXED_TAIL + "_es"
-FASTEST_STAGED = FASTEST_CONFIG.label + "_es"
+MIXED_TAIL_STAGED = MIXED_TAIL_STAGED_CONFIG.label
+FASTEST_STAGED = FASTEST_STAGED_CONFIG.label
 MIXED_TAIL_STAGED_TABLE = DispatchTable(
     {"bench1": MIXED_TAIL_STAGED, "bench2": MIXED_TAIL_STAGED, "bench3": MIXED_TAIL_STAGED, "bench4": FASTEST_STAGED},
     fallback=by_label(MIXED_TAIL_STAGED),
@@ -142,7 +143,7 @@ MIXED_TAIL_STAGED_TABLE = DispatchTable(
 # run (profiling.ablation) 121.9 / 72.6 / 31.0 / 18.9 against 131.3 / 74.5 / 32.2 / 18.6. Its
 # phase 1 alone is never slower (phase1_only: 9.9 / 7.5 / 6.4 / 5.9 us against 20.1 / 9.4 / 8.6 /
 # 5.9), so it takes bench1-3 and the fallback; FASTEST_STAGED keeps bench4.
-PHASE1_STAGED = MIXED_TAIL.replace("_prec1x_", "_prec1xs_") + "_es"
+PHASE1_STAGED = PHASE1_STAGED_CONFIG.label
 MEASURED_TABLE = DispatchTable(
     {"bench1": PHASE1_STAGED, "bench2": PHASE1_STAGED, "bench3": PHASE1_STAGED, "bench4": FASTEST_STAGED},
     fallback=by_label(PHASE1_STAGED),

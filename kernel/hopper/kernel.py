@@ -128,13 +128,14 @@ from kernel.hopper.workspace import (  # noqa: E402
 from kernel.hopper.workspace import FLAG_CELL_BYTES, GEN_WORD  # noqa: E402
 from kernel.perturbation import CHECK_RULE_INDEX, SKEWED_SITES  # noqa: E402
 
+X_RAW_REGS = 6  # x_prefetch: a sub-block's raw X bytes (two 8-byte runs) and its two scale bytes
+
 # the happens-before checker's shadow state (harness builds with Perturbation.checks): one slot of
 # HB_WARP_WORDS int32 per warp of the CTA, in shared memory. Consumer warps: the wgmma groups
 # committed and waited for, the accumulator/fragment "written since the last wgmma fence" flag,
 # which group read each fp16 or Y buffer last, which sub-block each fp16 buffer was fenced and
 # published for. Producer warps: the stages filled and not yet seen released (raw ring, Y ring)
 # and the tensor maps each issuing lane acquired (a ring of 4 low words)
-X_RAW_REGS = 6  # x_prefetch: a sub-block's raw X bytes (two 8-byte runs) and its two scale bytes
 HB_WARP_WORDS = 32
 HB_ISSUED, HB_RETIRED, HB_DIRTY = 0, 1, 2
 HB_READER = 4  # + buffer (16)
@@ -1618,16 +1619,12 @@ class HopperNvfp4GroupedGemm:
             k_tiles = k // cfg.tile_k
             if cutlass.const_expr(self.x_prefetch):
                 # the tile's first X stage, its first sub-block's raw bytes and Y box
-                self.delay("consumer", "wait", "before")
-                pipe.consumer_wait(state)
-                self.delay("consumer", "wait", "after")
+                self.x_stage_wait(pipe, state)
                 self.x_raw_into(raw_regs, tidx, raw_base + state.index * self.raw_stage_bytes, x_sf_row0, 0)
                 self.y_ring_wait(y_pipe, ystate)
             for kt in range(k_tiles):
                 if cutlass.const_expr(not self.x_prefetch):
-                    self.delay("consumer", "wait", "before")
-                    pipe.consumer_wait(state)
-                    self.delay("consumer", "wait", "after")
+                    self.x_stage_wait(pipe, state)
                 stage = raw_base + state.index * self.raw_stage_bytes
                 for sb in cutlass.range_constexpr(self.n_sub):
                     if cutlass.const_expr(self.x_prefetch):
@@ -1672,9 +1669,7 @@ class HopperNvfp4GroupedGemm:
                         elif kt + 1 < k_tiles:
                             next_state = state.clone()
                             next_state.advance()
-                            self.delay("consumer", "wait", "before")
-                            pipe.consumer_wait(next_state)
-                            self.delay("consumer", "wait", "after")
+                            self.x_stage_wait(pipe, next_state)
                             self.x_raw_into(raw_regs, tidx, raw_base + next_state.index * self.raw_stage_bytes,
                                             x_sf_row0, 0)
                             self.y_ring_wait(y_pipe, ystate)
@@ -2096,6 +2091,12 @@ class HopperNvfp4GroupedGemm:
             return self.x_fragment(thr_mma, None, None, None, 0)
         words = decode_x_raw_rs([raw_regs[i] for i in range(X_RAW_REGS)], self.config.operand_exp_shift)
         return self.x_fragment_from_words(thr_mma, words)
+
+    def x_stage_wait(self, pipe, state):
+        """Wait for ``state``'s raw X stage (the prepass consumers)."""
+        self.delay("consumer", "wait", "before")
+        pipe.consumer_wait(state)
+        self.delay("consumer", "wait", "after")
 
     def y_ring_wait(self, y_pipe, ystate):
         """Wait for ``ystate``'s Y box (the prepass consumers; none in the ``no_y_ring`` ablation)."""
