@@ -35,17 +35,22 @@ args=(--jobs "$JOBS" --baseline --deadline "$BUDGET" --timeout "$TIMEOUT" --mode
       --json "$OUT/mutants.json" --markdown "$OUT/mutants.md" --sync-markdown "$OUT/sync.md")
 if [ -n "${EXAMPLES:-}" ]; then args+=(--max-examples "$EXAMPLES"); fi
 if [ "$SECTION" = sync ]; then args+=(--section=sync); else args+=(--subject=hopper); fi
+# MUTANT='*__prod' (shell patterns, space-separated): only those mutants; their table then goes
+# between the "sync-mutants-MARKER" markers of properties/MUTANTS.md (MARKER=prod by default
+# when MUTANT is set), leaving the whole catalog's table alone
+for pat in ${MUTANT:-}; do args+=(--mutant "$pat"); done
+MARKER=${MARKER:-$([ -n "${MUTANT:-}" ] && echo "sync-mutants-prod" || echo "sync-mutants")}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 start=$(date +%s)
 timeout --kill-after=10 $((BUDGET + 50)) python3 -m ci.mutation_runner "${args[@]}" > "$OUT/log.txt" 2>&1
 rc=$?
 echo "runner exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/log.txt"
 if [ -s "$OUT/sync.md" ]; then
-  python3 - "$OUT/sync.md" properties/MUTANTS.md <<'PY'
+  python3 - "$OUT/sync.md" properties/MUTANTS.md "$MARKER" <<'PY'
 import sys, pathlib, time
 table, doc = pathlib.Path(sys.argv[1]).read_text(), pathlib.Path(sys.argv[2])
 text = doc.read_text()
-begin, end = "<!-- sync-mutants:begin -->", "<!-- sync-mutants:end -->"
+begin, end = f"<!-- {sys.argv[3]}:begin -->", f"<!-- {sys.argv[3]}:end -->"
 head, rest = text.split(begin, 1)
 _, tail = rest.split(end, 1)
 stamp = f"Measured {time.strftime('%Y-%m-%d %H:%M')} (ci/h200_mutants.sh):\n\n"

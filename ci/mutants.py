@@ -415,9 +415,17 @@ MUTANTS: tuple[Mutant, ...] = (
 SYNC_VARIANTS = {
     "default": "h90_m128n128k256_s3_wg1_fp16",
     "rs": "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
+    # the production variant the default dispatch runs on bench1-3 and unlisted shapes: phase 1
+    # (Y decoded once into the fp16 workspace, staged whole-run stores, completion barrier), the
+    # TMA-filled Y ring, the balanced schedule of mixed 128/64-row tiles, C staged in shared memory
+    "prod": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t64_es",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
+_I8 = " " * 8
+_I12 = " " * 12
+_I16 = " " * 16
+_I20 = " " * 20
 _I28 = " " * 28
 _I32 = " " * 32
 _SYNC_EDITS = (
@@ -498,6 +506,66 @@ _SYNC_EDITS = (
     ("no_fragment_fence", "wgmma fence removed: the register A fragment just written may not be "
      "ordered before the wgmma that reads it", _K,
      f"{_I32}self.wgmma_fence()  # the fragment registers were just written\n", "", ("rs",)),
+    # ---- the prepass production variant ("prod"): phase 1, its completion barrier, the Y ring,
+    # the balanced schedule, the staged epilogue
+    ("phase1_wait_one_short", "completion barrier one chunk early: thread 0 lets its CTA through when "
+     "all but one of phase 1's chunks are decoded (a Y box may be loaded before its rows are written)", _K,
+     "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks)\n",
+     "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks - 1)\n", ("prod",)),
+    ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
+     "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K,
+     f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n"
+     f"{_I12}fence_proxy_async_global()\n{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n"
+     f"{_I12}cute.arch.barrier()\n{_I12}if tidx == 0:\n{_I16}arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))\n"
+     f"{_I12}it = it + 1\n{_I12}c = ld_shared_u32(slots + (it % 2) * 4)\n{_I8}if cutlass.const_expr(staged):",
+     f"{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n"
+     f"{_I12}cute.arch.barrier()\n{_I12}if tidx == 0:\n{_I16}arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))\n"
+     f"{_I12}it = it + 1\n{_I12}c = ld_shared_u32(slots + (it % 2) * 4)\n{_I8}if cutlass.const_expr(staged):", ("prod",)),
+    ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
+     "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _K,
+     f"{_I12}cute.arch.barrier()  # phase 1's completion barrier (thread 0 waited before it)\n"
+     f"{_I12}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
+     f"{_I12}fence_proxy_async_global()\n",
+     f"{_I12}cute.arch.barrier()  # phase 1's completion barrier (thread 0 waited before it)\n", ("prod",)),
+    ("staged_slots_no_proxy_fence", "fence removed: phase 1's generic writes to its staging slots (the "
+     "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K,
+     f"{_I12}# the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n"
+     f"{_I12}cute.arch.fence_proxy(\"async.shared\", space=\"cta\")\n",
+     f"{_I12}pass  # the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n", ("prod",)),
+    ("staged_copy_no_entry_sync", "warp barrier removed: phase 1's staged copy reads other lanes' "
+     "slots with no bar.warp.sync after their writes", "kernel/hopper/ptx.py",
+     '"bar.warp.sync 0xffffffff;", "and.b32 c, $4, 7;"', '"and.b32 c, $4, 7;"', ("prod",)),
+    ("y_ring_wait_lax", "wgmma wait too lax: wait_group(2) before releasing a Y ring buffer lets the "
+     "wgmma that reads it stay in flight while the producer refills it", _K,
+     f"{_I20}self.wait_group(1)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
+     f"{_I20}if cutlass.const_expr(sb > 0):\n{_I20}    self.warp_release(y_pipe, retire_state)",
+     f"{_I20}self.wait_group(2)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
+     f"{_I20}if cutlass.const_expr(sb > 0):\n{_I20}    self.warp_release(y_pipe, retire_state)", ("prod",)),
+    ("y_ring_empty_count_short", "wrong arrive count: the Y ring's empty barrier completes one warp "
+     "early (the producer refills a Y buffer a warp's wgmma still reads)", _K,
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps),\n",
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps - 1),\n", ("prod",)),
+    ("y_ring_tx_count_short", "wrong transaction count: the Y ring's full barrier expects 1024 bytes "
+     "fewer than a Y box brings (wgmma may read the box's last rows before they land)", _K,
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps),\n"
+     "                tx_count=self.y_tx_bytes,\n",
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps),\n"
+     "                tx_count=self.y_tx_bytes - 1024,\n", ("prod",)),
+    ("tile_wait_lax", "accumulators read in flight: the tile's last wait is wait_group(1), so the "
+     "epilogue may read accumulators the last wgmma group still writes", _K,
+     f"{_I12}self.wait_group(0)\n{_I12}self.warp_release(y_pipe, retire_state)\n",
+     f"{_I12}self.wait_group(1)\n{_I12}self.warp_release(y_pipe, retire_state)\n", ("prod",)),
+    ("epilogue_no_publish_barrier", "barrier removed: the staged epilogue reads its staging buffer "
+     "before every thread of the warpgroup has written its stmatrix part", _K,
+     "        bar.arrive_and_wait()  # the whole pass is in the buffer\n", "", ("prod",)),
+    ("epilogue_no_reuse_barrier", "barrier removed: the staged epilogue rewrites its staging buffer "
+     "(next pass or tile) before every thread has read the previous one", _K,
+     "        bar.arrive_and_wait()  # the warpgroup's reads of the buffer (previous pass or tile) are done\n",
+     "", ("prod",)),
+    ("balanced_share_skips_a_light_tile", "balanced schedule off by one: the CTAs of the second kind "
+     "start their light run one entry late (one light tile is never computed, one twice)",
+     "kernel/device_schedule.py",
+     "        ts = p * ta + (cta - p) * tb\n", "        ts = p * ta + (cta - p) * tb + 1\n", ("prod",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",

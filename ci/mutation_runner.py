@@ -49,6 +49,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 
 from ci.mutants import CPU_SUBJECTS, HOPPER_VARIANT, MUTANTS, PERTURBED_PROPERTY, SUBJECTS, SYNC_MUTANTS, Mutant
@@ -382,10 +383,10 @@ def select_mutants(subjects: list[str], names: list[str]) -> list[Mutant]:
         raise SystemExit(f"unknown subjects {sorted(unknown)}; known: cpu, all, {', '.join(SUBJECTS)}")
     chosen = [m for m in MUTANTS if m.subject in wanted]
     if names:
-        missing = set(names) - {m.name for m in MUTANTS}
+        missing = [pat for pat in names if not any(fnmatch(m.name, pat) for m in MUTANTS)]
         if missing:
             raise SystemExit(f"unknown mutants {sorted(missing)}")
-        chosen = [m for m in chosen if m.name in names]
+        chosen = [m for m in chosen if any(fnmatch(m.name, pat) for pat in names)]
     return chosen
 
 
@@ -773,7 +774,7 @@ def markdown(results: list[Result]) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--subject", action="append", default=[], help="cpu (default), all, or one of " + ", ".join(SUBJECTS))
-    p.add_argument("--mutant", action="append", default=[], help="only these mutants (repeatable)")
+    p.add_argument("--mutant", action="append", default=[], help="only these mutants (repeatable; shell patterns, e.g. '*__prod')")
     p.add_argument("--section", choices=("all", "sync"), default="all",
                    help="sync: only the concurrency / memory-safety mutants (ci.mutants.SYNC_MUTANTS)")
     p.add_argument("--modes", default=",".join(MODES),
@@ -795,7 +796,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     if a.section == "sync":
-        mutants = [m for m in SYNC_MUTANTS if not a.mutant or m.name in a.mutant]
+        mutants = [m for m in SYNC_MUTANTS if not a.mutant or any(fnmatch(m.name, pat) for pat in a.mutant)]
     else:
         mutants = select_mutants(a.subject or ["cpu"], a.mutant)
     if a.sass_equivalence:
