@@ -160,6 +160,18 @@ def balanced_share(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int32, ct
 
 
 @cute.jit
+def uniform_share(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int32, cta: cutlass.Int32):
+    """The share of ``balanced_share``'s fallback split, without its search: every CTA
+    ceil(nf / ctas) full and ceil(nt / ctas) light entries (profiling only: the ``uniform_split``
+    ablation; every tile still runs once)."""
+    fu = (nf + (ctas - 1)) // ctas
+    tu = (nt + (ctas - 1)) // ctas
+    fs = cutlass.min(cta * fu, nf)
+    ts = cutlass.min(cta * tu, nt)
+    return fs, cutlass.min(fu, nf - fs), ts, cutlass.min(tu, nt - ts)
+
+
+@cute.jit
 def balanced_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
                     tile_n: cutlass.Constexpr[int], light_list: cutlass.Int32, idx: cutlass.Int32):
     """(slot, m_block, n_block) of entry ``idx`` of the full list (``light_list`` 0) or of the

@@ -36,6 +36,11 @@ A ``y_source="prepass"`` config (Y arrives in shared memory by TMA, already fp16
   every CTA's chunks cost (the Y boxes read stale rows);
 * ``phase1_only`` (``prepass_chunk`` builds): phase 1 and its completion barrier, then nothing
   (no X, no Y box, no wgmma, no C): what phase 1 takes alone.
+* ``uniform_split`` (``y_tail64`` builds): the producer warp takes the balanced schedule's
+  fallback split (ceil(full / CTAs) full and ceil(light / CTAs) light tiles per CTA) without its
+  ~1200-instruction search. Every tile still runs once (results are right); on a shape with no
+  light tiles and at most one full tile per CTA (bench4) the assignment is the balanced one, so
+  the time difference is what computing the split costs.
 
 Any config (issue 14, session 6):
 
@@ -49,10 +54,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 Part = Literal["no_mma", "no_dequant", "load_only", "no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only",
-               "no_y_load", "no_y_ring", "no_prepass", "phase1_only", "no_epilogue"]
+               "no_y_load", "no_y_ring", "no_prepass", "phase1_only", "uniform_split", "no_epilogue"]
 SPLIT_PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
 REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
-PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only", "no_prepass", "phase1_only")
+PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only", "no_prepass", "phase1_only",
+                                  "uniform_split")
 ANY_PARTS: tuple[str, ...] = ("no_epilogue",)  # every config takes these
 PARTS: tuple[str, ...] = tuple(dict.fromkeys(SPLIT_PARTS + REGS_PARTS + PREPASS_PARTS + ANY_PARTS))
 # what the kernel may leave out -> the parts that leave it out
@@ -68,6 +74,7 @@ LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "y_ring": ("no_y_ring", "mma_only"),
     "prepass": ("no_prepass",),
     "phase2": ("phase1_only",),
+    "balanced_split": ("uniform_split",),
     "epilogue": ("no_epilogue",),
 }
 
@@ -106,6 +113,8 @@ class Ablation:
             if self.part in ("no_prepass", "phase1_only") and not (
                     getattr(config, "prepass_chunk", 0) and getattr(config, "prepass_sync", "barrier") == "barrier"):
                 return [f"ablation {self.part!r} is built for prepass_chunk > 0 with prepass_sync='barrier'"]
+            if self.part == "uniform_split" and not getattr(config, "y_tail64", False):
+                return ["ablation 'uniform_split' replaces the balanced schedule of y_tail64 builds"]
             if prepass and self.part in ("no_y_load", "no_y_ring", "mma_only") and getattr(config, "cluster_x", 1) != 1:
                 return [f"ablation {self.part!r} is built without clusters (the multicast Y ring stays whole)"]
             return []

@@ -196,6 +196,15 @@ class HopperConfig:
     # ring, unused until phase 1 ends), then the warp stores 4 whole runs per instruction (an
     # ncu run put phase 1 alone at 20 us on bench1 with the SM -> L2 crossbar 54 % busy, DRAM 5 %)
     prepass_store: PrepassStore = "direct"
+    # issue 14, session 8 (experimental, y_source="prepass" with prepass_chunk > 0 and the
+    # completion barrier; label letter "l" after the prepass letters): phase 1's exit trimmed of
+    # what does not need to precede the completion barrier. Thread 0 counts its CTA through the
+    # barrier (the atomic add and, last CTA, the counters' reset) after the CTA barrier instead of
+    # before it; the producer warp acquires the workspace's tensor map (written before the launch)
+    # before the barrier, and does not acquire the first tile's X map twice; with y_tail64 it
+    # computes the balanced split before phase 1's first claim (while thread 0's claim is in
+    # flight) instead of between its last chunk and the barrier
+    prepass_lean_exit: bool = False
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -313,6 +322,7 @@ class HopperConfig:
         sched += "x" if self.prepass_x_early else ""
         sched += "f" if self.prepass_sync == "flags" else ""
         sched += "s" if self.prepass_store == "staged" else ""
+        sched += "l" if self.prepass_lean_exit else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
@@ -627,6 +637,12 @@ def config_problems(config: HopperConfig) -> list[str]:
         elif (config.threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
             p.append(f"prepass_store='staged' stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
                      f"{config.threads // 32} warps need more than its {config.fp16_buffers} buffers")
+    if not isinstance(config.prepass_lean_exit, bool):
+        p.append(f"prepass_lean_exit must be a bool, got {config.prepass_lean_exit!r}")
+    elif config.prepass_lean_exit and (config.y_source != "prepass" or not config.prepass_chunk
+                                       or config.prepass_sync != "barrier" or config.cluster_x != 1):
+        p.append("prepass_lean_exit trims phase 1's completion barrier: y_source='prepass', prepass_chunk > 0, "
+                 "prepass_sync='barrier', cluster_x=1")
     if not isinstance(config.x_prefetch, bool):
         p.append(f"x_prefetch must be a bool, got {config.x_prefetch!r}")
     elif config.x_prefetch and (config.y_source != "prepass" or config.x_operand != "regs"
@@ -722,6 +738,8 @@ MIXED_TAIL_STAGED_CONFIG = replace(MIXED_TAIL_CONFIG, epilogue="smem")
 # gpu-long run (500) and the checked perturbed property on the H200. It replaces
 # MIXED_TAIL_STAGED_CONFIG (now experimental) in the default dispatch.
 PHASE1_STAGED_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, prepass_store="staged")
+# Session 8 (experimental): PHASE1_STAGED_CONFIG with phase 1's exit trimmed (prepass_lean_exit)
+LEAN_EXIT_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_lean_exit=True)
 # Session 7 (experimental): the next sub-block's raw X bytes and Y box waited for before the
 # wgmma wait (measured: no gain beyond noise)
 X_PREFETCH_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, x_prefetch=True)
@@ -908,6 +926,10 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # shared memory and stores whole 128-byte runs per warp instruction (prepass_store="staged",
     # label "..._prec1xs_..."; production since the H200 runs in PERF_LOG)
     PHASE1_STAGED_CONFIG,
+    # issue 14, session 8: the same with phase 1's exit trimmed (prepass_lean_exit, label
+    # "..._prec1xsl_..."): the count-through after the CTA barrier, the workspace map acquired
+    # before it, the balanced split computed before phase 1
+    LEAN_EXIT_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

@@ -64,7 +64,7 @@ from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 
 from kernel.hopper import config as cfgmod
 from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_share, cluster_tile_range,
-                                    cta_tile_range, group_search)
+                                    cta_tile_range, group_search, uniform_share)
 from kernel.hopper import staging
 from kernel.hopper.config import HopperConfig
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
@@ -366,7 +366,10 @@ class HopperNvfp4GroupedGemm:
         nf, nt = balanced_counts(m_sizes, self.num_groups, self.config.tile_m, self.config.tile_n)
         cta, _, _ = cute.arch.block_idx()
         ctas, _, _ = cute.arch.grid_dim()
-        self.share = balanced_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))
+        if cutlass.const_expr(self.ablates("balanced_split")):
+            self.share = uniform_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))  # profiling only
+        else:
+            self.share = balanced_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))
         if_lane0_store_share(slots, self.share)
         return self.tile_range(total)
 
@@ -637,11 +640,18 @@ class HopperNvfp4GroupedGemm:
                 tx_count=self.y_tx_bytes,
                 cta_layout_vmnk=cute.make_layout(self.y_cluster_vmnk),
             )
+            share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
+            lean = cfg.prepass_lean_exit
+            if cutlass.const_expr(lean and self.tail64):
+                # prepass_lean_exit: the producer warp computes the split (and stores it for itself
+                # and the consumers) before phase 1's first claim, while thread 0's claim is in
+                # flight; phase 1's CTA barriers order its store before every read
+                if warp_idx >= self.producer_warp:
+                    self.balanced_setup(m_sizes, total, share_slots)
             if cutlass.const_expr(self.ablates("prepass")):
                 chunks = cutlass.Int32(0)  # profiling only: no item decoded (the Y boxes read stale rows)
             else:
                 chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base)
-            share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
             if cutlass.const_expr(self.ablates("phase2")):
                 # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
                 if warp_idx < self.producer_warp:
@@ -649,7 +659,9 @@ class HopperNvfp4GroupedGemm:
                         self.prepass_wait(ws, chunks)
                 cute.arch.barrier()
             elif warp_idx >= self.producer_warp:
-                if cutlass.const_expr(self.tail64):
+                if cutlass.const_expr(self.tail64 and lean):
+                    p_begin, p_end, p_step = self.balanced_read(total, share_slots)  # stored before phase 1
+                elif cutlass.const_expr(self.tail64):
                     # the producer warp alone computes the split (~1200 instructions), after its
                     # phase-1 chunks, and publishes it before phase 1's completion barrier
                     p_begin, p_end, p_step = self.balanced_setup(m_sizes, total, share_slots)
@@ -660,8 +672,16 @@ class HopperNvfp4GroupedGemm:
                                        p_begin, p_end, p_step, total)
             else:
                 if tidx == 0:
-                    self.prepass_wait(ws, chunks)
+                    if cutlass.const_expr(lean):
+                        self.prepass_wait_done(ws, chunks)
+                    else:
+                        self.prepass_wait(ws, chunks)
                 cute.arch.barrier()  # phase 1's completion barrier (the producer warp joins it)
+                if cutlass.const_expr(lean):
+                    # counted through after the barrier: the atomic's round trip overlaps the
+                    # producer's first Y boxes instead of delaying them
+                    if tidx == 0:
+                        self.prepass_count_through(ws)
                 if cutlass.const_expr(self.tail64):
                     c_begin, c_end, c_step = self.balanced_read(total, share_slots)
                 else:
@@ -1206,7 +1226,18 @@ class HopperNvfp4GroupedGemm:
         """Thread 0: wait until every chunk is decoded, then count this CTA through; the last CTA
         through (every CTA has claimed its last chunk and left the wait) sets the three counters
         back to 0 for the next launch (the kernel boundary orders these stores before it)."""
+        self.prepass_wait_done(ws, chunks)
+        self.prepass_count_through(ws)
+
+    @cute.jit
+    def prepass_wait_done(self, ws: cutlass.Int64, chunks: cutlass.Int32):
+        """Thread 0: wait (acquire) until every chunk of phase 1 is decoded."""
         wait_geq_acquire_gpu(ws + DONE_WORD, chunks)
+
+    @cute.jit
+    def prepass_count_through(self, ws: cutlass.Int64):
+        """Thread 0, after ``prepass_wait_done``: count this CTA through; the last CTA through
+        (every CTA has made its last claim and left the wait) sets the three counters back to 0."""
         num_ctas, _, _ = cute.arch.grid_dim()
         passed = atom_add_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(1))
         if passed == cutlass.Int32(num_ctas) - 1:
@@ -1296,6 +1327,12 @@ class HopperNvfp4GroupedGemm:
             levels = kmax // cfg.tile_k
             flags = ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+        lean = cfg.prepass_lean_exit
+        if cutlass.const_expr(lean):
+            # the workspace's map was written before the launch (phase 1 writes only its rows):
+            # acquired here, off the path from the completion barrier to the first Y box
+            if lane == 0:
+                self.acquire_map(tm_ws, workspace=True)
         pre = cutlass.Int32(0)  # X stages of the first tile already issued
         if cutlass.const_expr(cfg.prepass_x_early):
             t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
@@ -1313,8 +1350,9 @@ class HopperNvfp4GroupedGemm:
             cute.arch.barrier()  # phase 1's completion barrier (thread 0 waited before it)
             # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
             fence_proxy_async_global()
-        if lane == 0:
-            self.acquire_map(tm_ws, workspace=True)
+        if cutlass.const_expr(not lean):
+            if lane == 0:
+                self.acquire_map(tm_ws, workspace=True)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         for tile in range(t_begin, t_end, t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
@@ -1329,8 +1367,14 @@ class HopperNvfp4GroupedGemm:
                 k_tiles = k // cfg.tile_k
                 ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
             self.delay("producer", "tensormap", "before")
-            if lane == 0:
-                self.acquire_map(tm_x)
+            if cutlass.const_expr(lean and cfg.prepass_x_early):
+                # the first tile's map was acquired with its early X stages
+                if lane == 0:
+                    if tile != t_begin:
+                        self.acquire_map(tm_x)
+            else:
+                if lane == 0:
+                    self.acquire_map(tm_x)
             self.delay("producer", "tensormap", "after")
             for kt in range(k // cfg.tile_k):
                 if kt >= pre:

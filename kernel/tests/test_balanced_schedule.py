@@ -216,3 +216,39 @@ def test_device_counts_and_locate_match_the_plan(device_fns):
         for (lst, i), row in zip(entries, got[1:]):
             co = plan.locate((light if lst else full)[i])
             assert row == [co.slot, co.m_block, co.n_block] == list(balanced_locate(plan.sizes, 128, 128, lst, i))
+
+
+def test_uniform_share_covers_every_entry_once_and_is_balanced_on_bench4():
+    """The ``uniform_split`` ablation's share (device function, run on the host): every full and
+    light entry in exactly one CTA's runs, and on bench4 (128 full, 0 light, 128 CTAs) the same
+    share as the balanced split, so timing it against production measures the split's search."""
+    cutlass = pytest.importorskip("cutlass")
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import from_dlpack
+
+    from kernel import device_schedule as ds
+
+    @cute.jit
+    def uniform(cases: cute.Tensor, out: cute.Tensor, n: cutlass.Int32):
+        for i in range(n):
+            fs, fc, ts, tc = ds.uniform_share(cases[i, 0], cases[i, 1], cases[i, 2], cases[i, 3])
+            for j, v in enumerate((fs, fc, ts, tc)):
+                out[i, j] = v
+
+    rng = random.Random(5)
+    problems = [(128, 0, 128), (256, 96, 132), (72, 48, 120), (0, 7, 3), (5, 0, 17)]
+    problems += [(rng.randint(0, 900), rng.randint(0, 400), rng.choice([1, 3, 64, 132])) for _ in range(40)]
+    rows = [(nf, nt, ctas, c) for nf, nt, ctas in problems for c in range(ctas)]
+    cases = torch.tensor(rows, dtype=torch.int32)
+    out = torch.zeros(len(rows), 4, dtype=torch.int32)
+    uniform(from_dlpack(cases), from_dlpack(out), cutlass.Int32(len(rows)))
+    got = out.tolist()
+    at = 0
+    for nf, nt, ctas in problems:
+        shares = got[at:at + ctas]
+        at += ctas
+        full = sorted(i for fs, fc, _, _ in shares for i in range(fs, fs + fc))
+        light = sorted(i for _, _, ts, tc in shares for i in range(ts, ts + tc))
+        assert full == list(range(nf)) and light == list(range(nt)), (nf, nt, ctas)
+        if (nf, nt, ctas) == (128, 0, 128):
+            assert shares == [list(balanced_share(nf, nt, ctas, c)) for c in range(ctas)]

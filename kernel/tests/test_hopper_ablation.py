@@ -265,3 +265,24 @@ def test_no_prepass_drops_phase_one_decode_only(tmp_path_factory):
     # phase1_only: phase 1's loads stay, no wgmma is left
     only = sass_of("phase1_only")
     assert _real_wgmma(only) == 0 and ldg(only) > 0
+
+
+def test_uniform_split_is_for_the_balanced_schedule_only():
+    from kernel.hopper.config import LEAN_EXIT_CONFIG, PHASE1_STAGED_CONFIG
+
+    for cfg in (PHASE1_STAGED_CONFIG, LEAN_EXIT_CONFIG):
+        assert not Ablation("uniform_split").problems(cfg)
+    assert "balanced schedule" in Ablation("uniform_split").problems(PRE)[0]  # no y_tail64
+    assert Ablation("uniform_split").problems(RS)
+
+
+@pytest.mark.compile
+def test_uniform_split_drops_the_split_search(tmp_path_factory):
+    """uniform_split: the balanced split's unrolled candidate search is gone from the producer
+    warp (hundreds of instructions fewer); the wgmmas stay."""
+    from kernel.hopper.config import PHASE1_STAGED_CONFIG
+
+    sass_of = _sass_getter(PHASE1_STAGED_CONFIG, tmp_path_factory.mktemp("ablate_uniform"))
+    prod, code = sass_of(None), sass_of("uniform_split")
+    assert _real_wgmma(code) == _real_wgmma(prod) > 0
+    assert len(code) < len(prod) - 300, (len(code), len(prod))

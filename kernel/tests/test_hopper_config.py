@@ -368,6 +368,21 @@ def test_x_prefetch_rules_and_label():
     assert any("x_prefetch must be a bool" in p for p in config_problems(HopperConfig(**dict(_PRE, x_prefetch=1))))
 
 
+def test_prepass_lean_exit_rules_and_label():
+    from kernel.hopper.config import LEAN_EXIT_CONFIG, PHASE1_STAGED_CONFIG
+
+    assert LEAN_EXIT_CONFIG.label == PHASE1_STAGED_CONFIG.label.replace("_prec1xs_", "_prec1xsl_")
+    assert not config_problems(LEAN_EXIT_CONFIG) and LEAN_EXIT_CONFIG in DECLARED_VARIANTS
+    q = HopperConfig(**dict(_PRE, prepass_chunk=1, prepass_lean_exit=True))
+    assert not config_problems(q) and q.label.endswith("_prec1l")
+    for bad in (dict(_PRE, prepass_lean_exit=True),  # no prepass_chunk: the plain phase 1
+                dict(_RS, prepass_lean_exit=True),
+                dict(_PRE, prepass_chunk=1, prepass_sync="flags", prepass_lean_exit=True)):
+        assert any("prepass_lean_exit trims" in p for p in config_problems(HopperConfig(**bad))), bad
+    assert any("must be a bool" in p for p in config_problems(HopperConfig(**dict(_PRE, prepass_chunk=1,
+                                                                                   prepass_lean_exit=1))))
+
+
 def test_prepass_chunk_and_early_x_rules_and_labels():
     """Issue 14q: the run-time chunk size and the early X stages are prepass-only axes, off by
     default (every earlier label unchanged), and the 192 x 128 prepass tile fits at the
