@@ -241,6 +241,28 @@ def balanced_split(nf: int, nt: int, ctas: int) -> tuple[int, int, int, int, int
     return best
 
 
+# balanced_split's candidates in its order: idx = (step * 3 + o) * 4 + j, j = 0 the one-kind
+# candidate, j = d = 1..3 the two-kind ones (kernel.device_schedule.balanced_split_warp: one
+# candidate per lane and round, the lowest feasible index wins)
+SPLIT_CANDIDATES = BALANCED_STEPS * 3 * 4
+
+
+def split_candidate(nf: int, nt: int, ctas: int, idx: int) -> tuple[int, int, int, int, int, int]:
+    """(feasible, p, fa, ta, fb, tb) of candidate ``idx`` of :func:`balanced_split`'s search."""
+    step, r = divmod(idx, 12)
+    o, j = divmod(r, 4)
+    lim = ceil_div(FULL_COST * nf + LIGHT_COST * nt, ctas) + step
+    f1 = nf // ctas - 2 + o
+    ta = max(lim - FULL_COST * f1, 0) // LIGHT_COST
+    if j == 0:
+        return int(f1 >= 0) * int(ctas * f1 >= nf) * int(ctas * ta >= nt), ctas, f1, ta, f1, ta
+    f2 = f1 + j
+    tb = max(lim - FULL_COST * f2, 0) // LIGHT_COST
+    hi = min(ctas, max(ctas * f2 - nf, 0) // j)
+    ok = int(f1 >= 0) * int(FULL_COST * f2 <= lim) * int(ctas * f2 >= nf) * int(hi * (ta - tb) >= nt - ctas * tb)
+    return ok, hi, f1, ta, f2, tb
+
+
 def balanced_share(nf: int, nt: int, ctas: int, cta: int) -> tuple[int, int, int, int]:
     """(first full, full count, first light, light count) of CTA ``cta`` under
     :func:`balanced_split` (kernel.device_schedule.balanced_share, the same arithmetic)."""

@@ -201,10 +201,16 @@ class HopperConfig:
     # what does not need to precede the completion barrier. Thread 0 counts its CTA through the
     # barrier (the atomic add and, last CTA, the counters' reset) after the CTA barrier instead of
     # before it; the producer warp acquires the workspace's tensor map (written before the launch)
-    # before the barrier, and does not acquire the first tile's X map twice; with y_tail64 it
-    # computes the balanced split before phase 1's first claim (while thread 0's claim is in
-    # flight) instead of between its last chunk and the barrier
+    # before the barrier, and does not acquire the first tile's X map twice; with y_tail64 its
+    # 32 lanes search the balanced split's candidates together (kernel.device_schedule
+    # balanced_split_warp: ~150 instructions instead of ~1200 on one lane's path between the
+    # warp's last phase-1 chunk and the barrier; the same split)
     prepass_lean_exit: bool = False
+    # issue 14, session 8 (experimental, with prepass_lean_exit; label letter "b" after "l"): the
+    # producer warp computes the split and issues its first tile's X stages before phase 1
+    # instead of after its phase-1 chunks (X then loads while Y is decoded; the warp reaches
+    # phase 1's first barrier later)
+    prepass_x_before: bool = False
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -323,6 +329,7 @@ class HopperConfig:
         sched += "f" if self.prepass_sync == "flags" else ""
         sched += "s" if self.prepass_store == "staged" else ""
         sched += "l" if self.prepass_lean_exit else ""
+        sched += "b" if self.prepass_x_before else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
@@ -643,6 +650,10 @@ def config_problems(config: HopperConfig) -> list[str]:
                                        or config.prepass_sync != "barrier" or config.cluster_x != 1):
         p.append("prepass_lean_exit trims phase 1's completion barrier: y_source='prepass', prepass_chunk > 0, "
                  "prepass_sync='barrier', cluster_x=1")
+    if not isinstance(config.prepass_x_before, bool):
+        p.append(f"prepass_x_before must be a bool, got {config.prepass_x_before!r}")
+    elif config.prepass_x_before and not config.prepass_lean_exit:
+        p.append("prepass_x_before is built on prepass_lean_exit")
     if not isinstance(config.x_prefetch, bool):
         p.append(f"x_prefetch must be a bool, got {config.x_prefetch!r}")
     elif config.x_prefetch and (config.y_source != "prepass" or config.x_operand != "regs"
@@ -740,6 +751,8 @@ MIXED_TAIL_STAGED_CONFIG = replace(MIXED_TAIL_CONFIG, epilogue="smem")
 PHASE1_STAGED_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, prepass_store="staged")
 # Session 8 (experimental): PHASE1_STAGED_CONFIG with phase 1's exit trimmed (prepass_lean_exit)
 LEAN_EXIT_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_lean_exit=True)
+# ... and the split and the first X stages before phase 1 (prepass_x_before)
+X_BEFORE_CONFIG = replace(LEAN_EXIT_CONFIG, prepass_x_before=True)
 # Session 7 (experimental): the next sub-block's raw X bytes and Y box waited for before the
 # wgmma wait (measured: no gain beyond noise)
 X_PREFETCH_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, x_prefetch=True)
@@ -928,8 +941,11 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     PHASE1_STAGED_CONFIG,
     # issue 14, session 8: the same with phase 1's exit trimmed (prepass_lean_exit, label
     # "..._prec1xsl_..."): the count-through after the CTA barrier, the workspace map acquired
-    # before it, the balanced split computed before phase 1
+    # before it, the balanced split searched by the producer warp's 32 lanes together, thread
+    # 0's first claim before anything else and chunk blockIdx's first items prefetched into L2
+    # while it is in flight; and its twin with the split and the first X stages before phase 1
     LEAN_EXIT_CONFIG,
+    X_BEFORE_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

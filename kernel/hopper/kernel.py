@@ -63,8 +63,8 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 
 from kernel.hopper import config as cfgmod
-from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_share, cluster_tile_range,
-                                    cta_tile_range, group_search, uniform_share)
+from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_share, balanced_share_warp,
+                                    cluster_tile_range, cta_tile_range, group_search, uniform_share)
 from kernel.hopper import staging
 from kernel.hopper.config import HopperConfig
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
@@ -82,6 +82,7 @@ from kernel.hopper.ptx import (
     load_y_global_items,
     store_y_global_item,
     tid_x_opaque,
+    prefetch_l2_pair,
     fence_proxy_async_global,
     atom_add_acq_rel_gpu,
     ld_relaxed_gpu_u32,
@@ -368,6 +369,8 @@ class HopperNvfp4GroupedGemm:
         ctas, _, _ = cute.arch.grid_dim()
         if cutlass.const_expr(self.ablates("balanced_split")):
             self.share = uniform_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))  # profiling only
+        elif cutlass.const_expr(self.config.prepass_lean_exit):
+            self.share = balanced_share_warp(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta), cute.arch.lane_idx())
         else:
             self.share = balanced_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))
         if_lane0_store_share(slots, self.share)
@@ -642,12 +645,14 @@ class HopperNvfp4GroupedGemm:
             )
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
             lean = cfg.prepass_lean_exit
-            if cutlass.const_expr(lean and self.tail64):
-                # prepass_lean_exit: the producer warp computes the split (and stores it for itself
-                # and the consumers) before phase 1's first claim, while thread 0's claim is in
-                # flight; phase 1's CTA barriers order its store before every read
+            # (phase1_only: no X stage may be left in flight at the exit)
+            x_before = lean and cfg.prepass_x_before and not self.ablates("phase2")
+            if cutlass.const_expr(x_before):
+                # prepass_x_before: the producer warp's split and first X stages before phase 1
+                # (neither needs it), so X's first stages load while Y is decoded
                 if warp_idx >= self.producer_warp:
-                    self.balanced_setup(m_sizes, total, share_slots)
+                    self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
+                                          cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
             if cutlass.const_expr(self.ablates("prepass")):
                 chunks = cutlass.Int32(0)  # profiling only: no item decoded (the Y boxes read stale rows)
             else:
@@ -659,8 +664,8 @@ class HopperNvfp4GroupedGemm:
                         self.prepass_wait(ws, chunks)
                 cute.arch.barrier()
             elif warp_idx >= self.producer_warp:
-                if cutlass.const_expr(self.tail64 and lean):
-                    p_begin, p_end, p_step = self.balanced_read(total, share_slots)  # stored before phase 1
+                if cutlass.const_expr(self.tail64 and x_before):
+                    p_begin, p_end, p_step = self.balanced_read(total, share_slots)  # producer_x_first's
                 elif cutlass.const_expr(self.tail64):
                     # the producer warp alone computes the split (~1200 instructions), after its
                     # phase-1 chunks, and publishes it before phase 1's completion barrier
@@ -1114,6 +1119,12 @@ class HopperNvfp4GroupedGemm:
         threads = self.threads
         batch = cfgmod.PREPASS_BATCH
         G = self.num_groups
+        if cutlass.const_expr(self.config.prepass_lean_exit):
+            # prepass_lean_exit: thread 0's first claim goes out before anything else, so its round
+            # trip overlaps the chunking arithmetic and the L2 prefetch below
+            first_claim = cutlass.Int32(0)
+            if tidx == 0:
+                first_claim = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
         # per group: first item, first workspace row (registers for the whole loop)
         bases = []
         roffs = []
@@ -1142,7 +1153,24 @@ class HopperNvfp4GroupedGemm:
             lane = tidx % 32
             warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         it = cutlass.Int32(0)
-        c = self.prepass_claim(tidx, ws, slots, it)
+        if cutlass.const_expr(self.config.prepass_lean_exit):
+            # thread 0 issues the first claim (prepass_claim's atomic), then, while it is in
+            # flight, every other thread prefetches its first item of chunk blockIdx (raw row run
+            # and scales) into L2: a hint, whichever CTA claims that chunk then loads those from
+            # L2, not DRAM (thread 0's item shares a line with thread 1's)
+            cta, _, _ = cute.arch.block_idx()
+            item0 = cutlass.Int32(cta) * chunk + tidx
+            if item0 < cutlass.min(cutlass.Int32(cta) * chunk + chunk, items):
+                if tidx != 0:
+                    raw0, sf0, _dst0 = self.prepass_item_addresses(item0, bases, roffs, counts, m_sizes, m_ptrs, data,
+                                                                   pitch)
+                    prefetch_l2_pair(raw0, sf0, cutlass.Int32(1))
+            if tidx == 0:
+                st_shared_u32(slots, first_claim)  # slot it % 2 = 0, as prepass_claim
+            cute.arch.barrier()
+            c = ld_shared_u32(slots)
+        else:
+            c = self.prepass_claim(tidx, ws, slots, it)
         while c < chunks:
             nxt = cutlass.Int32(0)
             if tidx == 0:
@@ -1303,6 +1331,45 @@ class HopperNvfp4GroupedGemm:
         self.check_producer_exit()
 
     @cute.jit
+    def early_x_stages(self, k_f, t_begin, t_end):
+        """X stages of the CTA's first tile (K ``k_f``) that go out before phase 1's completion
+        barrier: all of its K tiles up to the ring's depth, none for a CTA without tiles."""
+        pre = cutlass.min(k_f // self.config.tile_k, cutlass.Int32(self.stages))
+        if t_begin >= t_end:
+            pre = cutlass.Int32(0)
+        return pre
+
+    @cute.jit
+    def producer_x_first(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total, t_begin, share_slots):
+        """``prepass_x_before``, the producer warp before phase 1: (``y_tail64``) the balanced split,
+        searched by the warp's lanes together and stored for everyone (``balanced_setup``), then
+        the workspace's and the first tile's tensor maps acquired and the first tile's X stages
+        issued (``early_x_stages`` of them; ``produce_prepass_q`` steps its ring state past them
+        after phase 1). Nothing escapes this branch but shared memory and the X ring
+        (``balanced_setup`` keeps the share on ``self`` for this function's ``tile_origin``; the
+        warps read it back from shared memory after phase 1). ``t_begin``: the static schedule's
+        first tile (unused with ``y_tail64``)."""
+        cfg = self.config
+        lane = cute.arch.lane_idx()
+        if cutlass.const_expr(self.tail64):
+            t_begin, t_end, _t_step = self.balanced_setup(m_sizes, total, share_slots)
+        else:
+            _b, t_end, _t_step = self.tile_range(total)
+        if lane == 0:
+            # the workspace's map was written before the launch (phase 1 writes only its rows)
+            self.acquire_map(ws + TENSOR_MAP_OFFSET, workspace=True)
+        t_first = cutlass.min(t_begin, total - 1)
+        slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
+        tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
+        if lane == 0:
+            self.acquire_map(tm_f)
+        pre = self.early_x_stages(k_f, t_begin, t_end)
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+        for kt_f in range(pre):
+            self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
+            state.advance()
+
+    @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
                           t_begin, t_end, t_step, total, gen=None):
         """Issue 14q (``prepass_chunk`` builds): ``produce_prepass`` with the producer warp
@@ -1328,13 +1395,20 @@ class HopperNvfp4GroupedGemm:
             flags = ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         lean = cfg.prepass_lean_exit
-        if cutlass.const_expr(lean):
+        pre = cutlass.Int32(0)  # X stages of the first tile already issued
+        x_before = lean and cfg.prepass_x_before
+        if cutlass.const_expr(x_before):
+            # producer_x_first issued them (and acquired both maps) before phase 1: step past them
+            _slot, _m, _n, k_first, _m0, _n0 = self.tile_origin(m_prefix, m_sizes, cutlass.min(t_begin, total - 1))
+            pre = self.early_x_stages(k_first, t_begin, t_end)
+            for _kt in range(pre):
+                state.advance()
+        if cutlass.const_expr(lean and not x_before):
             # the workspace's map was written before the launch (phase 1 writes only its rows):
             # acquired here, off the path from the completion barrier to the first Y box
             if lane == 0:
                 self.acquire_map(tm_ws, workspace=True)
-        pre = cutlass.Int32(0)  # X stages of the first tile already issued
-        if cutlass.const_expr(cfg.prepass_x_early):
+        if cutlass.const_expr(cfg.prepass_x_early and not x_before):
             t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
             slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
             tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
@@ -1367,7 +1441,7 @@ class HopperNvfp4GroupedGemm:
                 k_tiles = k // cfg.tile_k
                 ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
             self.delay("producer", "tensormap", "before")
-            if cutlass.const_expr(lean and cfg.prepass_x_early):
+            if cutlass.const_expr(lean and (x_before or cfg.prepass_x_early)):
                 # the first tile's map was acquired with its early X stages
                 if lane == 0:
                     if tile != t_begin:

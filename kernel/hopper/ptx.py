@@ -810,6 +810,14 @@ def store_y_global_item(words: list, dst: Int64, exp_shift: int, *, loc=None, ip
 
 
 @dsl_user_op
+def prefetch_l2_pair(a: Int64, b: Int64, ok: Int32, *, loc=None, ip=None) -> None:
+    """``prefetch.global.L2`` of the lines at ``a`` and ``b`` where ``ok`` != 0 (a hint: no
+    value is read, no fault is taken past an allocation's end)."""
+    _inline_asm("{\n.reg .pred p;\nsetp.ne.u32 p, $2, 0;\n@p prefetch.global.L2 [$0];\n@p prefetch.global.L2 [$1];\n}",
+                "l,l,r,~{memory}", _ir(loc, ip, (Int64, a), (Int64, b), (Int32, ok)), loc=loc, ip=ip)
+
+
+@dsl_user_op
 def tid_x_opaque(*, loc=None, ip=None) -> Int32:
     """``%tid.x`` read by a side-effecting asm (never merged with an earlier read), so values
     derived from it are recomputed where used instead of kept live (issue 14q)."""

@@ -252,3 +252,51 @@ def test_uniform_share_covers_every_entry_once_and_is_balanced_on_bench4():
         assert full == list(range(nf)) and light == list(range(nt)), (nf, nt, ctas)
         if (nf, nt, ctas) == (128, 0, 128):
             assert shares == [list(balanced_share(nf, nt, ctas, c)) for c in range(ctas)]
+
+
+def _random_split_cases(seed: int, n: int) -> list[tuple[int, int, int]]:
+    rng = random.Random(seed)
+    cases = [(256, 96, 132), (448, 280, 132), (72, 48, 120), (128, 0, 128), (0, 5, 3), (0, 0, 7)]
+    for _ in range(n):
+        ctas = rng.choice([1, 2, 5, 17, 64, 132])
+        cases.append((rng.randint(0, 3000), rng.randint(0, 1200), ctas))
+    return cases
+
+
+def test_the_lowest_feasible_candidate_is_the_split():
+    """balanced_split_warp's reduction (each lane's lowest feasible candidate, then the lowest of
+    all, else the uniform split), modelled on the host, gives balanced_split on every case."""
+    from kernel.plan import SPLIT_CANDIDATES, split_candidate
+
+    for nf, nt, ctas in _random_split_cases(3, 3000):
+        feasible = [c for c in (split_candidate(nf, nt, ctas, i) for i in range(SPLIT_CANDIDATES)) if c[0]]
+        expect = balanced_split(nf, nt, ctas)
+        if feasible:
+            assert tuple(feasible[0][1:]) == expect, (nf, nt, ctas)
+        else:
+            assert expect == (ctas, ceil_div(nf, ctas), ceil_div(nt, ctas), ceil_div(nf, ctas), ceil_div(nt, ctas))
+
+
+def test_device_split_candidates_match_the_host():
+    """kernel.device_schedule.split_candidate (run time idx, run on the host) equals
+    kernel.plan.split_candidate on every candidate of 300 cases."""
+    cutlass = pytest.importorskip("cutlass")
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import from_dlpack
+
+    from kernel import device_schedule as ds
+    from kernel.plan import SPLIT_CANDIDATES, split_candidate
+
+    @cute.jit
+    def candidates(cases: cute.Tensor, out: cute.Tensor, n: cutlass.Int32):
+        for i in range(n):
+            got = ds.split_candidate(cases[i, 0], cases[i, 1], cases[i, 2], cases[i, 3])
+            for j, v in enumerate(got):
+                out[i, j] = v
+
+    rows = [(nf, nt, ctas, idx) for nf, nt, ctas in _random_split_cases(4, 300) for idx in range(SPLIT_CANDIDATES)]
+    cases = torch.tensor(rows, dtype=torch.int32)
+    out = torch.zeros(len(rows), 6, dtype=torch.int32)
+    candidates(from_dlpack(cases), from_dlpack(out), cutlass.Int32(len(rows)))
+    for (nf, nt, ctas, idx), got in zip(rows, out.tolist()):
+        assert got == list(split_candidate(nf, nt, ctas, idx)), (nf, nt, ctas, idx)

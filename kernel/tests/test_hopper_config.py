@@ -381,6 +381,12 @@ def test_prepass_lean_exit_rules_and_label():
         assert any("prepass_lean_exit trims" in p for p in config_problems(HopperConfig(**bad))), bad
     assert any("must be a bool" in p for p in config_problems(HopperConfig(**dict(_PRE, prepass_chunk=1,
                                                                                    prepass_lean_exit=1))))
+    from kernel.hopper.config import X_BEFORE_CONFIG
+
+    assert X_BEFORE_CONFIG.label == LEAN_EXIT_CONFIG.label.replace("_prec1xsl_", "_prec1xslb_")
+    assert not config_problems(X_BEFORE_CONFIG)
+    assert any("prepass_x_before is built on prepass_lean_exit" in p
+               for p in config_problems(HopperConfig(**dict(_PRE, prepass_chunk=1, prepass_x_before=True))))
 
 
 def test_prepass_chunk_and_early_x_rules_and_labels():
