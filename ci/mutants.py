@@ -419,6 +419,9 @@ SYNC_VARIANTS = {
     # (Y decoded once into the fp16 workspace, staged whole-run stores, completion barrier), the
     # TMA-filled Y ring, the balanced schedule of mixed 128/64-row tiles, C staged in shared memory
     "prod": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t64_es",
+    # its build with phase 1's exit trimmed (prepass_lean_exit), the default on bench3 and bench4:
+    # the mutants of what only that build has (the prod mutants' code is shared with it)
+    "lean": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsl_t64_es",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -566,6 +569,21 @@ _SYNC_EDITS = (
      "start their light run one entry late (one light tile is never computed, one twice)",
      "kernel/device_schedule.py",
      "        ts = p * ta + (cta - p) * tb\n", "        ts = p * ta + (cta - p) * tb + 1\n", ("prod",)),
+    # ---- what only the lean-exit build has ("lean")
+    ("lean_count_through_before_wait", "counted through before the completion wait: the last CTA "
+     "to count resets the counters while other CTAs may still wait for every chunk", _K,
+     f"{_I20}if cutlass.const_expr(lean):\n{_I20}    self.prepass_wait_done(ws, chunks)\n",
+     f"{_I20}if cutlass.const_expr(lean):\n{_I20}    self.prepass_count_through(ws)\n"
+     f"{_I20}    self.prepass_wait_done(ws, chunks)\n", ("lean",)),
+    ("lean_first_claim_unpublished", "barrier removed: the CTA reads thread 0's first claim from shared "
+     "memory with no barrier after thread 0 stored it", _K,
+     f"{_I16}st_shared_u32(slots, first_claim)  # slot it % 2 = 0, as prepass_claim\n"
+     f"{_I12}cute.arch.barrier()\n{_I12}c = ld_shared_u32(slots)\n",
+     f"{_I16}st_shared_u32(slots, first_claim)  # slot it % 2 = 0, as prepass_claim\n"
+     f"{_I12}c = ld_shared_u32(slots)\n", ("lean",)),
+    ("lean_split_wrong_lane", "warp-searched split read from the wrong lane: the shuffles take the "
+     "next lane's candidate, not the lowest feasible one", "kernel/device_schedule.py",
+     "        src = low % 32\n", "        src = (low + 1) % 32\n", ("lean",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",
