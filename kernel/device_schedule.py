@@ -202,6 +202,13 @@ def balanced_split_warp(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int3
 def balanced_share(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int32, cta: cutlass.Int32):
     """(first full, full count, first light, light count) of CTA ``cta``: kernel.plan.balanced_share."""
     p, fa, ta, fb, tb = balanced_split(nf, nt, ctas)
+    return share_of_split(nf, nt, cta, p, fa, ta, fb, tb)
+
+
+@cute.jit
+def share_of_split(nf: cutlass.Int32, nt: cutlass.Int32, cta: cutlass.Int32, p: cutlass.Int32, fa: cutlass.Int32,
+                   ta: cutlass.Int32, fb: cutlass.Int32, tb: cutlass.Int32):
+    """CTA ``cta``'s runs under the split (p, fa, ta, fb, tb), cut at the lists' ends."""
     fs = cta * fa
     fc = fa
     ts = cta * ta
@@ -221,18 +228,7 @@ def balanced_share_warp(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int3
                         lane: cutlass.Int32):
     """``balanced_share`` from ``balanced_split_warp`` (a whole warp calls it)."""
     p, fa, ta, fb, tb = balanced_split_warp(nf, nt, ctas, lane)
-    fs = cta * fa
-    fc = fa
-    ts = cta * ta
-    tc = ta
-    if cta >= p:
-        fs = p * fa + (cta - p) * fb
-        fc = fb
-        ts = p * ta + (cta - p) * tb
-        tc = tb
-    fs = cutlass.min(fs, nf)
-    ts = cutlass.min(ts, nt)
-    return fs, cutlass.min(fc, nf - fs), ts, cutlass.min(tc, nt - ts)
+    return share_of_split(nf, nt, cta, p, fa, ta, fb, tb)
 
 
 @cute.jit
