@@ -326,9 +326,7 @@ def test_prepass_smem_arithmetic_and_label():
     from kernel.hopper.config import PHASE1_STAGED_CONFIG
 
     assert FASTEST_CONFIG.y_source == "smem_decode"
-    from kernel.hopper.config import LEAN_EXIT_CONFIG
-
-    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [PHASE1_STAGED_CONFIG, LEAN_EXIT_CONFIG]
+    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [PHASE1_STAGED_CONFIG]
     assert sum("_pre" in c.label for c in DECLARED_VARIANTS) == sum(c.y_source == "prepass" for c in DECLARED_VARIANTS)
 
 
@@ -478,12 +476,11 @@ def test_staged_epilogue_label_smem_and_declared_twins():
                       dataclasses.replace(MIXED_TAIL_CONFIG, epilogue="smem")]
     assert [c.label for c in staged] == [FASTEST_CONFIG.label + "_es", MIXED_TAIL_CONFIG.label + "_es"]
     assert all(config_problems(c) == [] for c in staged)
-    # both experimental since session 8: the mixed tile's twin gave its place to the same tile
-    # with phase 1's items staged as well (session 7), and that tile with phase 1's exit trimmed
-    # took bench3 and bench4 from the fastest tile's twin (session 8)
-    assert staged[0] in EXPERIMENTAL_VARIANTS and staged[1] in EXPERIMENTAL_VARIANTS
+    # production: the fastest tile's twin; the mixed tile's twin gave its place to the same tile
+    # with phase 1's items staged as well (session 7); its lean-exit build is experimental
+    assert staged[0] in PRODUCTION_VARIANTS and staged[1] in EXPERIMENTAL_VARIANTS
     phase1 = dataclasses.replace(staged[1], prepass_store="staged")
-    assert phase1 in PRODUCTION_VARIANTS and dataclasses.replace(phase1, prepass_lean_exit=True) in PRODUCTION_VARIANTS
+    assert phase1 in PRODUCTION_VARIANTS and dataclasses.replace(phase1, prepass_lean_exit=True) in EXPERIMENTAL_VARIANTS
     assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
     # (+ the prepass_store="staged", lean-exit and x-before builds; x_prefetch's ends in "_es_xp")
     assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 5

@@ -60,22 +60,22 @@ def test_measured_table_names_declared_valid_variants(name):
 
 
 def test_the_default_runs_the_measured_choice_and_only_production_variants():
-    """``custom_kernel(data)`` without a config: DEFAULT_TABLE's choice for the shape (the mixed-tail
-    prepass tile with C and phase 1's runs staged through shared memory; on bench3 and bench4 its
-    build with phase 1's exit trimmed, session 8), remembered per
+    """``custom_kernel(data)`` without a config: DEFAULT_TABLE's choice for the shape (bench4 the
+    2-warpgroup tile, bench1-3 and any other shape the mixed-tail prepass tile, both with C staged
+    through shared memory since session 6, the prepass tile's phase 1 staged too since session 7), remembered per
     size list, every choice a production variant; malformed data gets the fallback (whose
     validation raises the typed error)."""
     import importlib
 
     launch = importlib.import_module("kernel.hopper.launch")  # (kernel.hopper.launch is also a function name)
-    from kernel.hopper.config import (LEAN_EXIT_CONFIG as FASTEST_CONFIG,
+    from kernel.hopper.config import (FASTEST_STAGED_CONFIG as FASTEST_CONFIG,
                                       PHASE1_STAGED_CONFIG as MIXED_TAIL_CONFIG, PRODUCTION_VARIANTS)
     from kernel.hopper.dispatch import DEFAULT_TABLE
 
     assert all(c in PRODUCTION_VARIANTS for c in DEFAULT_TABLE.configs())
     for name in STANDARD_SHAPES:
         data = ([], [], [], [tuple(s) for s in sizes(name)])
-        expected = FASTEST_CONFIG if name in ("bench3", "bench4") else MIXED_TAIL_CONFIG
+        expected = FASTEST_CONFIG if name == "bench4" else MIXED_TAIL_CONFIG
         assert launch.default_config(data) == expected
         assert launch.default_config(data) is launch.default_config(data)
         # the groups in another order: the same shape key, the same choice
@@ -89,3 +89,15 @@ def test_the_default_runs_the_measured_choice_and_only_production_variants():
     assert hooks.choose(MIXED_TAIL_CONFIG, bench4) is MIXED_TAIL_CONFIG
     for malformed in (None, (), ([], [], []), ([], [], [], [7]), ([], [], [], [("a", 1, 2, 3)])):
         assert launch.default_config(malformed) == DEFAULT_TABLE.fallback
+
+
+def test_the_lean_table_is_measured_but_not_the_default():
+    """LEAN_TABLE (the lean-exit build on bench3/bench4) is kept for the measurement; the default
+    stays the table of production variants only (PRODUCTION_VARIANTS holds one prepass build:
+    two took the H200 main job past its time limit)."""
+    from kernel.hopper.config import LEAN_EXIT_CONFIG, PRODUCTION_VARIANTS
+    from kernel.hopper.dispatch import DEFAULT_TABLE, LEAN_TABLE
+
+    assert LEAN_TABLE.choose([tuple(s[:3]) for s in sizes("bench3")]) == LEAN_EXIT_CONFIG
+    assert LEAN_EXIT_CONFIG not in PRODUCTION_VARIANTS and LEAN_EXIT_CONFIG not in DEFAULT_TABLE.configs()
+    assert sum(c.y_source == "prepass" for c in PRODUCTION_VARIANTS) == 1
