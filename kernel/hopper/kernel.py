@@ -663,37 +663,48 @@ class HopperNvfp4GroupedGemm:
                     if tidx == 0:
                         self.prepass_wait(ws, chunks)
                 cute.arch.barrier()
-            elif warp_idx >= self.producer_warp:
-                if cutlass.const_expr(self.tail64 and x_before):
-                    p_begin, p_end, p_step = self.balanced_read(total, share_slots)  # producer_x_first's
-                elif cutlass.const_expr(self.tail64):
-                    # the producer warp alone computes the split (~1200 instructions), after its
-                    # phase-1 chunks, and publishes it before phase 1's completion barrier
-                    p_begin, p_end, p_step = self.balanced_setup(m_sizes, total, share_slots)
-                else:
-                    p_begin, p_end, p_step = t_begin, t_end, t_step
-                # (prepass_x_early) the first tile's X stages, then phase 1's completion barrier
-                self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                       p_begin, p_end, p_step, total)
             else:
-                if tidx == 0:
-                    if cutlass.const_expr(lean):
-                        self.prepass_wait_done(ws, chunks)
-                    else:
-                        self.prepass_wait(ws, chunks)
-                cute.arch.barrier()  # phase 1's completion barrier (the producer warp joins it)
-                if cutlass.const_expr(lean):
-                    # counted through after the barrier: the atomic's round trip overlaps the
-                    # producer's first Y boxes instead of delaying them
-                    if tidx == 0:
-                        self.prepass_count_through(ws)
-                if cutlass.const_expr(self.tail64):
-                    c_begin, c_end, c_step = self.balanced_read(total, share_slots)
+                if warp_idx >= self.producer_warp:
+                    if cutlass.const_expr(not x_before):
+                        # the split (y_tail64: ~1200 instructions on one lane, ~150 over the
+                        # lanes with prepass_lean_exit) and (prepass_x_early) the first tile's X
+                        # stages, after the warp's phase-1 chunks
+                        self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
+                                              cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
                 else:
-                    c_begin, c_end, c_step = t_begin, t_end, t_step
-                self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                     c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
-                                     sy_iter=storage.sY if self.tail64 else None)
+                    if tidx == 0:
+                        if cutlass.const_expr(lean):
+                            self.prepass_wait_done(ws, chunks)
+                        else:
+                            self.prepass_wait(ws, chunks)
+                # phase 1's completion barrier: one instruction that every thread executes (bar.sync
+                # is barrier.sync.aligned; reached from the two roles' own code it was undefined in
+                # PTX, and compute-sanitizer synccheck aborted the launch on it)
+                cute.arch.barrier()
+                # the tile total read again (after phase 1's memory-clobbering asm: a fresh load), so
+                # no schedule value stays live across phase 1 (the 3-warpgroup tile at its 128-register
+                # cap spilled one)
+                total = m_prefix[G]
+                if warp_idx >= self.producer_warp:
+                    if cutlass.const_expr(self.tail64):
+                        p_begin, p_end, p_step = self.balanced_read(total, share_slots)  # producer_x_first's
+                    else:
+                        p_begin, p_end, p_step = self.tile_range(total)
+                    self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
+                                           p_begin, p_end, p_step, total)
+                else:
+                    if cutlass.const_expr(lean):
+                        # counted through after the barrier: the atomic's round trip overlaps the
+                        # producer's first Y boxes instead of delaying them
+                        if tidx == 0:
+                            self.prepass_count_through(ws)
+                    if cutlass.const_expr(self.tail64):
+                        c_begin, c_end, c_step = self.balanced_read(total, share_slots)
+                    else:
+                        c_begin, c_end, c_step = self.tile_range(total)
+                    self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+                                               c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
+                                               sy_iter=storage.sY if self.tail64 else None)
         elif cutlass.const_expr(self.prepass):
             # ---------------------------------------------- phase 1: Y -> fp16 workspace
             ws = ws_ptr.toint()
@@ -1341,11 +1352,12 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def producer_x_first(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total, t_begin, share_slots):
-        """``prepass_x_before``, the producer warp before phase 1: (``y_tail64``) the balanced split,
-        searched by the warp's lanes together and stored for everyone (``balanced_setup``), then
-        the workspace's and the first tile's tensor maps acquired and the first tile's X stages
-        issued (``early_x_stages`` of them; ``produce_prepass_q`` steps its ring state past them
-        after phase 1). Nothing escapes this branch but shared memory and the X ring
+        """The producer warp before phase 1's completion barrier (after its phase-1 chunks; with
+        ``prepass_x_before`` before phase 1): (``y_tail64``) the balanced split, stored for
+        everyone (``balanced_setup``), then (``prepass_lean_exit``) the workspace's tensor map
+        acquired, and (``prepass_x_early``) the first tile's map acquired and its X stages issued
+        (``early_x_stages`` of them; ``produce_prepass_q`` steps its ring state past them after
+        the barrier). Nothing escapes this branch but shared memory and the X ring
         (``balanced_setup`` keeps the share on ``self`` for this function's ``tile_origin``; the
         warps read it back from shared memory after phase 1). ``t_begin``: the static schedule's
         first tile (unused with ``y_tail64``)."""
@@ -1355,19 +1367,21 @@ class HopperNvfp4GroupedGemm:
             t_begin, t_end, _t_step = self.balanced_setup(m_sizes, total, share_slots)
         else:
             _b, t_end, _t_step = self.tile_range(total)
-        if lane == 0:
-            # the workspace's map was written before the launch (phase 1 writes only its rows)
-            self.acquire_map(ws + TENSOR_MAP_OFFSET, workspace=True)
-        t_first = cutlass.min(t_begin, total - 1)
-        slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
-        tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
-        if lane == 0:
-            self.acquire_map(tm_f)
-        pre = self.early_x_stages(k_f, t_begin, t_end)
-        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-        for kt_f in range(pre):
-            self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
-            state.advance()
+        if cutlass.const_expr(cfg.prepass_lean_exit):
+            if lane == 0:
+                # the workspace's map was written before the launch (phase 1 writes only its rows)
+                self.acquire_map(ws + TENSOR_MAP_OFFSET, workspace=True)
+        if cutlass.const_expr(cfg.prepass_x_early or cfg.prepass_x_before):
+            t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
+            slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
+            tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
+            if lane == 0:
+                self.acquire_map(tm_f)
+            pre = self.early_x_stages(k_f, t_begin, t_end)
+            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+            for kt_f in range(pre):
+                self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
+                state.advance()
 
     @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
@@ -1395,38 +1409,34 @@ class HopperNvfp4GroupedGemm:
             flags = ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         lean = cfg.prepass_lean_exit
+        early = cfg.prepass_x_early or (lean and cfg.prepass_x_before)
         pre = cutlass.Int32(0)  # X stages of the first tile already issued
-        x_before = lean and cfg.prepass_x_before
-        if cutlass.const_expr(x_before):
-            # producer_x_first issued them (and acquired both maps) before phase 1: step past them
-            _slot, _m, _n, k_first, _m0, _n0 = self.tile_origin(m_prefix, m_sizes, cutlass.min(t_begin, total - 1))
-            pre = self.early_x_stages(k_first, t_begin, t_end)
-            for _kt in range(pre):
-                state.advance()
-        if cutlass.const_expr(lean and not x_before):
-            # the workspace's map was written before the launch (phase 1 writes only its rows):
-            # acquired here, off the path from the completion barrier to the first Y box
+        if cutlass.const_expr(self.prepass_flags):
+            if cutlass.const_expr(cfg.prepass_x_early):
+                t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
+                slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
+                tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
+                if lane == 0:
+                    self.acquire_map(tm_f)
+                pre = self.early_x_stages(k_f, t_begin, t_end)
+                for kt_f in range(pre):
+                    self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
+                    state.advance()
             if lane == 0:
                 self.acquire_map(tm_ws, workspace=True)
-        if cutlass.const_expr(cfg.prepass_x_early and not x_before):
-            t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
-            slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
-            tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
-            if lane == 0:
-                self.acquire_map(tm_f)
-            pre = cutlass.min(k_f // cfg.tile_k, cutlass.Int32(self.stages))
-            if t_begin >= t_end:
-                pre = cutlass.Int32(0)
-            for kt_f in range(pre):
-                self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
-                state.advance()
-        if cutlass.const_expr(not self.prepass_flags):
-            cute.arch.barrier()  # phase 1's completion barrier (thread 0 waited before it)
+        else:
+            # phase 1's completion barrier is behind (kernel): producer_x_first issued the first
+            # tile's early X stages before it; the ring state steps past them
+            if cutlass.const_expr(early):
+                _slot, _m, _n, k_first, _m0, _n0 = self.tile_origin(m_prefix, m_sizes, cutlass.min(t_begin, total - 1))
+                pre = self.early_x_stages(k_first, t_begin, t_end)
+                for _kt in range(pre):
+                    state.advance()
             # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
             fence_proxy_async_global()
-        if cutlass.const_expr(not lean):
-            if lane == 0:
-                self.acquire_map(tm_ws, workspace=True)
+            if cutlass.const_expr(not lean):  # (lean: producer_x_first acquired it)
+                if lane == 0:
+                    self.acquire_map(tm_ws, workspace=True)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         for tile in range(t_begin, t_end, t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
@@ -1441,8 +1451,8 @@ class HopperNvfp4GroupedGemm:
                 k_tiles = k // cfg.tile_k
                 ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
             self.delay("producer", "tensormap", "before")
-            if cutlass.const_expr(lean and (x_before or cfg.prepass_x_early)):
-                # the first tile's map was acquired with its early X stages
+            if cutlass.const_expr(lean and early and not self.prepass_flags):
+                # the first tile's map was acquired with its early X stages (producer_x_first)
                 if lane == 0:
                     if tile != t_begin:
                         self.acquire_map(tm_x)
