@@ -429,6 +429,7 @@ _I8 = " " * 8
 _I12 = " " * 12
 _I16 = " " * 16
 _I20 = " " * 20
+_I24 = " " * 24
 _I28 = " " * 28
 _I32 = " " * 32
 _SYNC_EDITS = (
@@ -526,10 +527,9 @@ _SYNC_EDITS = (
      f"{_I12}it = it + 1\n{_I12}c = ld_shared_u32(slots + (it % 2) * 4)\n{_I8}if cutlass.const_expr(staged):", ("prod",)),
     ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
      "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _K,
-     f"{_I12}cute.arch.barrier()  # phase 1's completion barrier (thread 0 waited before it)\n"
      f"{_I12}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
-     f"{_I12}fence_proxy_async_global()\n",
-     f"{_I12}cute.arch.barrier()  # phase 1's completion barrier (thread 0 waited before it)\n", ("prod",)),
+     f"{_I12}fence_proxy_async_global()\n{_I12}if cutlass.const_expr(not lean):",
+     f"{_I12}if cutlass.const_expr(not lean):", ("prod",)),
     ("staged_slots_no_proxy_fence", "fence removed: phase 1's generic writes to its staging slots (the "
      "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K,
      f"{_I12}# the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n"
@@ -572,9 +572,9 @@ _SYNC_EDITS = (
     # ---- what only the lean-exit build has ("lean")
     ("lean_count_through_before_wait", "counted through before the completion wait: the last CTA "
      "to count resets the counters while other CTAs may still wait for every chunk", _K,
-     f"{_I20}if cutlass.const_expr(lean):\n{_I20}    self.prepass_wait_done(ws, chunks)\n",
-     f"{_I20}if cutlass.const_expr(lean):\n{_I20}    self.prepass_count_through(ws)\n"
-     f"{_I20}    self.prepass_wait_done(ws, chunks)\n", ("lean",)),
+     f"{_I24}if cutlass.const_expr(lean):\n{_I24}    self.prepass_wait_done(ws, chunks)\n",
+     f"{_I24}if cutlass.const_expr(lean):\n{_I24}    self.prepass_count_through(ws)\n"
+     f"{_I24}    self.prepass_wait_done(ws, chunks)\n", ("lean",)),
     ("lean_first_claim_unpublished", "barrier removed: the CTA reads thread 0's first claim from shared "
      "memory with no barrier after thread 0 stored it", _K,
      f"{_I16}st_shared_u32(slots, first_claim)  # slot it % 2 = 0, as prepass_claim\n"

@@ -1372,16 +1372,24 @@ class HopperNvfp4GroupedGemm:
                 # the workspace's map was written before the launch (phase 1 writes only its rows)
                 self.acquire_map(ws + TENSOR_MAP_OFFSET, workspace=True)
         if cutlass.const_expr(cfg.prepass_x_early or cfg.prepass_x_before):
-            t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
-            slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
-            tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
-            if lane == 0:
-                self.acquire_map(tm_f)
-            pre = self.early_x_stages(k_f, t_begin, t_end)
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-            for kt_f in range(pre):
-                self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
-                state.advance()
+            _pre, _state = self.issue_early_x(lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base,
+                                              t_begin, t_end, total)
+
+    @cute.jit
+    def issue_early_x(self, lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base, t_begin, t_end, total):
+        """The CTA's first tile's X stages that go out before phase 1's completion barrier
+        (``early_x_stages`` of them, its map acquired first): (how many, the ring state past them)."""
+        t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
+        slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
+        tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
+        if lane == 0:
+            self.acquire_map(tm_f)
+        pre = self.early_x_stages(k_f, t_begin, t_end)
+        for kt_f in range(pre):
+            self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
+            state.advance()
+        return pre, state
 
     @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
@@ -1413,15 +1421,8 @@ class HopperNvfp4GroupedGemm:
         pre = cutlass.Int32(0)  # X stages of the first tile already issued
         if cutlass.const_expr(self.prepass_flags):
             if cutlass.const_expr(cfg.prepass_x_early):
-                t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
-                slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
-                tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
-                if lane == 0:
-                    self.acquire_map(tm_f)
-                pre = self.early_x_stages(k_f, t_begin, t_end)
-                for kt_f in range(pre):
-                    self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
-                    state.advance()
+                pre, state = self.issue_early_x(lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base,
+                                                t_begin, t_end, total)
             if lane == 0:
                 self.acquire_map(tm_ws, workspace=True)
         else:
