@@ -245,6 +245,9 @@ class HopperNvfp4GroupedGemm:
         # (first full, full count, first light, light count), set while the kernel is traced
         self.tail64 = config.y_tail64
         self.x_prefetch = config.x_prefetch
+        # prepass_chunk builds: the first tile's X stages go out before phase 1's completion
+        # barrier (producer_x_first; prepass_x_before: before phase 1)
+        self.early_x = config.prepass_x_early or config.prepass_x_before
         self.half_n = self.mma_n // 2
         self.share = None
         if self.tail64:
@@ -1371,7 +1374,7 @@ class HopperNvfp4GroupedGemm:
             if lane == 0:
                 # the workspace's map was written before the launch (phase 1 writes only its rows)
                 self.acquire_map(ws + TENSOR_MAP_OFFSET, workspace=True)
-        if cutlass.const_expr(cfg.prepass_x_early or cfg.prepass_x_before):
+        if cutlass.const_expr(self.early_x):
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
             _pre, _state = self.issue_early_x(lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base,
                                               t_begin, t_end, total)
@@ -1394,10 +1397,11 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
                           t_begin, t_end, t_step, total, gen=None):
-        """Issue 14q (``prepass_chunk`` builds): ``produce_prepass`` with the producer warp
-        arriving at phase 1's completion barrier itself, and with ``prepass_x_early`` its first
-        tile's X stages (up to ``num_ab_stages``; they read only B and its scales) issued
-        before it.
+        """Issue 14q (``prepass_chunk`` builds): ``produce_prepass`` after phase 1's completion
+        barrier (in ``kernel``, one instruction for every thread); with ``prepass_x_early`` the
+        first tile's X stages (up to ``num_ab_stages``; they read only B and its scales) went out
+        before it (``producer_x_first``) and the ring state steps past them here. (The first tile's
+        origin is computed again here and in the loop: once per CTA, left as is.)
 
         ``prepass_sync="flags"`` (``gen``: phase 1's generation): no completion barrier; before
         the Y boxes of K chunk ``kt`` of a tile the warp waits for that chunk's flag of the
@@ -1417,7 +1421,7 @@ class HopperNvfp4GroupedGemm:
             flags = ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         lean = cfg.prepass_lean_exit
-        early = cfg.prepass_x_early or (lean and cfg.prepass_x_before)
+        early = self.early_x
         pre = cutlass.Int32(0)  # X stages of the first tile already issued
         if cutlass.const_expr(self.prepass_flags):
             if cutlass.const_expr(cfg.prepass_x_early):
