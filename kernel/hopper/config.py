@@ -204,7 +204,9 @@ class HopperConfig:
     # before the barrier, and does not acquire the first tile's X map twice; with y_tail64 its
     # 32 lanes search the balanced split's candidates together (kernel.device_schedule
     # balanced_split_warp: ~150 instructions instead of ~1200 on one lane's path between the
-    # warp's last phase-1 chunk and the barrier; the same split)
+    # warp's last phase-1 chunk and the barrier; the same split); thread 0's first claim goes out
+    # before anything else and, while it is in flight, the other threads prefetch their first item
+    # of chunk blockIdx into L2
     prepass_lean_exit: bool = False
     # issue 14, session 8 (experimental, with prepass_lean_exit; label letter "b" after "l"): the
     # producer warp computes the split and issues its first tile's X stages before phase 1
@@ -752,7 +754,8 @@ PHASE1_STAGED_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, prepass_store="staged")
 # Session 8 (experimental): PHASE1_STAGED_CONFIG with phase 1's exit trimmed (prepass_lean_exit).
 # Two H200 runs (profiling.ablation and bench_gpu in each): faster on the one-round shapes (bench3
 # 30.4-30.8 us against 31.0-32.2, bench4 17.1-17.4 against 18.2-18.7 and the fastest tile's 17.6),
-# slower on bench1/bench2 (+3 to +6 %, not explained: the main loop's SASS is the same). It
+# slower on bench1/bench2 (+3 to +6 %, not explained: the main loop's SASS differs from
+# production's in 5 instructions). It
 # passed the ci property, the checked perturbed property, each input distribution (400 examples)
 # and the gpu-long run (500). Not production: a second prepass build in PRODUCTION_VARIANTS took
 # the H200 main job past its 300 s (killed at 360 s, every prepass build compiles once per group
