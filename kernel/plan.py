@@ -205,42 +205,6 @@ def device_group_search(tile_prefix: Sequence[int], tile: int) -> int:
     return left
 
 
-def balanced_split(nf: int, nt: int, ctas: int) -> tuple[int, int, int, int, int]:
-    """(p, fa, ta, fb, tb): CTAs ``c < p`` take ``fa`` full and ``ta`` light tiles, the others
-    ``fb`` and ``tb``, with ``p * fa + (ctas - p) * fb >= nf`` and the same for the light tiles
-    (the runs are cut at the lists' ends). For each makespan L = L0, L0 + 1, ... (BALANCED_STEPS
-    of them, L0 = ceil((FULL_COST nf + LIGHT_COST nt) / ctas)) and each ``f1`` in
-    ``phi - 2 .. phi`` (``phi`` = nf // ctas): one kind (every CTA ``f1`` full + the most light
-    tiles that fit in L), then two kinds (``f1`` and ``f1 + d``, d = 1..3, each with the most
-    light tiles that fit, ``p`` the most CTAs of the first kind that still cover the full tiles);
-    the first that covers both lists wins. Otherwise the uniform split (ceil(nf / ctas),
-    ceil(nt / ctas)). The device runs the same arithmetic (kernel.device_schedule.balanced_split:
-    every candidate unrolled, the first feasible one selected); only non-negative integers are
-    divided, so C's truncating division and Python's floor division agree."""
-    fu, tu = ceil_div(nf, ctas), ceil_div(nt, ctas)
-    best = (ctas, fu, tu, fu, tu)
-    found = 0
-    l0 = ceil_div(FULL_COST * nf + LIGHT_COST * nt, ctas)
-    phi = nf // ctas
-    for step in range(BALANCED_STEPS):
-        lim = l0 + step
-        for o in range(3):
-            f1 = phi - 2 + o
-            ta = max(lim - FULL_COST * f1, 0) // LIGHT_COST
-            ok = int(f1 >= 0) * int(ctas * f1 >= nf) * int(ctas * ta >= nt)
-            if ok * (1 - found):
-                best, found = (ctas, f1, ta, f1, ta), 1
-            for d in (1, 2, 3):
-                f2 = f1 + d
-                tb = max(lim - FULL_COST * f2, 0) // LIGHT_COST
-                hi = min(ctas, max(ctas * f2 - nf, 0) // d)
-                ok = (int(f1 >= 0) * int(FULL_COST * f2 <= lim) * int(ctas * f2 >= nf)
-                      * int(hi * (ta - tb) >= nt - ctas * tb))
-                if ok * (1 - found):
-                    best, found = (hi, f1, ta, f2, tb), 1
-    return best
-
-
 # balanced_split's candidates in its order: idx = (step * 3 + o) * 4 + j, j = 0 the one-kind
 # candidate, j = d = 1..3 the two-kind ones (kernel.device_schedule.balanced_split_warp: one
 # candidate per lane and round, the lowest feasible index wins)
@@ -261,6 +225,27 @@ def split_candidate(nf: int, nt: int, ctas: int, idx: int) -> tuple[int, int, in
     hi = min(ctas, max(ctas * f2 - nf, 0) // j)
     ok = int(f1 >= 0) * int(FULL_COST * f2 <= lim) * int(ctas * f2 >= nf) * int(hi * (ta - tb) >= nt - ctas * tb)
     return ok, hi, f1, ta, f2, tb
+
+
+def balanced_split(nf: int, nt: int, ctas: int) -> tuple[int, int, int, int, int]:
+    """(p, fa, ta, fb, tb): CTAs ``c < p`` take ``fa`` full and ``ta`` light tiles, the others
+    ``fb`` and ``tb``, with ``p * fa + (ctas - p) * fb >= nf`` and the same for the light tiles
+    (the runs are cut at the lists' ends). For each makespan L = L0, L0 + 1, ... (BALANCED_STEPS
+    of them, L0 = ceil((FULL_COST nf + LIGHT_COST nt) / ctas)) and each ``f1`` in
+    ``phi - 2 .. phi`` (``phi`` = nf // ctas): one kind (every CTA ``f1`` full + the most light
+    tiles that fit in L), then two kinds (``f1`` and ``f1 + d``, d = 1..3, each with the most
+    light tiles that fit, ``p`` the most CTAs of the first kind that still cover the full tiles);
+    the first that covers both lists wins (:func:`split_candidate` in that order). Otherwise the
+    uniform split (ceil(nf / ctas), ceil(nt / ctas)). The device runs the same arithmetic
+    (kernel.device_schedule.balanced_split:
+    every candidate unrolled, the first feasible one selected); only non-negative integers are
+    divided, so C's truncating division and Python's floor division agree."""
+    for idx in range(SPLIT_CANDIDATES):
+        ok, *split = split_candidate(nf, nt, ctas, idx)
+        if ok:
+            return tuple(split)
+    fu, tu = ceil_div(nf, ctas), ceil_div(nt, ctas)
+    return ctas, fu, tu, fu, tu
 
 
 def balanced_share(nf: int, nt: int, ctas: int, cta: int) -> tuple[int, int, int, int]:

@@ -263,20 +263,6 @@ def _random_split_cases(seed: int, n: int) -> list[tuple[int, int, int]]:
     return cases
 
 
-def test_the_lowest_feasible_candidate_is_the_split():
-    """balanced_split_warp's reduction (each lane's lowest feasible candidate, then the lowest of
-    all, else the uniform split), modelled on the host, gives balanced_split on every case."""
-    from kernel.plan import SPLIT_CANDIDATES, split_candidate
-
-    for nf, nt, ctas in _random_split_cases(3, 3000):
-        feasible = [c for c in (split_candidate(nf, nt, ctas, i) for i in range(SPLIT_CANDIDATES)) if c[0]]
-        expect = balanced_split(nf, nt, ctas)
-        if feasible:
-            assert tuple(feasible[0][1:]) == expect, (nf, nt, ctas)
-        else:
-            assert expect == (ctas, ceil_div(nf, ctas), ceil_div(nt, ctas), ceil_div(nf, ctas), ceil_div(nt, ctas))
-
-
 def test_device_split_candidates_match_the_host():
     """kernel.device_schedule.split_candidate (run time idx, run on the host) equals
     kernel.plan.split_candidate on every candidate of 300 cases."""
