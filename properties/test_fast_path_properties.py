@@ -19,6 +19,7 @@ After every call it checks, against a from-scratch computation on the current pr
 from __future__ import annotations
 
 import gc
+import weakref
 
 import pytest
 import torch
@@ -37,6 +38,7 @@ from kernel.tables import slot_pointers
 from kernel.validation import KernelConstraints, validate_problem
 from profiling.host_cpu import CpuMapHooks
 from properties.native import Counting, native_or_skip
+from properties.release import ensure_freed
 
 pytestmark = pytest.mark.properties
 
@@ -201,8 +203,9 @@ class FastPathMachine(RuleBasedStateMachine):
         shape, stride, dtype, offset, version = t.shape, t.stride(), t.dtype, t.storage_offset(), t._version
         payload = torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage()).clone()
         self._set(g, which, None)
+        ref = weakref.ref(t)
         del t
-        gc.collect()
+        ensure_freed(ref)  # freed unless the problem holds it twice (then it stays, as before)
         storage = torch.empty(payload.numel(), dtype=torch.uint8)
         storage.copy_(payload)
         fresh = torch.empty(0, dtype=dtype).set_(storage.untyped_storage(), offset, shape, stride)

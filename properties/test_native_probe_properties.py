@@ -34,6 +34,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from kernel import native_probe
 from kernel.fast_path import FastPath, flatten, identity_key
 from properties.native import Counting, native_or_skip
+from properties.release import ensure_freed
 
 pytestmark = pytest.mark.properties
 
@@ -448,8 +449,7 @@ class NativeVsPythonMachine(RuleBasedStateMachine):
                         self._set(s, _new_tensor("plain", i))
                 self.pool = [t for t in self.pool if t is not old]
                 del old
-                gc.collect()
-                assert ref() is None, "the test itself still holds the freed tensor"
+                assert ensure_freed(ref), "the test itself still holds the freed tensor"
         self.call()
 
     @invariant()
