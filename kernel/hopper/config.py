@@ -213,6 +213,12 @@ class HopperConfig:
     # instead of after its phase-1 chunks (X then loads while Y is decoded; the warp reaches
     # phase 1's first barrier later)
     prepass_x_before: bool = False
+    # issue 14, session 9 (experimental; y_tail64 with prepass_chunk > 0, without
+    # prepass_lean_exit, which does it already; label letter "w" after the prepass letters): only
+    # the balanced split's search by the producer warp's 32 lanes together
+    # (kernel.device_schedule.balanced_split_warp), the rest of phase 1's exit as in production.
+    # The uniform_split ablation put the one-lane search at 1.2 us of bench4's 18.2
+    prepass_split_warp: bool = False
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -332,6 +338,7 @@ class HopperConfig:
         sched += "s" if self.prepass_store == "staged" else ""
         sched += "l" if self.prepass_lean_exit else ""
         sched += "b" if self.prepass_x_before else ""
+        sched += "w" if self.prepass_split_warp else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
@@ -656,6 +663,11 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"prepass_x_before must be a bool, got {config.prepass_x_before!r}")
     elif config.prepass_x_before and not config.prepass_lean_exit:
         p.append("prepass_x_before is built on prepass_lean_exit")
+    if not isinstance(config.prepass_split_warp, bool):
+        p.append(f"prepass_split_warp must be a bool, got {config.prepass_split_warp!r}")
+    elif config.prepass_split_warp and (not config.y_tail64 or not config.prepass_chunk or config.prepass_lean_exit):
+        p.append("prepass_split_warp is the balanced split's warp search alone: y_tail64 with prepass_chunk > 0, "
+                 "without prepass_lean_exit (which searches with the warp already)")
     if not isinstance(config.x_prefetch, bool):
         p.append(f"x_prefetch must be a bool, got {config.x_prefetch!r}")
     elif config.x_prefetch and (config.y_source != "prepass" or config.x_operand != "regs"
@@ -764,6 +776,9 @@ PHASE1_STAGED_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, prepass_store="staged")
 LEAN_EXIT_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_lean_exit=True)
 # ... and the split and the first X stages before phase 1 (prepass_x_before)
 X_BEFORE_CONFIG = replace(LEAN_EXIT_CONFIG, prepass_x_before=True)
+# Session 9 (experimental): PHASE1_STAGED_CONFIG with the balanced split searched by the
+# producer warp's 32 lanes (prepass_split_warp), nothing else of the lean exit
+SPLIT_WARP_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_split_warp=True)
 # Session 7 (experimental): the next sub-block's raw X bytes and Y box waited for before the
 # wgmma wait (measured: no gain beyond noise)
 X_PREFETCH_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, x_prefetch=True)
@@ -957,6 +972,9 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # while it is in flight; and its twin with the split and the first X stages before phase 1
     LEAN_EXIT_CONFIG,
     X_BEFORE_CONFIG,
+    # issue 14, session 9: the production prepass build with only the split's warp search
+    # (prepass_split_warp, label "..._prec1xsw_...")
+    SPLIT_WARP_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

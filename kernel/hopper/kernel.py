@@ -372,7 +372,7 @@ class HopperNvfp4GroupedGemm:
         ctas, _, _ = cute.arch.grid_dim()
         if cutlass.const_expr(self.ablates("balanced_split")):
             self.share = uniform_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))  # profiling only
-        elif cutlass.const_expr(self.config.prepass_lean_exit):
+        elif cutlass.const_expr(self.config.prepass_lean_exit or self.config.prepass_split_warp):
             self.share = balanced_share_warp(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta), cute.arch.lane_idx())
         else:
             self.share = balanced_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))
@@ -670,7 +670,7 @@ class HopperNvfp4GroupedGemm:
                 if warp_idx >= self.producer_warp:
                     if cutlass.const_expr(not x_before):
                         # the split (y_tail64: ~1200 instructions on one lane, ~150 over the
-                        # lanes with prepass_lean_exit) and (prepass_x_early) the first tile's X
+                        # lanes with prepass_lean_exit or prepass_split_warp) and (prepass_x_early) the first tile's X
                         # stages, after the warp's phase-1 chunks
                         self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
                                               cutlass.Int32(0) if self.tail64 else t_begin, share_slots)

@@ -389,6 +389,23 @@ def test_prepass_lean_exit_rules_and_label():
                for p in config_problems(HopperConfig(**dict(_PRE, prepass_chunk=1, prepass_x_before=True))))
 
 
+def test_prepass_split_warp_rules_and_label():
+    import dataclasses
+
+    from kernel.hopper.config import LEAN_EXIT_CONFIG, PHASE1_STAGED_CONFIG, SPLIT_WARP_CONFIG
+
+    assert SPLIT_WARP_CONFIG.label == PHASE1_STAGED_CONFIG.label.replace("_prec1xs_", "_prec1xsw_")
+    assert not config_problems(SPLIT_WARP_CONFIG) and SPLIT_WARP_CONFIG in DECLARED_VARIANTS
+    for bad in (dataclasses.replace(LEAN_EXIT_CONFIG, prepass_split_warp=True),  # lean searches so already
+                HopperConfig(**dict(_PRE, prepass_chunk=1, prepass_split_warp=True)),  # no balanced split
+                dataclasses.replace(PHASE1_STAGED_CONFIG, prepass_chunk=0, prepass_store="direct",
+                                    prepass_split_warp=True)):  # no chunked phase 1
+        assert any("prepass_split_warp is the balanced split's warp search alone" in p
+                   for p in config_problems(bad)), bad
+    assert any("prepass_split_warp must be a bool" in p
+               for p in config_problems(dataclasses.replace(PHASE1_STAGED_CONFIG, prepass_split_warp=1)))
+
+
 def test_prepass_chunk_and_early_x_rules_and_labels():
     """Issue 14q: the run-time chunk size and the early X stages are prepass-only axes, off by
     default (every earlier label unchanged), and the 192 x 128 prepass tile fits at the
@@ -482,8 +499,9 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     phase1 = dataclasses.replace(staged[1], prepass_store="staged")
     assert phase1 in PRODUCTION_VARIANTS and dataclasses.replace(phase1, prepass_lean_exit=True) in EXPERIMENTAL_VARIANTS
     assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
-    # (+ the prepass_store="staged", lean-exit and x-before builds; x_prefetch's ends in "_es_xp")
-    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 5
+    # (+ the prepass_store="staged", lean-exit, x-before and split-warp builds; x_prefetch's ends
+    # in "_es_xp")
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 6
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
