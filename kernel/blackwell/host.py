@@ -48,10 +48,10 @@ def kernel_class(config: cfg.BlackwellConfig):
 
 def compile_options(config: cfg.BlackwellConfig, dump_dir: str | os.PathLike | None = None) -> str:
     """The explicit target makes the result independent of CUTE_DSL_ARCH (one process can
-    compile several families); dump_dir keeps the cubin for static inspection."""
+    compile several families); dump_dir keeps the cubin and the PTX for static inspection."""
     opts = f"--gpu-arch {config.arch}"
     if dump_dir is not None:
-        opts += f" --keep-cubin --dump-dir {os.fspath(dump_dir)}"
+        opts += f" --keep-cubin --keep-ptx --dump-dir {os.fspath(dump_dir)}"  # PTX: ci.ptx_convergence
     return opts
 
 

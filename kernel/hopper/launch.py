@@ -57,10 +57,10 @@ def _import_cutlass():
 
 def compile_options(dump_dir: str | os.PathLike | None = None) -> str:
     """An explicit target makes the result independent of CUTE_DSL_ARCH (one process can compile
-    several families); ``dump_dir`` keeps the cubin for static inspection."""
+    several families); ``dump_dir`` keeps the cubin and the PTX for static inspection."""
     opts = f"--gpu-arch {ARCH}"
     if dump_dir is not None:
-        opts += f" --keep-cubin --dump-dir {os.fspath(dump_dir)}"
+        opts += f" --keep-cubin --keep-ptx --dump-dir {os.fspath(dump_dir)}"  # PTX: ci.ptx_convergence
     return opts
 
 

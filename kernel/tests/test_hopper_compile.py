@@ -14,6 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.compile
 
+from ci.ptx_convergence import check_ptx
 from kernel.hopper import DEFAULT_CONFIG, STATIC_MATRIX, compile_cache, compile_for, static_build
 
 
@@ -46,6 +47,13 @@ def test_sass_has_hgmma_and_no_local_memory(config, tmp_path):
     assert not local, f"{len(local)} local-memory instructions, e.g. {local[0].strip()}"
     usage = subprocess.run([tool, "--dump-resource-usage", cubin], capture_output=True, text=True, check=True).stdout
     assert "STACK:0" in usage, usage
+    # the PTX kept beside the cubin: CTA-wide barriers reached by the whole CTA at one
+    # instruction, .aligned instructions by whole warps (ci.ptx_convergence; session 8's
+    # undefined completion barrier was caught by compute-sanitizer on a GPU only)
+    (ptx,) = glob.glob(os.path.join(os.path.dirname(cubin), "*.ptx"))
+    with open(ptx) as f:
+        found = check_ptx(f.read())
+    assert not found, "\n".join(str(v) for _, v in found)
 
 
 def test_compile_cache_compiles_once_per_config_and_group_count():

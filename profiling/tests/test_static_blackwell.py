@@ -5,9 +5,13 @@ instruction *sites* and their layout in the binary. It cannot prove which warp r
 the role checks below say what they do establish.
 """
 
+import glob
+import os
+
 import pytest
 
 import kernel.blackwell as bw
+from ci.ptx_convergence import check_ptx
 from kernel.blackwell import config as cfg
 from profiling import static_report
 
@@ -36,6 +40,16 @@ def test_every_variant_compiles(report, rows):
     assert sorted(rows) == sorted(c.label for c in bw.STATIC_MATRIX)
     for row in rows.values():
         assert row["arch"] == "sm_100a" and row["cubin"].endswith(".sm_100a.cubin")
+
+
+@pytest.mark.parametrize("config", MATRIX)
+def test_barriers_and_aligned_instructions_are_convergent(rows, config):
+    """ci.ptx_convergence on the PTX kept beside the cubin: CTA-wide barriers at one instruction
+    of the whole CTA, .aligned instructions (tcgen05 waits, named barriers) by whole warps."""
+    (ptx,) = glob.glob(os.path.join(os.path.dirname(_row(rows, config)["cubin"]), "*.ptx"))
+    with open(ptx) as f:
+        found = check_ptx(f.read())
+    assert not found, "\n".join(str(v) for _, v in found)
 
 
 @pytest.mark.parametrize("config", MATRIX)
