@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Sequence
 
 from kernel.hopper.config import (DECLARED_VARIANTS, FASTEST_CONFIG, FASTEST_STAGED_CONFIG, LEAN_EXIT_CONFIG,
-                                  MIXED_TAIL_STAGED_CONFIG, PHASE1_STAGED_CONFIG, HopperConfig)
+                                  MIXED_TAIL_STAGED_CONFIG, PHASE1_STAGED_CONFIG, SPLIT_WARP_CONFIG, HopperConfig)
 
 ShapeKey = tuple[tuple[int, ...], int | None, int | None]
 
@@ -163,6 +163,17 @@ LEAN_EXIT = LEAN_EXIT_CONFIG.label
 LEAN_TABLE = DispatchTable(
     {"bench1": PHASE1_STAGED, "bench2": PHASE1_STAGED, "bench3": LEAN_EXIT, "bench4": LEAN_EXIT},
     fallback=by_label(PHASE1_STAGED),
+)
+# Session 9 (one H200, ci/h200_session9.sh, one bench_gpu run): the production prepass build with
+# only the split's 32-lane search (prepass_split_warp, SPLIT_WARP) 121.0 / 75.1 / 30.7 / 18.3 us
+# against PHASE1_STAGED 122.4 / 74.5 / 31.7 / 18.7, FASTEST_STAGED 17.6 on bench4, cuBLAS bf16
+# 183.7 / 92.9 / 32.1 / 16.7. It would take bench1-3 and the fallback (one prepass build, like
+# today's set); it becomes the default once each distribution, gpu-long and the mutants have run
+# on it (it passed the ci property and synccheck / racecheck).
+SPLIT_WARP = SPLIT_WARP_CONFIG.label
+SPLIT_WARP_TABLE = DispatchTable(
+    {"bench1": SPLIT_WARP, "bench2": SPLIT_WARP, "bench3": SPLIT_WARP, "bench4": FASTEST_STAGED},
+    fallback=by_label(SPLIT_WARP),
 )
 MEASURED_TABLE = PHASE1_STAGED_TABLE
 # What ``custom_kernel(data)`` runs when no config is given (kernel.hopper.launch.default_config):

@@ -101,3 +101,9 @@ def test_the_lean_table_is_measured_but_not_the_default():
     assert LEAN_TABLE.choose([tuple(s[:3]) for s in sizes("bench3")]) == LEAN_EXIT_CONFIG
     assert LEAN_EXIT_CONFIG not in PRODUCTION_VARIANTS and LEAN_EXIT_CONFIG not in DEFAULT_TABLE.configs()
     assert sum(c.y_source == "prepass" for c in PRODUCTION_VARIANTS) == 1
+    # the session-9 candidate keeps that: one prepass build in the table
+    from kernel.hopper.config import SPLIT_WARP_CONFIG
+    from kernel.hopper.dispatch import SPLIT_WARP_TABLE
+
+    assert {c for c in SPLIT_WARP_TABLE.configs() if c.y_source == "prepass"} == {SPLIT_WARP_CONFIG}
+    assert SPLIT_WARP_CONFIG not in DEFAULT_TABLE.configs()
