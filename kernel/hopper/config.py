@@ -219,7 +219,34 @@ class HopperConfig:
     # (kernel.device_schedule.balanced_split_warp), the rest of phase 1's exit as in production.
     # The uniform_split ablation put the one-lane search at 1.2 us of bench4's 18.2
     prepass_split_warp: bool = False
+    # issue 14, session 9 (experimental; the same prerequisites as prepass_lean_exit, without it;
+    # label letters "t", "m", "q" after "w"): the lean exit's three other changes one at a time,
+    # to find which one cost bench1/bench2 3-6 %: thread 0 counts its CTA through after the
+    # completion barrier (prepass_count_after); the producer acquires the workspace's map before
+    # the barrier and the first tile's X map once (prepass_map_early); thread 0's first claim
+    # before the chunking arithmetic, chunk blockIdx's first items prefetched into L2 meanwhile
+    # (prepass_claim_first)
+    prepass_count_after: bool = False
+    prepass_map_early: bool = False
+    prepass_claim_first: bool = False
     arch: str = "sm_90a"
+
+    # ---- phase 1's exit: the lean exit is all four changes ----------------------------------
+    @property
+    def exit_split_warp(self) -> bool:
+        return self.prepass_lean_exit or self.prepass_split_warp
+
+    @property
+    def exit_count_after(self) -> bool:
+        return self.prepass_lean_exit or self.prepass_count_after
+
+    @property
+    def exit_map_early(self) -> bool:
+        return self.prepass_lean_exit or self.prepass_map_early
+
+    @property
+    def exit_claim_first(self) -> bool:
+        return self.prepass_lean_exit or self.prepass_claim_first
 
     # ---- derived geometry -------------------------------------------------------------
     @property
@@ -339,6 +366,9 @@ class HopperConfig:
         sched += "l" if self.prepass_lean_exit else ""
         sched += "b" if self.prepass_x_before else ""
         sched += "w" if self.prepass_split_warp else ""
+        sched += "t" if self.prepass_count_after else ""
+        sched += "m" if self.prepass_map_early else ""
+        sched += "q" if self.prepass_claim_first else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
@@ -668,6 +698,14 @@ def config_problems(config: HopperConfig) -> list[str]:
     elif config.prepass_split_warp and (not config.y_tail64 or not config.prepass_chunk or config.prepass_lean_exit):
         p.append("prepass_split_warp is the balanced split's warp search alone: y_tail64 with prepass_chunk > 0, "
                  "without prepass_lean_exit (which searches with the warp already)")
+    for name in ("prepass_count_after", "prepass_map_early", "prepass_claim_first"):
+        value = getattr(config, name)
+        if not isinstance(value, bool):
+            p.append(f"{name} must be a bool, got {value!r}")
+        elif value and (config.prepass_lean_exit or config.y_source != "prepass" or not config.prepass_chunk
+                        or config.prepass_sync != "barrier" or config.cluster_x != 1):
+            p.append(f"{name} is one change of the lean exit alone: y_source='prepass', prepass_chunk > 0, "
+                     "prepass_sync='barrier', cluster_x=1, without prepass_lean_exit (which has it already)")
     if not isinstance(config.x_prefetch, bool):
         p.append(f"x_prefetch must be a bool, got {config.x_prefetch!r}")
     elif config.x_prefetch and (config.y_source != "prepass" or config.x_operand != "regs"
@@ -779,6 +817,10 @@ X_BEFORE_CONFIG = replace(LEAN_EXIT_CONFIG, prepass_x_before=True)
 # Session 9 (experimental): PHASE1_STAGED_CONFIG with the balanced split searched by the
 # producer warp's 32 lanes (prepass_split_warp), nothing else of the lean exit
 SPLIT_WARP_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_split_warp=True)
+# ... and each of the lean exit's other three changes on top of it (which one cost bench1/bench2)
+COUNT_AFTER_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_count_after=True)
+MAP_EARLY_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_map_early=True)
+CLAIM_FIRST_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_claim_first=True)
 # Session 7 (experimental): the next sub-block's raw X bytes and Y box waited for before the
 # wgmma wait (measured: no gain beyond noise)
 X_PREFETCH_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, x_prefetch=True)
@@ -973,8 +1015,12 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     LEAN_EXIT_CONFIG,
     X_BEFORE_CONFIG,
     # issue 14, session 9: the production prepass build with only the split's warp search
-    # (prepass_split_warp, label "..._prec1xsw_...")
+    # (prepass_split_warp, label "..._prec1xsw_..."), and with each of the lean exit's other
+    # changes on top ("..._prec1xswt_...", "..._prec1xswm_...", "..._prec1xswq_...")
     SPLIT_WARP_CONFIG,
+    COUNT_AFTER_CONFIG,
+    MAP_EARLY_CONFIG,
+    CLAIM_FIRST_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

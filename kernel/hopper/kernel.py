@@ -372,7 +372,7 @@ class HopperNvfp4GroupedGemm:
         ctas, _, _ = cute.arch.grid_dim()
         if cutlass.const_expr(self.ablates("balanced_split")):
             self.share = uniform_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))  # profiling only
-        elif cutlass.const_expr(self.config.prepass_lean_exit or self.config.prepass_split_warp):
+        elif cutlass.const_expr(self.config.exit_split_warp):
             self.share = balanced_share_warp(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta), cute.arch.lane_idx())
         else:
             self.share = balanced_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))
@@ -648,6 +648,7 @@ class HopperNvfp4GroupedGemm:
             )
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
             lean = cfg.prepass_lean_exit
+            count_after = cfg.exit_count_after
             # (phase1_only: no X stage may be left in flight at the exit)
             x_before = lean and cfg.prepass_x_before and not self.ablates("phase2")
             if cutlass.const_expr(x_before):
@@ -676,7 +677,7 @@ class HopperNvfp4GroupedGemm:
                                               cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
                 else:
                     if tidx == 0:
-                        if cutlass.const_expr(lean):
+                        if cutlass.const_expr(count_after):
                             self.prepass_wait_done(ws, chunks)
                         else:
                             self.prepass_wait(ws, chunks)
@@ -696,7 +697,7 @@ class HopperNvfp4GroupedGemm:
                     self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
                                            p_begin, p_end, p_step, total)
                 else:
-                    if cutlass.const_expr(lean):
+                    if cutlass.const_expr(count_after):
                         # counted through after the barrier: the atomic's round trip overlaps the
                         # producer's first Y boxes instead of delaying them
                         if tidx == 0:
@@ -1133,9 +1134,10 @@ class HopperNvfp4GroupedGemm:
         threads = self.threads
         batch = cfgmod.PREPASS_BATCH
         G = self.num_groups
-        if cutlass.const_expr(self.config.prepass_lean_exit):
-            # prepass_lean_exit: thread 0's first claim goes out before anything else, so its round
-            # trip overlaps the chunking arithmetic and the L2 prefetch below
+        if cutlass.const_expr(self.config.exit_claim_first):
+            # prepass_lean_exit / prepass_claim_first: thread 0's first claim goes out before
+            # anything else, so its round trip overlaps the chunking arithmetic and the L2
+            # prefetch below
             first_claim = cutlass.Int32(0)
             if tidx == 0:
                 first_claim = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
@@ -1167,7 +1169,7 @@ class HopperNvfp4GroupedGemm:
             lane = tidx % 32
             warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         it = cutlass.Int32(0)
-        if cutlass.const_expr(self.config.prepass_lean_exit):
+        if cutlass.const_expr(self.config.exit_claim_first):
             # thread 0 issues the first claim (prepass_claim's atomic), then, while it is in
             # flight, every other thread prefetches its first item of chunk blockIdx (raw row run
             # and scales) into L2: a hint, whichever CTA claims that chunk then loads those from
@@ -1357,7 +1359,7 @@ class HopperNvfp4GroupedGemm:
     def producer_x_first(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total, t_begin, share_slots):
         """The producer warp before phase 1's completion barrier (after its phase-1 chunks; with
         ``prepass_x_before`` before phase 1): (``y_tail64``) the balanced split, stored for
-        everyone (``balanced_setup``), then (``prepass_lean_exit``) the workspace's tensor map
+        everyone (``balanced_setup``), then (``exit_map_early``) the workspace's tensor map
         acquired, and (``prepass_x_early``) the first tile's map acquired and its X stages issued
         (``early_x_stages`` of them; ``produce_prepass_q`` steps its ring state past them after
         the barrier). Nothing escapes this branch but shared memory and the X ring
@@ -1370,7 +1372,7 @@ class HopperNvfp4GroupedGemm:
             t_begin, t_end, _t_step = self.balanced_setup(m_sizes, total, share_slots)
         else:
             _b, t_end, _t_step = self.tile_range(total)
-        if cutlass.const_expr(cfg.prepass_lean_exit):
+        if cutlass.const_expr(cfg.exit_map_early):
             if lane == 0:
                 # the workspace's map was written before the launch (phase 1 writes only its rows)
                 self.acquire_map(ws + TENSOR_MAP_OFFSET, workspace=True)
@@ -1420,7 +1422,7 @@ class HopperNvfp4GroupedGemm:
             levels = kmax // cfg.tile_k
             flags = ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-        lean = cfg.prepass_lean_exit
+        map_early = cfg.exit_map_early
         early = self.early_x
         pre = cutlass.Int32(0)  # X stages of the first tile already issued
         if cutlass.const_expr(self.prepass_flags):
@@ -1439,7 +1441,7 @@ class HopperNvfp4GroupedGemm:
                     state.advance()
             # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
             fence_proxy_async_global()
-            if cutlass.const_expr(not lean):  # (lean: producer_x_first acquired it)
+            if cutlass.const_expr(not map_early):  # (map_early: producer_x_first acquired it)
                 if lane == 0:
                     self.acquire_map(tm_ws, workspace=True)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
@@ -1456,7 +1458,7 @@ class HopperNvfp4GroupedGemm:
                 k_tiles = k // cfg.tile_k
                 ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
             self.delay("producer", "tensormap", "before")
-            if cutlass.const_expr(lean and early and not self.prepass_flags):
+            if cutlass.const_expr(map_early and early and not self.prepass_flags):
                 # the first tile's map was acquired with its early X stages (producer_x_first)
                 if lane == 0:
                     if tile != t_begin:

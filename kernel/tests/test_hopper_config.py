@@ -404,6 +404,24 @@ def test_prepass_split_warp_rules_and_label():
                    for p in config_problems(bad)), bad
     assert any("prepass_split_warp must be a bool" in p
                for p in config_problems(dataclasses.replace(PHASE1_STAGED_CONFIG, prepass_split_warp=1)))
+    # the lean exit's other three changes, one at a time (the lean exit is all four)
+    from kernel.hopper.config import CLAIM_FIRST_CONFIG, COUNT_AFTER_CONFIG, MAP_EARLY_CONFIG
+
+    for cfg, name, letter in ((COUNT_AFTER_CONFIG, "prepass_count_after", "t"),
+                              (MAP_EARLY_CONFIG, "prepass_map_early", "m"),
+                              (CLAIM_FIRST_CONFIG, "prepass_claim_first", "q")):
+        assert cfg.label == SPLIT_WARP_CONFIG.label.replace("_prec1xsw_", f"_prec1xsw{letter}_")
+        assert not config_problems(cfg) and cfg in DECLARED_VARIANTS
+        lean_too = dataclasses.replace(LEAN_EXIT_CONFIG, **{name: True})
+        no_chunk = dataclasses.replace(PHASE1_STAGED_CONFIG, prepass_chunk=0, prepass_store="direct", **{name: True})
+        for bad in (lean_too, no_chunk):
+            assert any(f"{name} is one change of the lean exit alone" in p for p in config_problems(bad)), bad
+        assert any(f"{name} must be a bool" in p
+                   for p in config_problems(dataclasses.replace(PHASE1_STAGED_CONFIG, **{name: 1})))
+    assert LEAN_EXIT_CONFIG.exit_split_warp and LEAN_EXIT_CONFIG.exit_count_after
+    assert LEAN_EXIT_CONFIG.exit_map_early and LEAN_EXIT_CONFIG.exit_claim_first
+    assert not any((PHASE1_STAGED_CONFIG.exit_split_warp, PHASE1_STAGED_CONFIG.exit_count_after,
+                    PHASE1_STAGED_CONFIG.exit_map_early, PHASE1_STAGED_CONFIG.exit_claim_first))
 
 
 def test_prepass_chunk_and_early_x_rules_and_labels():
@@ -499,9 +517,9 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     phase1 = dataclasses.replace(staged[1], prepass_store="staged")
     assert phase1 in PRODUCTION_VARIANTS and dataclasses.replace(phase1, prepass_lean_exit=True) in EXPERIMENTAL_VARIANTS
     assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
-    # (+ the prepass_store="staged", lean-exit, x-before and split-warp builds; x_prefetch's ends
-    # in "_es_xp")
-    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 6
+    # (+ the prepass_store="staged", lean-exit, x-before, split-warp and its three lean-change
+    # builds; x_prefetch's ends in "_es_xp")
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 9
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
