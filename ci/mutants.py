@@ -432,6 +432,7 @@ _I20 = " " * 20
 _I24 = " " * 24
 _I28 = " " * 28
 _I32 = " " * 32
+_I44 = " " * 44
 _SYNC_EDITS = (
     # (name, kind, target, original, replacement, variant keys)
     ("no_proxy_fence", "fence removed: no generic->async proxy fence between the consumers' fp16 "
@@ -516,6 +517,19 @@ _SYNC_EDITS = (
      "all but one of phase 1's chunks are decoded (a Y box may be loaded before its rows are written)", _K,
      "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks)\n",
      "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks - 1)\n", ("prod",)),
+    ("phase1_barrier_at_role_sites", "phase 1's completion barrier at two sites, one per warp role (the "
+     "session-8 bug): bar.sync is barrier.sync.aligned, undefined unless every thread of the CTA "
+     "executes the same instruction", _K,
+     f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I16}else:\n{_I20}if tidx == 0:\n"
+     f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
+     f"{_I28}self.prepass_wait(ws, chunks)\n"
+     f"{_I16}# phase 1's completion barrier: one instruction that every thread executes (bar.sync\n"
+     f"{_I16}# is barrier.sync.aligned; reached from the two roles' own code it was undefined in\n"
+     f"{_I16}# PTX, and compute-sanitizer synccheck aborted the launch on it)\n{_I16}cute.arch.barrier()\n",
+     f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}cute.arch.barrier()\n"
+     f"{_I16}else:\n{_I20}if tidx == 0:\n"
+     f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
+     f"{_I28}self.prepass_wait(ws, chunks)\n{_I20}cute.arch.barrier()\n", ("prod",)),
     ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
      "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K,
      f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n"
@@ -528,8 +542,8 @@ _SYNC_EDITS = (
     ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
      "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _K,
      f"{_I12}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
-     f"{_I12}fence_proxy_async_global()\n{_I12}if cutlass.const_expr(not lean):",
-     f"{_I12}if cutlass.const_expr(not lean):", ("prod",)),
+     f"{_I12}fence_proxy_async_global()\n{_I12}if cutlass.const_expr(not map_early):",
+     f"{_I12}if cutlass.const_expr(not map_early):", ("prod",)),
     ("staged_slots_no_proxy_fence", "fence removed: phase 1's generic writes to its staging slots (the "
      "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K,
      f"{_I12}# the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n"
@@ -572,8 +586,8 @@ _SYNC_EDITS = (
     # ---- what only the lean-exit build has ("lean")
     ("lean_count_through_before_wait", "counted through before the completion wait: the last CTA "
      "to count resets the counters while other CTAs may still wait for every chunk", _K,
-     f"{_I24}if cutlass.const_expr(lean):\n{_I24}    self.prepass_wait_done(ws, chunks)\n",
-     f"{_I24}if cutlass.const_expr(lean):\n{_I24}    self.prepass_count_through(ws)\n"
+     f"{_I24}if cutlass.const_expr(count_after):\n{_I24}    self.prepass_wait_done(ws, chunks)\n",
+     f"{_I24}if cutlass.const_expr(count_after):\n{_I24}    self.prepass_count_through(ws)\n"
      f"{_I24}    self.prepass_wait_done(ws, chunks)\n", ("lean",)),
     ("lean_first_claim_unpublished", "barrier removed: the CTA reads thread 0's first claim from shared "
      "memory with no barrier after thread 0 stored it", _K,

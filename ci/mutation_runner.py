@@ -81,7 +81,9 @@ _HANG_RE = re.compile(r"SubjectTimedOut|TIMEOUT on \d+ groups")
 # (test_hopper_sync_sites) and the poison-site rules of its perturbed build
 # (test_hopper_perturbed_sass); runs without a GPU
 STATIC_MODE = "static"
-STATIC_SELECT = ["kernel/tests/test_hopper_sync_sites.py", "kernel/tests/test_hopper_perturbed_sass.py"]
+# (test_hopper_compile.py: the SASS structure and ci.ptx_convergence on the PTX of the build)
+STATIC_SELECT = ["kernel/tests/test_hopper_sync_sites.py", "kernel/tests/test_hopper_perturbed_sass.py",
+                 "kernel/tests/test_hopper_compile.py"]
 # the sanitizer verdict: ci.sanitize's default tools (initcheck's only reports were torch's own
 # scratch reads, ci/sanitize.py) over a fixed small case set of one group count (3 groups: one
 # compile per sanitized process), and only where it can add something: for a mutant that
