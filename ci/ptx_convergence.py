@@ -80,7 +80,8 @@ class Violation:
         return f"line {self.line}: {self.text!r}: {self.rule} (reached in a {self.level}-divergent region)"
 
 
-def _split_operands(s: str) -> list[str]:
+def split_operands(s: str) -> list[str]:
+    """An instruction's operands: commas outside brackets, braces and parentheses."""
     out, depth, cur = [], 0, []
     for ch in s:
         if ch in "[{(":
@@ -153,7 +154,7 @@ def parse_function(body: str, first_line: int = 1) -> tuple[list[Block], list[In
             stmt_body = stmt
         parts = stmt_body.split(None, 1)
         opcode = parts[0]
-        operands = _split_operands(parts[1]) if len(parts) > 1 else []
+        operands = split_operands(parts[1]) if len(parts) > 1 else []
         ins = Instr(start_line, stmt, opcode, guard, operands)
         items.append(("instr", start_line, ins))
         if opcode.startswith("bra"):

@@ -157,24 +157,25 @@ $L_end:
 
 
 def test_inline_asm_scopes_reuse_label_names():
+    """Two inline-asm blocks, each with its own DONE: the first block's per-lane branch skips only
+    its own add. Resolved to the other block's DONE (the later one, past the barrier), it would
+    skip the barrier in some lanes."""
     assert violations("""
 \t{
 \t.reg .pred P1;
-\tLAB_WAIT:
-\tsetp.eq.b32 P1, %r30, 0;
+\tsetp.eq.b32 P1, %r4, 0;
 \t@P1 bra.uni DONE;
-\tbra.uni LAB_WAIT;
-\tDONE:
-\t}
-\t{
-\t.reg .pred P1;
-\tLAB_WAIT:
-\tsetp.eq.b32 P1, %r30, 1;
-\t@P1 bra.uni DONE;
-\tbra.uni LAB_WAIT;
+\tadd.s32 %r20, %r30, 1;
 \tDONE:
 \t}
 \tbar.sync 0;
+\t{
+\t.reg .pred P1;
+\tsetp.eq.b32 P1, %r30, 1;
+\t@P1 bra.uni DONE;
+\tadd.s32 %r21, %r30, 1;
+\tDONE:
+\t}
 """) == []
 
 

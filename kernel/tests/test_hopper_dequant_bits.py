@@ -106,19 +106,9 @@ class _Interp:
 
     # ---- the instructions the generators emit --------------------------------------------
     def _split(self, args: str) -> list[str]:
-        parts, depth, cur = [], 0, ""
-        for ch in args:
-            if ch in "{[":
-                depth += 1
-            elif ch in "}]":
-                depth -= 1
-            if ch == "," and depth == 0:
-                parts.append(cur.strip())
-                cur = ""
-            else:
-                cur += ch
-        parts.append(cur.strip())
-        return parts
+        from ci.ptx_convergence import split_operands
+
+        return split_operands(args)
 
     def _vec(self, tok: str) -> list[str]:
         return [t.strip() for t in tok.strip("{} ").split(",")]
