@@ -23,9 +23,11 @@ This module finds the class on the CPU, from the PTX CuTe DSL keeps (``CUTE_DSL_
    instruction (named barriers with a count among them) must not sit in a ``LANE`` block or
    carry a ``LANE`` guard.
 
-Flow-insensitive (one level per register), so it can only over-report; the production kernels
-are checked clean in the CPU suite, and the undefined barrier session 8 found (phase 1's
-completion barrier at two warp-role sites) is reported.
+Flow-sensitive (the levels follow reaching definitions, so a register NVVM reuses for a uniform
+and a divergent value keeps them apart) but path-insensitive and blind to values that are equal
+by arithmetic accident, so it can only over-report; the production kernels are checked clean in
+the CPU suite, and the undefined barrier session 8 found (phase 1's completion barrier at two
+warp-role sites) is reported.
 
     python -m ci.ptx_convergence FILE.ptx [...]        (exit status 1 when a rule is broken)
 """
@@ -462,7 +464,9 @@ def check_function(body: str, first_line: int = 1) -> list[Violation]:
     out = []
     for ins in instrs:
         region = a.region(ins)
-        cta_wide = bool(_CTA_BARRIER.match(ins.opcode)) and len(ins.operands) < 2
+        # without a thread count: bar.sync a / bar.arrive a (one operand), bar.red d, a, c (three)
+        counted = len(ins.operands) >= (4 if ".red" in ins.opcode else 2)
+        cta_wide = bool(_CTA_BARRIER.match(ins.opcode)) and not counted
         aligned = ".aligned" in ins.opcode or (ins.opcode.startswith("bar.") and not ins.opcode.startswith("bar.warp"))
         if cta_wide and (region > UNIFORM or ins.guard):
             out.append(Violation(ins.line, ins.text, "a CTA-wide aligned barrier must be executed by every thread at "

@@ -72,6 +72,17 @@ $L_join:
     assert len(found) == 1 and "whole warps" in found[0] and "[lane]" in found[0], found
 
 
+def test_barrier_reduction_without_a_count_is_cta_wide():
+    found = violations("""
+\tsetp.ne.b32 %p1, %r3, 0;
+\t@%p1 bra $L_join;
+\tbar.red.popc.u32 %r13, 0, %p1;
+\tbar.red.popc.u32 %r14, 1, 128, %p1;
+$L_join:
+""")
+    assert len(found) == 1 and "CTA-wide" in found[0] and "%r13" in found[0], found
+
+
 def test_warp_collective_under_elect_is_reported():
     found = violations("""
 \telect.sync %r6|%p2, -1;
