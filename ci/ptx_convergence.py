@@ -68,7 +68,6 @@ class Instr:
 class Block:
     instrs: list[Instr] = field(default_factory=list)
     succs: set[int] = field(default_factory=set)
-    branch_pred: str | None = None  # the predicate of a conditional branch ending the block
 
 
 @dataclass(frozen=True)
@@ -197,16 +196,10 @@ def parse_function(body: str, first_line: int = 1) -> tuple[list[Block], list[In
         falls = True
         if last is not None and last.opcode.startswith("bra"):
             block.succs.add(label_block[target_of[id(last)]])
-            if last.guard is None:
-                falls = False
-            else:
-                block.branch_pred = last.guard
+            falls = last.guard is not None  # a guarded branch also falls through
         elif last is not None and last.opcode.startswith(("ret", "exit", "trap")):
             block.succs.add(exit_node)
-            if last.guard is None:
-                falls = False
-            else:
-                block.branch_pred = last.guard
+            falls = last.guard is not None
         if falls:
             block.succs.add(b + 1 if b + 1 < len(blocks) else exit_node)
     return blocks, instrs
@@ -357,7 +350,7 @@ class Analysis:
                 if ins.opcode.startswith("wgmma.mma_async"):
                     srcs = ins.operands  # the accumulators are read too
                 uses = []
-                for k, operand in enumerate(srcs):
+                for operand in srcs:
                     for r in _registers(operand):
                         uses.append(_Use(r, _bits(cur & self.defs_of.get(r, 0))))
                 self.uses[id(ins)] = uses
