@@ -47,10 +47,11 @@ _LABEL = re.compile(r"([A-Za-z_$][\w$]*)\s*:(?!:)")
 _SPECIAL_LANE = ("%tid", "%laneid", "%clock", "%clock64", "%globaltimer", "%lanemask")
 _SPECIAL_WARP = ("%warpid",)
 # no register definition in the first operand
-_NO_DEF = ("st.", "st ", "red.", "bar.", "bar ", "barrier.", "mbarrier.init", "mbarrier.inval", "mbarrier.expect_tx",
+# (opcode prefixes; the bare opcodes "bar" and "st" are in _defines)
+_NO_DEF = ("st.", "red.", "bar.", "barrier.", "mbarrier.init", "mbarrier.inval", "mbarrier.expect_tx",
            "cp.", "fence", "membar", "bra", "ret", "exit", "prefetch", "stmatrix", "trap", "setmaxnreg",
            "griddepcontrol", "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "tensormap.", "nanosleep",
-           "discard", "applypriority", "pmevent", "call", "multimem.st", "multimem.red", "st.async", "red.async")
+           "discard", "applypriority", "pmevent", "call", "multimem.st", "multimem.red")
 _CTA_BARRIER = re.compile(r"^(bar(\.cta)?\.(sync|arrive|red)|barrier(\.cta)?\.(sync|arrive|red)\.aligned)\b")
 
 

@@ -237,9 +237,10 @@ def balanced_split(nf: int, nt: int, ctas: int) -> tuple[int, int, int, int, int
     light tiles that fit, ``p`` the most CTAs of the first kind that still cover the full tiles);
     the first that covers both lists wins (:func:`split_candidate` in that order). Otherwise the
     uniform split (ceil(nf / ctas), ceil(nt / ctas)). The device runs the same arithmetic
-    (kernel.device_schedule.balanced_split:
-    every candidate unrolled, the first feasible one selected); only non-negative integers are
-    divided, so C's truncating division and Python's floor division agree."""
+    (kernel.device_schedule.balanced_split: every candidate unrolled, the first feasible one
+    selected; balanced_split_warp: the candidates over a warp's lanes, the lowest feasible one
+    selected); only non-negative integers are divided, so C's truncating division and Python's
+    floor division agree."""
     for idx in range(SPLIT_CANDIDATES):
         ok, *split = split_candidate(nf, nt, ctas, idx)
         if ok:

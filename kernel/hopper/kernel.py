@@ -671,7 +671,7 @@ class HopperNvfp4GroupedGemm:
                 if warp_idx >= self.producer_warp:
                     if cutlass.const_expr(not x_before):
                         # the split (y_tail64: ~1200 instructions on one lane, ~150 over the
-                        # lanes with prepass_lean_exit or prepass_split_warp) and (prepass_x_early) the first tile's X
+                        # lanes with exit_split_warp) and (prepass_x_early) the first tile's X
                         # stages, after the warp's phase-1 chunks
                         self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
                                               cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
