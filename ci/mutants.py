@@ -417,10 +417,12 @@ SYNC_VARIANTS = {
     "rs": "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
     # the production variant the default dispatch runs on bench1-3 and unlisted shapes: phase 1
     # (Y decoded once into the fp16 workspace, staged whole-run stores, completion barrier), the
-    # TMA-filled Y ring, the balanced schedule of mixed 128/64-row tiles, C staged in shared memory
-    "prod": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t64_es",
-    # its build with phase 1's exit trimmed (prepass_lean_exit), the default on bench3 and bench4:
-    # the mutants of what only that build has (the prod mutants' code is shared with it)
+    # TMA-filled Y ring, the balanced schedule of mixed 128/64-row tiles (its split searched by the
+    # producer warp's 32 lanes, prepass_split_warp: the default since session 10, in place of the
+    # one-lane search of "..._prec1xs_t64_es"), C staged in shared memory
+    "prod": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64_es",
+    # its build with phase 1's exit trimmed (prepass_lean_exit; measured, experimental): the
+    # mutants of what only that build has (the prod mutants' code is shared with it)
     "lean": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsl_t64_es",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"

@@ -779,9 +779,11 @@ FASTEST_CONFIG = HopperConfig(
 # (the simplest pipeline: the historical name of the mutant catalog's "default variant"), the
 # fastest 2-warpgroup tile and the mixed 128/64-row prepass tile (MIXED_TAIL_CONFIG, below), both
 # with C staged through shared memory, the prepass tile also with phase 1's runs staged (session
-# 7). ``custom_kernel(data)`` without a config does not run DEFAULT_CONFIG: it runs the measured
+# 7) and its balanced split searched by the producer warp's 32 lanes (SPLIT_WARP_CONFIG, session
+# 10). ``custom_kernel(data)`` without a config does not run DEFAULT_CONFIG: it runs the measured
 # per-shape choice (kernel.hopper.dispatch.DEFAULT_TABLE), every one of which is a production
-# variant; FASTEST_CONFIG, MIXED_TAIL_CONFIG and MIXED_TAIL_STAGED_CONFIG are experimental now.
+# variant; FASTEST_CONFIG, MIXED_TAIL_CONFIG, MIXED_TAIL_STAGED_CONFIG and PHASE1_STAGED_CONFIG
+# are experimental now.
 MIXED_TAIL_CONFIG = HopperConfig(
     tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
     dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
@@ -814,8 +816,13 @@ PHASE1_STAGED_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, prepass_store="staged")
 LEAN_EXIT_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_lean_exit=True)
 # ... and the split and the first X stages before phase 1 (prepass_x_before)
 X_BEFORE_CONFIG = replace(LEAN_EXIT_CONFIG, prepass_x_before=True)
-# Session 9 (experimental): PHASE1_STAGED_CONFIG with the balanced split searched by the
-# producer warp's 32 lanes (prepass_split_warp), nothing else of the lean exit
+# Session 9: PHASE1_STAGED_CONFIG with the balanced split searched by the producer warp's 32
+# lanes (prepass_split_warp), nothing else of the lean exit. Production since session 10 in
+# PHASE1_STAGED_CONFIG's place (still one prepass build): one H200 bench_gpu run (session 9),
+# 121.0 / 75.1 / 30.7 / 18.3 us on bench1-4 against 122.4 / 74.5 / 31.7 / 18.7 for
+# PHASE1_STAGED_CONFIG (bench2 0.8 % slower, the others faster); it passed the ci property and
+# synccheck / racecheck there. Each distribution, gpu-long and the prod sync mutants run on it in
+# session 10 (results: kernel/hopper/NOTES.md). PHASE1_STAGED_CONFIG is experimental now.
 SPLIT_WARP_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_split_warp=True)
 # ... and each of the lean exit's other three changes on top of it (which one cost bench1/bench2)
 COUNT_AFTER_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_count_after=True)
@@ -827,7 +834,7 @@ X_PREFETCH_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, x_prefetch=True)
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
     DEFAULT_CONFIG,
     FASTEST_STAGED_CONFIG,
-    PHASE1_STAGED_CONFIG,
+    SPLIT_WARP_CONFIG,
 )
 
 _DECLARED_MATRIX: tuple[HopperConfig, ...] = (

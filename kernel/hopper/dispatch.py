@@ -167,15 +167,18 @@ LEAN_TABLE = DispatchTable(
 # Session 9 (one H200, ci/h200_session9.sh, one bench_gpu run): the production prepass build with
 # only the split's 32-lane search (prepass_split_warp, SPLIT_WARP) 121.0 / 75.1 / 30.7 / 18.3 us
 # against PHASE1_STAGED 122.4 / 74.5 / 31.7 / 18.7, FASTEST_STAGED 17.6 on bench4, cuBLAS bf16
-# 183.7 / 92.9 / 32.1 / 16.7. It would take bench1-3 and the fallback (one prepass build, like
-# today's set); it becomes the default once each distribution, gpu-long and the mutants have run
-# on it (it passed the ci property and synccheck / racecheck).
+# 183.7 / 92.9 / 32.1 / 16.7: faster on bench1, bench3 and bench4, 0.8 % slower on bench2 (one
+# run; PHASE1_STAGED's bench2 ranged 74.4-75.2 over sessions 8-9). It passed the ci property and synccheck / racecheck there. Session 10: it
+# takes bench1-3 and the fallback in the default table (one prepass build in PRODUCTION_VARIANTS,
+# in PHASE1_STAGED's place); FASTEST_STAGED keeps bench4 (17.6 us in that run, against 18.3).
+# Each distribution, gpu-long and the prod sync mutants on it: kernel/hopper/NOTES.md, session 10.
 SPLIT_WARP = SPLIT_WARP_CONFIG.label
 SPLIT_WARP_TABLE = DispatchTable(
     {"bench1": SPLIT_WARP, "bench2": SPLIT_WARP, "bench3": SPLIT_WARP, "bench4": FASTEST_STAGED},
     fallback=by_label(SPLIT_WARP),
 )
-MEASURED_TABLE = PHASE1_STAGED_TABLE
+# PHASE1_STAGED_TABLE was the default from session 7 to session 9.
+MEASURED_TABLE = SPLIT_WARP_TABLE
 # What ``custom_kernel(data)`` runs when no config is given (kernel.hopper.launch.default_config):
 # the measured table. Every config it can return is a production variant (the main job runs them).
 DEFAULT_TABLE = MEASURED_TABLE

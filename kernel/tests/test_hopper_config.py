@@ -321,12 +321,13 @@ def test_prepass_smem_arithmetic_and_label():
     assert config_problems(HopperConfig(**dict(_PRE, fp16_buffers=9))) == []
     assert any("shared memory" in p for p in config_problems(HopperConfig(**dict(_PRE, fp16_buffers=10))))
     # the axis is off by default: no other label changes; the only production variant with a
-    # prepass is the mixed-tail one with C and phase 1's items staged through shared memory
-    # (kernel.hopper.dispatch DEFAULT_TABLE's choice on bench1-3)
-    from kernel.hopper.config import PHASE1_STAGED_CONFIG
+    # prepass is the mixed-tail one with C and phase 1's items staged through shared memory and
+    # its balanced split searched by a warp (kernel.hopper.dispatch DEFAULT_TABLE's choice on
+    # bench1-3, session 10)
+    from kernel.hopper.config import SPLIT_WARP_CONFIG
 
     assert FASTEST_CONFIG.y_source == "smem_decode"
-    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [PHASE1_STAGED_CONFIG]
+    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [SPLIT_WARP_CONFIG]
     assert sum("_pre" in c.label for c in DECLARED_VARIANTS) == sum(c.y_source == "prepass" for c in DECLARED_VARIANTS)
 
 
@@ -512,10 +513,12 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     assert [c.label for c in staged] == [FASTEST_CONFIG.label + "_es", MIXED_TAIL_CONFIG.label + "_es"]
     assert all(config_problems(c) == [] for c in staged)
     # production: the fastest tile's twin; the mixed tile's twin gave its place to the same tile
-    # with phase 1's items staged as well (session 7); its lean-exit build is experimental
+    # with phase 1's items staged as well (session 7), and that one to its build with the
+    # balanced split searched by a warp (session 10); its lean-exit build is experimental
     assert staged[0] in PRODUCTION_VARIANTS and staged[1] in EXPERIMENTAL_VARIANTS
     phase1 = dataclasses.replace(staged[1], prepass_store="staged")
-    assert phase1 in PRODUCTION_VARIANTS and dataclasses.replace(phase1, prepass_lean_exit=True) in EXPERIMENTAL_VARIANTS
+    assert phase1 in EXPERIMENTAL_VARIANTS and dataclasses.replace(phase1, prepass_lean_exit=True) in EXPERIMENTAL_VARIANTS
+    assert dataclasses.replace(phase1, prepass_split_warp=True) in PRODUCTION_VARIANTS
     assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
     # (+ the prepass_store="staged", lean-exit, x-before, split-warp and its three lean-change
     # builds; x_prefetch's ends in "_es_xp")

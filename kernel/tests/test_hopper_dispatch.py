@@ -62,14 +62,15 @@ def test_measured_table_names_declared_valid_variants(name):
 def test_the_default_runs_the_measured_choice_and_only_production_variants():
     """``custom_kernel(data)`` without a config: DEFAULT_TABLE's choice for the shape (bench4 the
     2-warpgroup tile, bench1-3 and any other shape the mixed-tail prepass tile, both with C staged
-    through shared memory since session 6, the prepass tile's phase 1 staged too since session 7), remembered per
+    through shared memory since session 6, the prepass tile's phase 1 staged too since session 7,
+    its balanced split searched by the producer warp's 32 lanes since session 10), remembered per
     size list, every choice a production variant; malformed data gets the fallback (whose
     validation raises the typed error)."""
     import importlib
 
     launch = importlib.import_module("kernel.hopper.launch")  # (kernel.hopper.launch is also a function name)
     from kernel.hopper.config import (FASTEST_STAGED_CONFIG as FASTEST_CONFIG,
-                                      PHASE1_STAGED_CONFIG as MIXED_TAIL_CONFIG, PRODUCTION_VARIANTS)
+                                      SPLIT_WARP_CONFIG as MIXED_TAIL_CONFIG, PRODUCTION_VARIANTS)
     from kernel.hopper.dispatch import DEFAULT_TABLE
 
     assert all(c in PRODUCTION_VARIANTS for c in DEFAULT_TABLE.configs())
@@ -101,9 +102,13 @@ def test_the_lean_table_is_measured_but_not_the_default():
     assert LEAN_TABLE.choose([tuple(s[:3]) for s in sizes("bench3")]) == LEAN_EXIT_CONFIG
     assert LEAN_EXIT_CONFIG not in PRODUCTION_VARIANTS and LEAN_EXIT_CONFIG not in DEFAULT_TABLE.configs()
     assert sum(c.y_source == "prepass" for c in PRODUCTION_VARIANTS) == 1
-    # the session-9 candidate keeps that: one prepass build in the table
-    from kernel.hopper.config import SPLIT_WARP_CONFIG
-    from kernel.hopper.dispatch import SPLIT_WARP_TABLE
+    # the default since session 10 keeps that: the split-warp build in place of PHASE1_STAGED's,
+    # whose table (the default of sessions 7-9) stays for the measurement
+    from kernel.hopper.config import PHASE1_STAGED_CONFIG, SPLIT_WARP_CONFIG
+    from kernel.hopper.dispatch import MEASURED_TABLE, PHASE1_STAGED_TABLE, SPLIT_WARP_TABLE
 
-    assert {c for c in SPLIT_WARP_TABLE.configs() if c.y_source == "prepass"} == {SPLIT_WARP_CONFIG}
-    assert SPLIT_WARP_CONFIG not in DEFAULT_TABLE.configs()
+    assert DEFAULT_TABLE is MEASURED_TABLE is SPLIT_WARP_TABLE
+    assert {c for c in DEFAULT_TABLE.configs() if c.y_source == "prepass"} == {SPLIT_WARP_CONFIG}
+    assert SPLIT_WARP_CONFIG in PRODUCTION_VARIANTS and PHASE1_STAGED_CONFIG not in PRODUCTION_VARIANTS
+    assert PHASE1_STAGED_CONFIG not in DEFAULT_TABLE.configs()
+    assert PHASE1_STAGED_TABLE.choose([tuple(s[:3]) for s in sizes("bench1")]) == PHASE1_STAGED_CONFIG
