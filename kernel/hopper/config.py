@@ -103,6 +103,18 @@ PRODUCER_REGS_MAX = 40  # what CUTLASS's warp-specialized Hopper kernels give th
 # before any is decoded), and the smallest chunk (items) the run-time choice may take
 PREPASS_BATCH = 4
 PREPASS_STAGED_WARP_BYTES = 32 * 128  # prepass_store="staged": one 128-byte item slot per lane
+# prepass_decoders > 0: warps of phase 1 in the background, at most (the CTA stays at 384 threads)
+PREPASS_DECODERS_MAX = 3
+# prepass_decoders > 0: named barrier ids of the decoder warps' chunk barrier and of the hand-off
+# (producer warp -> decoder warps) that orders the producer's generation read before the CTA
+# counts through phase 1 (see EPILOGUE_BARRIER_ID0 for the others)
+DECODER_BARRIER_ID = 8
+DECODER_HANDOFF_BARRIER_ID = 9
+# prepass_decoders with y_tail64: the producer warp's balanced share handed to the consumers
+# (named barrier: the producer arrives after storing it, the consumers sync), at this byte offset
+# from the claim slots (after the two claim slots and the generation cell)
+SHARE_BARRIER_ID = 10
+BACKGROUND_SHARE_OFFSET = 16
 PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (0, 1, 2, 4)
 # HopperConfig.cluster_x: CTAs per cluster along X (N); 2 multicasts each fp16 Y box (prepass)
@@ -229,6 +241,17 @@ class HopperConfig:
     prepass_count_after: bool = False
     prepass_map_early: bool = False
     prepass_claim_first: bool = False
+    # issue 14, session 10 (experimental; prepass_sync="flags"; label "g<n>" after the prepass
+    # letters): phase 1 runs in the background on ``prepass_decoders`` warps of their own (after
+    # the producer warp), K-chunk-major with readiness flags, while the consumers and the producer
+    # start phase 2 at once: the producer waits per K chunk on the flag of its Y block, so phase
+    # 1's decode is off the critical path but for the first K chunk. With y_tail64 the producer
+    # warp searches the balanced split at the start (balanced_split_warp) and hands it to the
+    # consumers with a named barrier (SHARE_BARRIER_ID; a warp search in the consumer warps
+    # themselves made ptxas serialize every wgmma: C7520). prepass_store="staged": the decoder
+    # warps' item slots in a region of their own (the Y ring is in use). 0: phase 1 on every
+    # thread before phase 2
+    prepass_decoders: int = 0
     arch: str = "sm_90a"
 
     # ---- phase 1's exit: the lean exit is all four changes ----------------------------------
@@ -277,7 +300,7 @@ class HopperConfig:
     @property
     def threads(self) -> int:
         dq = self.dequant_threads if self.roles == "split" else 0
-        return self.consumer_threads + dq + self.producer_threads
+        return self.consumer_threads + dq + self.producer_threads + 32 * self.prepass_decoders
 
     @property
     def launch_register_cap(self) -> int:
@@ -369,6 +392,7 @@ class HopperConfig:
         sched += "t" if self.prepass_count_after else ""
         sched += "m" if self.prepass_map_early else ""
         sched += "q" if self.prepass_claim_first else ""
+        sched += f"g{self.prepass_decoders}" if self.prepass_decoders else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
@@ -480,7 +504,22 @@ def _smem_bytes_before_staging(config: HopperConfig) -> dict[str, int]:
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
     total = barriers + 3 * SMEM_ALIGN + raw + dq
-    return {"barriers": barriers, "raw_stages": raw, "dequant_buffers": dq, "total": total}
+    out = {"barriers": barriers, "raw_stages": raw, "dequant_buffers": dq, "total": total}
+    decoder = decoder_staging_bytes(config)
+    if decoder:
+        # prepass_decoders with prepass_store="staged": the decoder warps' item slots, a fourth
+        # 1024-aligned region (the Y ring is in use while they decode)
+        out["decoder_staging"] = decoder
+        out["total"] += SMEM_ALIGN + decoder
+    return out
+
+
+def decoder_staging_bytes(config: HopperConfig) -> int:
+    """``prepass_decoders`` > 0 with ``prepass_store="staged"``: one 32-slot item area per
+    decoder warp (PREPASS_STAGED_WARP_BYTES); 0 otherwise."""
+    if config.prepass_decoders and config.prepass_store == "staged":
+        return config.prepass_decoders * PREPASS_STAGED_WARP_BYTES
+    return 0
 
 
 def epilogue_stage_bytes_for(config: HopperConfig, rows: int) -> int:
@@ -668,8 +707,10 @@ def config_problems(config: HopperConfig) -> list[str]:
     if not isinstance(config.y_tail64, bool):
         p.append(f"y_tail64 must be a bool, got {config.y_tail64!r}")
     elif config.y_tail64:
-        if config.y_source != "prepass" or not config.prepass_chunk or config.prepass_sync != "barrier":
-            p.append("y_tail64 needs y_source='prepass', prepass_chunk > 0 and prepass_sync='barrier'")
+        if config.y_source != "prepass" or not config.prepass_chunk or (config.prepass_sync != "barrier"
+                                                                        and not config.prepass_decoders):
+            p.append("y_tail64 needs y_source='prepass', prepass_chunk > 0 and prepass_sync='barrier' "
+                     "(or the background phase 1, prepass_decoders > 0)")
         if config.cluster_x != 1:
             p.append("y_tail64 is built without clusters (cluster_x=1)")
         if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
@@ -677,9 +718,12 @@ def config_problems(config: HopperConfig) -> list[str]:
     if config.prepass_store not in ("direct", "staged"):
         p.append(f"prepass_store must be 'direct' or 'staged', got {config.prepass_store!r}")
     elif config.prepass_store == "staged":
-        if config.y_source != "prepass" or not config.prepass_chunk or config.prepass_sync != "barrier":
+        if config.y_source != "prepass" or not config.prepass_chunk or (config.prepass_sync != "barrier"
+                                                                        and not config.prepass_decoders):
             p.append("prepass_store='staged' is built for y_source='prepass' with prepass_chunk > 0 and "
-                     "prepass_sync='barrier'")
+                     "prepass_sync='barrier' (or the background phase 1, prepass_decoders > 0)")
+        elif config.prepass_decoders:
+            pass  # the decoder warps' own staging region (decoder_staging_bytes)
         elif (config.threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
             p.append(f"prepass_store='staged' stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
                      f"{config.threads // 32} warps need more than its {config.fp16_buffers} buffers")
@@ -693,6 +737,21 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"prepass_x_before must be a bool, got {config.prepass_x_before!r}")
     elif config.prepass_x_before and not config.prepass_lean_exit:
         p.append("prepass_x_before is built on prepass_lean_exit")
+    if not isinstance(config.prepass_decoders, int) or isinstance(config.prepass_decoders, bool) \
+            or not 0 <= config.prepass_decoders <= PREPASS_DECODERS_MAX:
+        p.append(f"prepass_decoders must be an int in 0..{PREPASS_DECODERS_MAX}, got {config.prepass_decoders!r}")
+    elif config.prepass_decoders:
+        if config.y_source != "prepass" or not config.prepass_chunk or config.prepass_sync != "flags":
+            p.append("prepass_decoders (phase 1 in the background) needs y_source='prepass', prepass_chunk > 0 "
+                     "and prepass_sync='flags' (the producer waits on readiness flags, not a barrier)")
+        if config.cluster_x != 1 or config.exit_count_after or config.exit_map_early or config.exit_claim_first \
+                or config.prepass_x_before:
+            p.append("prepass_decoders is built without clusters and without the barrier exit's options "
+                     "(prepass_lean_exit, prepass_x_before, prepass_count_after, prepass_map_early, "
+                     "prepass_claim_first)")
+        if config.y_tail64 and not config.prepass_split_warp:
+            p.append("prepass_decoders with y_tail64 needs prepass_split_warp (the consumers wait for the "
+                     "producer warp's split at the start: the warp search keeps that short)")
     if not isinstance(config.prepass_split_warp, bool):
         p.append(f"prepass_split_warp must be a bool, got {config.prepass_split_warp!r}")
     elif config.prepass_split_warp and (not config.y_tail64 or not config.prepass_chunk or config.prepass_lean_exit):
@@ -828,6 +887,12 @@ SPLIT_WARP_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_split_warp=True)
 COUNT_AFTER_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_count_after=True)
 MAP_EARLY_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_map_early=True)
 CLAIM_FIRST_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_claim_first=True)
+# Session 10 (experimental): SPLIT_WARP_CONFIG with phase 1 in the background: three decoder
+# warps of its own decode Y K-chunk-major behind readiness flags while phase 2 runs (no completion
+# barrier); the epilogue's staging shrinks to 32 rows a pass to make room for the decoders' slots.
+# Its twin with a 7-box Y ring keeps the 64-row epilogue passes
+BACKGROUND_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_sync="flags", prepass_decoders=3)
+BACKGROUND_B7_CONFIG = replace(BACKGROUND_CONFIG, fp16_buffers=7)
 # Session 7 (experimental): the next sub-block's raw X bytes and Y box waited for before the
 # wgmma wait (measured: no gain beyond noise)
 X_PREFETCH_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, x_prefetch=True)
@@ -1028,6 +1093,8 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     COUNT_AFTER_CONFIG,
     MAP_EARLY_CONFIG,
     CLAIM_FIRST_CONFIG,
+    BACKGROUND_CONFIG,
+    BACKGROUND_B7_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

@@ -200,6 +200,12 @@ class HopperNvfp4GroupedGemm:
         self.producer_warp = self.dequant_warp0 + (self.dequant_warps if self.split else 0)
         self.fp16_buffers = config.fp16_buffers
         self.threads = config.threads
+        # prepass_decoders (session 10, experimental): phase 1's own warps, after the producer
+        # warp(s); they decode in the background while the other roles run phase 2
+        self.decoders = config.prepass_decoders
+        self.decoder_warp0 = self.producer_warp + config.producer_warps
+        self.decoder_threads = 32 * config.prepass_decoders
+        self.decoder_staging = cfgmod.decoder_staging_bytes(config)
         self.out_multiplier = float(2.0 ** (-2 * config.operand_exp_shift))
         self.x_buf_bytes = self.mma_m * SUB_K * 2
         self.y_buf_bytes = self.mma_n * SUB_K * 2
@@ -276,6 +282,8 @@ class HopperNvfp4GroupedGemm:
             raw: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, raw_bytes], cfgmod.SMEM_ALIGN]
             sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, x_elems], cfgmod.SMEM_ALIGN]
             sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
+            if self.decoder_staging:  # prepass_decoders, staged: the decoder warps' item slots
+                sP: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, self.decoder_staging], cfgmod.SMEM_ALIGN]
             if self.staged_epilogue:  # epilogue="smem": the staging buffers of C
                 sC: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, epi_bytes], cfgmod.SMEM_ALIGN]
             if self.checks:  # harness builds only: the checker's shadow state
@@ -612,7 +620,51 @@ class HopperNvfp4GroupedGemm:
             t_begin, t_end, t_step = self.tile_range(total)
         # (y_tail64: the CTA's tiles are known after phase 1: balanced_setup, producer warp)
 
-        if cutlass.const_expr(self.prepass_flags):
+        if cutlass.const_expr(self.prepass_flags and self.decoders):
+            # ---------- session 10: phase 1 in the background on the decoder warps, phase 2 at once
+            ws = ws_ptr.toint()
+            claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
+            y_pipe = pipeline.PipelineTmaAsync.create(
+                barrier_storage=storage.fp16_bars.data_ptr(),
+                num_stages=self.fp16_buffers,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
+                tx_count=self.y_tx_bytes,
+                cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+            )
+            if warp_idx >= self.decoder_warp0:
+                scratch = cutlass.Int32(0)
+                if cutlass.const_expr(self.decoder_staging):
+                    scratch = storage.sP.data_ptr().toint()
+                self.prepass_decode_background(tidx - 32 * self.decoder_warp0, m_sizes, m_ptrs, ws, claim_slots,
+                                               scratch)
+            elif warp_idx >= self.producer_warp:
+                # the launch's generation, read before the hand-off: the decoder warps count the CTA
+                # through phase 1 (after which the generation may advance) only after it
+                gen = ld_relaxed_gpu_u32(ws + GEN_WORD)
+                pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_HANDOFF_BARRIER_ID,
+                                      num_threads=32 + self.decoder_threads).arrive()
+                if cutlass.const_expr(self.tail64):
+                    p_begin, p_end, p_step = self.balanced_setup(m_sizes, total,
+                                                                 claim_slots + cfgmod.BACKGROUND_SHARE_OFFSET)
+                    pipeline.NamedBarrier(barrier_id=cfgmod.SHARE_BARRIER_ID,
+                                          num_threads=self.consumer_threads + 32).arrive()
+                else:
+                    p_begin, p_end, p_step = self.tile_range(total)
+                self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
+                                       p_begin, p_end, p_step, total, gen)
+            else:
+                if cutlass.const_expr(self.tail64):
+                    # the producer warp's split (balanced_setup), handed over by a named barrier
+                    pipeline.NamedBarrier(barrier_id=cfgmod.SHARE_BARRIER_ID,
+                                          num_threads=self.consumer_threads + 32).arrive_and_wait()
+                    c_begin, c_end, c_step = self.balanced_read(total, claim_slots + cfgmod.BACKGROUND_SHARE_OFFSET)
+                else:
+                    c_begin, c_end, c_step = self.tile_range(total)
+                self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+                                           c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
+                                           sy_iter=storage.sY if self.tail64 else None)
+        elif cutlass.const_expr(self.prepass_flags):
             # ---------- issue 14: phase 1 K-chunk-major with readiness flags, then phase 2
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
@@ -1109,14 +1161,14 @@ class HopperNvfp4GroupedGemm:
             self.prepass_wait(ws, chunks)
         cute.arch.barrier()
 
-    def prepass_chunking(self, items):
+    def prepass_chunking(self, items, threads=None):
         """Phase 1's run-time chunk (``prepass_chunk`` = F > 0): clamp(ceil(items / (F x grid)),
         PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items, and the number of chunks. Traced inline."""
         num_ctas, _, _ = cute.arch.grid_dim()
         div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
         chunk = (items + (div - 1)) // div
         chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
-        chunk = cutlass.min(chunk, cutlass.Int32(self.threads * cfgmod.PREPASS_BATCH))
+        chunk = cutlass.min(chunk, cutlass.Int32((threads or self.threads) * cfgmod.PREPASS_BATCH))
         return chunk, (items + (chunk - 1)) // chunk
 
     @cute.jit
@@ -1611,6 +1663,131 @@ class HopperNvfp4GroupedGemm:
         return gen
 
     @cute.jit
+    def prepass_decode_background(self, dtid: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
+                                  ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32):
+        """Phase 1 in the background (``prepass_decoders`` > 0), the decoder warps of every CTA
+        (``dtid``: the thread's index among them): ``prepass_decode_flags``'s items, chunks and
+        flag cells, with the decoder warps' own named barrier (DECODER_BARRIER_ID) in place of the
+        CTA barrier, while the consumers and the producer run phase 2 (the producer waits per K
+        chunk on its Y block's flag). ``prepass_store="staged"``: each item through the warp's 32
+        slots at ``scratch`` (a region of its own), then whole-run stores. Thread 0 reads the
+        generation before its first claim; after the CTA's last claim the decoder warps wait at
+        the hand-off barrier for the producer warp's arrive (it read the generation before), then
+        thread 0 counts the CTA through: the last CTA through resets the claim and passed words
+        and advances the generation (as ``prepass_decode_flags``). Progress: no decoder warp waits
+        on anything but the decoder warps of its own CTA and (once) its producer warp's arrive,
+        which comes before the producer's first wait; every chunk is claimed by a running CTA and
+        published without waiting on another CTA (kernel.hopper.workspace)."""
+        threads = self.decoder_threads
+        batch = cfgmod.PREPASS_BATCH
+        sbk = self.n_sub
+        G = self.num_groups
+        bar = pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_BARRIER_ID, num_threads=threads)
+        roffs = []
+        bstarts = []
+        ms = []
+        n_oks = []
+        rows = cutlass.Int32(0)
+        nblocks = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        gen_slot = slots + 8
+        if dtid == 0:
+            st_shared_u32(gen_slot, ld_relaxed_gpu_u32(ws + GEN_WORD))
+            st_shared_u32(slots, atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1)))
+        for s in cutlass.range_constexpr(G):
+            roffs.append(rows)
+            bstarts.append(nblocks)
+            m = m_sizes[s, 0]
+            ms.append(m)
+            n_ok = cutlass.Int32(1)
+            if m_sizes[s, 1] == 0:
+                n_ok = cutlass.Int32(0)
+            n_oks.append(n_ok)
+            rows = rows + m
+            nblocks = nblocks + (m + (self.mma_n - 1)) // self.mma_n
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        levels = kmax // self.config.tile_k
+        per_level = rows * sbk
+        items = per_level * levels
+        chunk, chunks = self.prepass_chunking(items, threads)
+        pitch = cutlass.Int64(kmax * 2)
+        data = ws + DATA_OFFSET
+        flags = data + cutlass.Int64(rows) * pitch
+        staged = self.config.prepass_store == "staged"
+        if cutlass.const_expr(staged):
+            lane = dtid % 32
+            warp_slots = scratch + (dtid // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
+        bar.arrive_and_wait()  # the generation and the first claim (slot 0)
+        gen = ld_shared_u32(gen_slot)
+        it = cutlass.Int32(0)
+        c = ld_shared_u32(slots)
+        while c < chunks:
+            nxt = cutlass.Int32(0)
+            if dtid == 0:
+                # the next claim, in flight while this chunk is loaded and decoded
+                nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
+            first = c * chunk
+            end = cutlass.min(first + chunk, items)
+            loads = []
+            dsts = []
+            oks = []
+            for j in cutlass.range_constexpr(batch):
+                item = first + dtid + j * threads
+                lvl = item // per_level
+                rem = item - lvl * per_level
+                row = rem // sbk
+                sb = lvl * sbk + (rem - row * sbk)
+                sel_slot = cutlass.Int32(0)
+                sel_roff = cutlass.Int32(0)
+                sel_ok = cutlass.Int32(0)
+                for s in cutlass.range_constexpr(G):
+                    if row >= roffs[s]:
+                        sel_slot = cutlass.Int32(s)
+                        sel_roff = roffs[s]
+                        sel_ok = n_oks[s]
+                ksub = m_sizes[sel_slot, 2] // SUB_K
+                ok = cutlass.Int32(0)
+                if sb < ksub:
+                    ok = sel_ok
+                if item >= end:
+                    ok = cutlass.Int32(0)
+                raw, sf, dst = self.prepass_run_addresses((row - sel_roff) * ksub + sb, sel_slot, cutlass.Int32(0),
+                                                            sel_roff, m_sizes, m_ptrs, data, pitch)
+                loads.append((raw, sf, ok))
+                dsts.append(dst)
+                oks.append(ok)
+            words = load_y_global_items(loads)
+            for j in cutlass.range_constexpr(batch):
+                if cutlass.const_expr(staged):
+                    # the item into this lane's shared slot, then the warp's whole-run stores (the
+                    # slot was last read by this warp's previous copy: the warp's own order)
+                    if oks[j] != 0:
+                        store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
+                                            self.config.operand_exp_shift)
+                    copy_y_staged_items(warp_slots, dsts[j], oks[j], lane)
+                else:
+                    if oks[j] != 0:
+                        store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+            # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
+            fence_proxy_async_global()
+            if dtid == 0:
+                st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
+            bar.arrive_and_wait()
+            self.prepass_flag_publish(dtid, first, end, per_level, nblocks, levels, roffs, bstarts, ms, flags, gen,
+                                      threads)
+            it = it + 1
+            c = ld_shared_u32(slots + (it % 2) * 4)
+        # the producer warp read the generation before its arrive: only then may the CTA count through
+        pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_HANDOFF_BARRIER_ID, num_threads=32 + threads).arrive_and_wait()
+        if dtid == 0:
+            num_ctas_x, _, _ = cute.arch.grid_dim()
+            passed = atom_add_acq_rel_gpu(ws + PASSED_WORD, cutlass.Int32(1))
+            if passed == cutlass.Int32(num_ctas_x) - 1:
+                store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
+                store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+                store_relaxed_gpu(ws + GEN_WORD, gen + 1)
+
+    @cute.jit
     def prepass_flag_order(self, item: cutlass.Int32, per_level: cutlass.Int32, nblocks: cutlass.Int32,
                            roffs: list, bstarts: list):
         """The flag cell of item ``item`` in item order: level x blocks + block."""
@@ -1625,7 +1802,8 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def prepass_flag_publish(self, tidx: cutlass.Int32, first: cutlass.Int32, end: cutlass.Int32,
                              per_level: cutlass.Int32, nblocks: cutlass.Int32, levels: cutlass.Int32, roffs: list,
-                             bstarts: list, ms: list, flags: cutlass.Int64, gen: cutlass.Int32):
+                             bstarts: list, ms: list, flags: cutlass.Int64, gen: cutlass.Int32,
+                             threads: cutlass.Constexpr[int] = 0):
         """After a chunk's CTA barrier: the flag cells its items ``first .. end - 1`` touched are
         consecutive in item order; thread t takes cells t, t + threads, ... of them and adds the
         chunk's items of the cell to its counter; the add that completes the cell's count (its
@@ -1654,7 +1832,7 @@ class HopperNvfp4GroupedGemm:
             if old + cnt == hi - lo:
                 store_relaxed_gpu(cell, cutlass.Int32(0))  # no other add to it in this launch
                 store_release_gpu(cell + 4, gen + 1)
-            g = g + self.threads
+            g = g + (threads or self.threads)
 
     @cute.jit
     def produce_y_box(self, lane, y_pipe, ystate, sy_base, tm_ws, sub_block, y_row):

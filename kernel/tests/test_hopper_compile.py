@@ -168,7 +168,7 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
         assert {o.split(".")[0] for o in early} == {"UTMALDG", "UBLKCP"}
 
 
-@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.prepass_sync == "flags"])
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.prepass_sync == "flags" and not c.prepass_decoders])
 def test_prepass_flags_variant_sass_structure(label, tmp_path):
     """Issue 14 (session 4, prepass_sync="flags"): no grid barrier (no release add, no spin
     before a CTA barrier); phase 1 publishes its flag cells with a fenced acq_rel add and a
@@ -336,3 +336,50 @@ def test_staged_epilogue_sass_structure(label, tmp_path):
     assert any(waits[-1].offset < b.offset < first_stsm for b in bars)
     first_pass = epilogue_stage_rows(config) // 16
     assert any(stsm[first_pass - 1].offset < b.offset < lds128[0].offset for b in bars)
+
+
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.prepass_decoders])
+def test_background_phase1_sass_structure(label, tmp_path):
+    """Session 10 (prepass_decoders > 0): phase 1 runs on the decoder warps alone. The only
+    CTA-wide barriers are the two ring inits' at the start (before the first claim); the decoder
+    warps sync with their own named barrier (id DECODER_BARRIER_ID, their thread count) and never
+    with barrier 0 after it; the hand-off barrier has one arrive (the producer warp, before its
+    first flag wait) and one sync (the decoder warps), and the CTA's count through phase 1 (the
+    last of the four atomic adds: claim, next claim, flag cell, count) comes after that sync; no
+    grid barrier (no release add); the producer's flag wait and proxy fence come before Y's
+    boxes; no spills."""
+    from kernel.hopper import config as cfgmod
+
+    config = next(c for c in STATIC_MATRIX if c.label == label)
+    ins = _kernel_without_spills(config, tmp_path)
+    ops = [i.opcode for i in ins]
+    args = [i.operands.replace(" ", "") for i in ins]
+
+    def at(prefix):
+        return [n for n, o in enumerate(ops) if o.startswith(prefix)]
+
+    assert len(at("HGMMA")) == (32 if config.y_tail64 else 16)
+    assert not at("REDG"), "a grid barrier's release add in a background build"
+    adds = at("ATOMG.E.ADD.STRONG.GPU")
+    assert len(adds) == 4, adds
+    cta_bars = [n for n in at("BAR.SYNC") if args[n] in ("0x0", "")]
+    assert cta_bars and max(cta_bars) < adds[0], "a CTA-wide barrier after phase 1 began"
+    dec = f"{cfgmod.DECODER_BARRIER_ID:#x},{32 * config.prepass_decoders:#x}"
+    hand = f"{cfgmod.DECODER_HANDOFF_BARRIER_ID:#x},{32 * config.prepass_decoders + 32:#x}"
+    assert len([n for n in at("BAR.SYNC") if args[n] == dec]) >= 2
+    hand_sync = [n for n in at("BAR.SYNC") if args[n] == hand]
+    hand_arrive = [n for n in at("BAR.ARV") if args[n] == hand]
+    assert len(hand_sync) == 1 and len(hand_arrive) == 1, (hand_sync, hand_arrive)
+    assert hand_sync[0] < adds[-1], "the CTA counted through phase 1 before the hand-off"
+    # the producer: arrive, then the flag wait (ballot, backoff), the proxy fence, Y's boxes
+    waits = [n for n in at("NANOSLEEP") if n > hand_arrive[0] and not ops[n].startswith("NANOSLEEP.SYNCS")]
+    assert waits, "no flag wait after the producer's hand-off arrive"
+    fence = [n for n in at("FENCE.VIEW.ASYNC.G") if n > waits[0]]
+    assert fence and len([n for n in at("UTMALDG") if n > fence[0]]) >= 4
+    # the decoders' own proxy fence before their chunk barrier
+    assert any(n < hand_sync[0] for n in at("FENCE.VIEW.ASYNC.G"))
+    if config.y_tail64:
+        # the producer's balanced share: one arrive (after its store), one sync (the consumers)
+        share = f"{cfgmod.SHARE_BARRIER_ID:#x},{config.consumer_threads + 32:#x}"
+        assert len([n for n in at("BAR.ARV") if args[n] == share]) == 1
+        assert len([n for n in at("BAR.SYNC") if args[n] == share]) == 1

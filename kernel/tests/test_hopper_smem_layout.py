@@ -29,4 +29,5 @@ def test_allocation_matches_the_accounting(config):
     accounted = smem_bytes(config)["total"]
     assert allocated <= accounted <= SMEM_CAPACITY_BYTES
     # the accounting adds worst-case alignment padding, nothing more
-    assert accounted - allocated < 3 * SMEM_ALIGN, (allocated, accounted)
+    regions = 3 + ("decoder_staging" in smem_bytes(config))
+    assert accounted - allocated < regions * SMEM_ALIGN, (allocated, accounted)
