@@ -1,0 +1,131 @@
+"""What the GPU's clock does while a Hopper variant runs back to back, and why.
+
+A kernel time ratio is only half the story on a GPU whose SM clock moves: the H200 ran the prepass
+variants at 1.68-1.82 GHz (ncu, unlocked clocks) against 1.98 GHz idle, and ablations that skip
+work also draw less power. This script replays one variant on one standard shape for ``--seconds``
+(CUDA-graph replay, inputs rotated past L2, as the benchmarks) while ``nvidia-smi`` samples the
+SM clock, the power draw against its limit, the temperature and the active clock-event reasons
+(power cap, thermal, ...) every 100 ms, and prints one row per (variant, shape): kernel time,
+median clock, median power, and how often each reason was active.
+
+    python -m profiling.clock_probe --variant LABEL [--variant LABEL2] --shapes bench1,bench4 --seconds 6
+
+Needs a CUDA GPU and ``nvidia-smi`` on PATH; the figures go into PERF_LOG with the run's command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Sequence
+
+# nvidia-smi's clocks_event_reasons bit mask (nvml.h, nvmlClocksEventReason*)
+REASONS = {
+    0x1: "idle",
+    0x2: "app_clocks",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal",
+    0x40: "hw_thermal",
+    0x80: "hw_power_brake",
+    0x100: "display_clocks",
+}
+QUERY = "clocks.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active"
+
+
+def decode_reasons(mask: int) -> list[str]:
+    """The names of the bits set in an nvidia-smi clocks_event_reasons mask (unknown bits in hex)."""
+    names = [name for bit, name in REASONS.items() if mask & bit]
+    rest = mask & ~sum(REASONS)
+    if rest:
+        names.append(hex(rest))
+    return names
+
+
+def parse_samples(lines: Sequence[str]) -> list[dict]:
+    """nvidia-smi ``--format=csv,noheader,nounits`` lines of QUERY -> dicts (lines that do not parse
+    are skipped: a sample cut by the sampler's stop)."""
+    out = []
+    for line in lines:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 5:
+            continue
+        try:
+            out.append({"clock_mhz": float(parts[0]), "power_w": float(parts[1]), "limit_w": float(parts[2]),
+                        "temp_c": float(parts[3]), "reasons": int(parts[4], 16)})
+        except ValueError:
+            continue
+    return out
+
+
+def summarize(samples: Sequence[dict]) -> dict:
+    """Median clock, power, limit and temperature, and each reason's share of the samples."""
+    if not samples:
+        return {"samples": 0}
+    share: dict[str, float] = {}
+    for s in samples:
+        for name in decode_reasons(s["reasons"]):
+            share[name] = share.get(name, 0.0) + 1.0 / len(samples)
+    return {
+        "samples": len(samples),
+        "clock_mhz": statistics.median(s["clock_mhz"] for s in samples),
+        "power_w": statistics.median(s["power_w"] for s in samples),
+        "limit_w": statistics.median(s["limit_w"] for s in samples),
+        "temp_c": max(s["temp_c"] for s in samples),
+        "reasons": dict(sorted(share.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m profiling.clock_probe", description=__doc__.split("\n\n")[0])
+    p.add_argument("--variant", action="append", required=True, help="a declared Hopper label (repeatable)")
+    p.add_argument("--shapes", default="bench1,bench4")
+    p.add_argument("--seconds", type=float, default=6.0, help="sustained replay per (variant, shape)")
+    args = p.parse_args(argv)
+
+    from kernel import hopper
+    from kernel.hopper.config import DECLARED_VARIANTS
+    from profiling import floors, timing
+    from profiling.benchmarks import _support as S
+
+    configs = {c.label: c for c in DECLARED_VARIANTS}
+    print("| variant | shape | us per launch | SM MHz (median) | power W (median / limit) | max temp C | clock-event reasons (share of samples) |")
+    print("|---|---|---|---|---|---|---|")
+    for shape_name in args.shapes.split(","):
+        shape = floors.get_shape(shape_name)
+        copies = timing.copies_for(floors.shape_bytes(shape, padded_scales=True), l2_bytes=S.l2_bytes())
+        datas = S.device_copies(shape, copies)
+        per_replay = timing.launches_for(floors.floor_us(shape), copies)
+        for label in args.variant:
+            prepared = [hopper.prepare(d, configs[label]) for d in datas]
+            launches = [lambda q=q: hopper.launch(q) for q in prepared]
+            r = timing.Replayer(launches, launches_per_replay=per_replay)
+            r.prepare()
+            r.warmup(20)
+            with tempfile.TemporaryFile("w+") as log:
+                sampler = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
+                                            "-lms", "100"], stdout=log, stderr=subprocess.DEVNULL, text=True)
+                try:
+                    end = time.time() + args.seconds
+                    while time.time() < end:
+                        r.replay()
+                finally:
+                    sampler.terminate()
+                    sampler.wait(timeout=10)
+                log.seek(0)
+                stats = summarize(parse_samples(log.read().splitlines()))
+            t = r.timing()
+            reasons = ", ".join(f"{k} {v:.0%}" for k, v in stats.get("reasons", {}).items()) or "none"
+            print(f"| `{label}` | {shape_name} | {t.median_us:.1f} | {stats.get('clock_mhz', float('nan')):.0f} | "
+                  f"{stats.get('power_w', float('nan')):.0f} / {stats.get('limit_w', float('nan')):.0f} | "
+                  f"{stats.get('temp_c', float('nan')):.0f} | {reasons} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
