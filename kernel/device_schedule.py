@@ -3,7 +3,8 @@
 Each function is the device twin of a host function whose properties are fuzzed on the CPU
 (``properties/test_plan_properties.py``): :func:`group_search` is
 ``kernel.plan.device_group_search``, :func:`cta_tile_range` is ``LaunchPlan.cta_tiles``; the
-``balanced_*`` functions are ``kernel.plan``'s functions of the same names (schedule="balanced").
+``balanced_*`` functions are ``kernel.plan``'s functions of the same names (schedule="balanced"),
+the ``snake_*`` ones those of schedule="snake".
 All are ``@cute.jit`` helpers, inlined where they are called.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
-from kernel.plan import BALANCED_STEPS, FULL_COST, LIGHT_COST, SPLIT_CANDIDATES
+from kernel.plan import BALANCED_STEPS, FULL_COST, LIGHT_COST, SNAKE_ROWS_STEP, SPLIT_CANDIDATES
 
 
 @cute.jit
@@ -270,3 +271,63 @@ def balanced_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], ti
     n_block = rest // sel_per
     m_block = rest - n_block * sel_per + light_list * (sel_tm - 1)
     return sel_slot, m_block, n_block
+
+
+# ---- schedule="snake" (the Hopper y_tail16 variant; kernel.plan states the order) ---------------
+@cute.jit
+def snake_index(r: cutlass.Int32, cta: cutlass.Int32, ctas: cutlass.Int32) -> cutlass.Int32:
+    """kernel.plan.snake_index: the list entry CTA ``cta`` runs in round ``r``."""
+    pos = cta
+    if r % 2 == 1:
+        pos = ctas - 1 - cta
+    return r * ctas + pos
+
+
+@cute.jit
+def snake_rounds(total: cutlass.Int32, ctas: cutlass.Int32, cta: cutlass.Int32) -> cutlass.Int32:
+    """kernel.plan.snake_rounds: how many rounds CTA ``cta`` runs."""
+    full = total // ctas
+    return full + cutlass.Int32(snake_index(full, cta, ctas) < total)
+
+
+@cute.jit
+def snake_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
+                 tile_n: cutlass.Constexpr[int], idx: cutlass.Int32):
+    """(slot, m_block, n_block) of entry ``idx`` of the snake list: kernel.plan.snake_locate, the
+    same loops (classes from the top one down, then slots), unrolled."""
+    top = tile_m // SNAKE_ROWS_STEP
+    sel_slot = cutlass.Int32(0)
+    sel_base = cutlass.Int32(0)
+    sel_per = cutlass.Int32(1)
+    sel_m0 = cutlass.Int32(0)
+    base = cutlass.Int32(0)
+    lasts = []
+    tms = []
+    tns = []
+    for s in cutlass.range_constexpr(num_groups):
+        m = m_sizes[s, 0]
+        tm = (m + (tile_m - 1)) // tile_m
+        tn = (m_sizes[s, 1] + (tile_n - 1)) // tile_n
+        tms.append(tm)
+        tns.append(tn)
+        lasts.append(((m - (tm - 1) * tile_m + (SNAKE_ROWS_STEP - 1)) // SNAKE_ROWS_STEP) * cutlass.Int32(tm > 0))
+    for c in cutlass.range_constexpr(top):
+        cls = top - c
+        for s in cutlass.range_constexpr(num_groups):
+            if cutlass.const_expr(cls == top):
+                per = (tms[s] - 1 + cutlass.Int32(lasts[s] == top)) * cutlass.Int32(tms[s] > 0)
+                m0 = cutlass.Int32(0)
+            else:
+                per = cutlass.Int32(lasts[s] == cls)
+                m0 = tms[s] - 1
+            count = tns[s] * per
+            if idx >= base:
+                if count != 0:
+                    sel_slot = cutlass.Int32(s)
+                    sel_base = base
+                    sel_per = per
+                    sel_m0 = m0
+            base = base + count
+    rest = idx - sel_base
+    n_block = rest // sel_per
+    return sel_slot, rest - n_block * sel_per + sel_m0, n_block

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Sequence
 
 GroupOrder = Literal["by_work", "caller"]
-Schedule = Literal["contiguous", "strided", "balanced"]
+Schedule = Literal["contiguous", "strided", "balanced", "snake"]
 
 # schedule="balanced": tile costs in quarter units (a light tile, <= tile_m / 2 rows of the
 # slot's last M block, ~0.75 of a full tile on the H200: profiling/PERF_LOG.md, session 4)
@@ -53,6 +53,15 @@ LIGHT_COST = 3
 # balanced_split tries makespans L0 .. L0 + BALANCED_STEPS - 1 (L0 = ceil(cost / CTAs)), then
 # falls back to the uniform split (every CTA ceil(full / CTAs) full + ceil(light / CTAs) light)
 BALANCED_STEPS = 4
+
+
+# schedule="snake" (the Hopper y_tail16 variant): a tile's *class* is its Y rows rounded up to
+# SNAKE_ROWS_STEP, in steps (1 .. tile_m / SNAKE_ROWS_STEP): the wgmma N the kernel runs it with.
+# Only a slot's last M block can be below the top class. The list: the tiles class by class from
+# the top one down, each class in global tile order; round r deals entries r * ctas .. r * ctas +
+# ctas - 1 to CTAs 0 .. ctas - 1 (r even) or ctas - 1 .. 0 (r odd), so the heaviest tiles go out
+# first and each CTA's light tiles balance its heavy ones (the boustrophedon of list scheduling).
+SNAKE_ROWS_STEP = 16
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -96,7 +105,7 @@ class LaunchPlan:
     def tiles_per_cta(self) -> int:
         """Upper bound of tiles one CTA runs (the contiguous range length); with clusters, of
         cluster tiles one cluster (each of its CTAs) runs; ``balanced``: the longest CTA list."""
-        if self.schedule == "balanced":
+        if self.schedule in ("balanced", "snake"):
             return max((len(self.cta_tiles(c)) for c in range(self.num_ctas)), default=0)
         return ceil_div(self.total_tiles, self.num_clusters) if self.num_ctas else 0
 
@@ -130,6 +139,17 @@ class LaunchPlan:
         full, light = self.balanced_lists()
         return balanced_share(len(full), len(light), self.num_ctas, cta)
 
+    # ---- schedule="snake" ---------------------------------------------------------------
+    def tile_class(self, tile: int) -> int:
+        """The tile's Y rows rounded up to SNAKE_ROWS_STEP, in steps (schedule="snake")."""
+        c = self.locate(tile)
+        rows = min(self.tile_m, self.sizes[c.slot][0] - c.m_block * self.tile_m)
+        return ceil_div(rows, SNAKE_ROWS_STEP)
+
+    def snake_list(self) -> list[int]:
+        """Every tile, class by class from the top one down, each class in global tile order."""
+        return sorted(range(self.total_tiles), key=lambda t: -self.tile_class(t))  # stable sort
+
     def k_tiles(self, slot: int) -> int:
         return ceil_div(self.sizes[slot][2], self.tile_k)
 
@@ -143,6 +163,10 @@ class LaunchPlan:
             full, light = self.balanced_lists()
             fs, fc, ts, tc = balanced_share(len(full), len(light), self.num_ctas, cta)
             return tuple(full[fs:fs + fc]) + tuple(light[ts:ts + tc])
+        if self.schedule == "snake":
+            order = self.snake_list()
+            rounds = snake_rounds(self.total_tiles, self.num_ctas, cta)
+            return tuple(order[snake_index(r, cta, self.num_ctas)] for r in range(rounds))
         unit, units = cta // self.cluster_n, self.num_clusters
         if self.schedule == "contiguous":
             per = self.tiles_per_cta
@@ -287,8 +311,8 @@ def make_plan(
     """
     if cluster_n < 1:
         raise ValueError(f"cluster_n must be >= 1, got {cluster_n}")
-    if schedule == "balanced" and cluster_n != 1:
-        raise ValueError("schedule='balanced' is built without clusters (cluster_n=1)")
+    if schedule in ("balanced", "snake") and cluster_n != 1:
+        raise ValueError(f"schedule={schedule!r} is built without clusters (cluster_n=1)")
     sizes = [tuple(int(x) for x in s) for s in problem_sizes]
     if order == "by_work":
         group_order = sorted(
@@ -312,7 +336,7 @@ def make_plan(
         if max_ctas < 1:
             raise ValueError(f"max_ctas must be >= 1, got {max_ctas}")
         num_ctas = min(total, max(1, max_ctas // cluster_n))  # clusters from here on
-        if schedule == "balanced":
+        if schedule in ("balanced", "snake"):
             pass  # every CTA of min(total, max_ctas): the split is of this grid (trailing CTAs may idle)
         elif schedule == "contiguous" and total:
             # ceil-sized ranges can leave trailing CTAs with nothing (9 tiles on 8 CTAs: ranges of
@@ -320,7 +344,7 @@ def make_plan(
             # device derives from the grid as ceil(total / num_ctas), does not change.
             num_ctas = ceil_div(total, ceil_div(total, num_ctas))
     num_ctas *= cluster_n
-    if schedule not in ("contiguous", "strided", "balanced"):
+    if schedule not in ("contiguous", "strided", "balanced", "snake"):
         raise ValueError(f"unknown schedule {schedule!r}")
     return LaunchPlan(
         tile_m=tile_m,
@@ -355,3 +379,40 @@ def balanced_locate(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, li
     rest = idx - sel_base
     n_block = rest // sel_per
     return sel_slot, rest - n_block * sel_per + light_list * (sel_tm - 1), n_block
+
+
+def snake_index(r: int, cta: int, ctas: int) -> int:
+    """schedule="snake": the list entry CTA ``cta`` runs in round ``r``."""
+    return r * ctas + (cta if r % 2 == 0 else ctas - 1 - cta)
+
+
+def snake_rounds(total: int, ctas: int, cta: int) -> int:
+    """schedule="snake": how many rounds CTA ``cta`` runs (the last round may be partial)."""
+    full = total // ctas
+    return full + int(snake_index(full, cta, ctas) < total)
+
+
+def snake_locate(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, idx: int) -> tuple[int, int, int]:
+    """(slot, m_block, n_block) of entry ``idx`` of :meth:`LaunchPlan.snake_list` (``sizes`` in slot
+    order), written as the loop the device runs (kernel.device_schedule.snake_locate): per class
+    from the top one down and per slot, the slot's entries of that class (top class: every M
+    block but a last one below it; others: the last M block when its class is that one), N block
+    major; the last (class, slot) that owns entries and whose first entry is <= ``idx``."""
+    top = tile_m // SNAKE_ROWS_STEP
+    sel_slot, sel_base, sel_per, sel_m0, base = 0, 0, 1, 0, 0
+    for cls in range(top, 0, -1):
+        for s, size in enumerate(sizes):
+            m, n = size[0], size[1]
+            tm, tn = ceil_div(m, tile_m), ceil_div(n, tile_n)
+            last = ceil_div(m - (tm - 1) * tile_m, SNAKE_ROWS_STEP) * int(tm > 0)  # the last block's class
+            if cls == top:
+                per, m0 = (tm - 1 + int(last == top)) * int(tm > 0), 0
+            else:
+                per, m0 = int(last == cls), tm - 1
+            count = tn * per
+            if idx >= base and count != 0:
+                sel_slot, sel_base, sel_per, sel_m0 = s, base, per, m0
+            base += count
+    rest = idx - sel_base
+    n_block = rest // sel_per
+    return sel_slot, rest - n_block * sel_per + sel_m0, n_block

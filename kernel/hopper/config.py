@@ -27,7 +27,8 @@ from kernel.errors import UnsupportedConfigError
 
 DequantDtype = Literal["fp16"]
 # "balanced": y_tail64 only (kernel.plan: full tiles and light 64-row tiles split by cost)
-Schedule = Literal["contiguous", "strided", "balanced"]
+# "snake": y_tail16 only (kernel.plan: tiles by class, dealt in rounds of alternating direction)
+Schedule = Literal["contiguous", "strided", "balanced", "snake"]
 # How the producer warp moves packed FP4 rows and scale blocks into a stage:
 #   "cp_async":  16-byte cp.async per lane (LDGSTS), completion through cp.async.mbarrier.arrive;
 #   "bulk_rows": one cp.async.bulk (copy engine) per operand row, completion by transaction bytes.
@@ -192,6 +193,13 @@ class HopperConfig:
     # only columns never stored), chosen per tile at run time (m - m0 <= 64); with
     # schedule="balanced" (kernel.plan): each CTA runs a cost-balanced share, heavy tiles first
     y_tail64: bool = False
+    # issue 14, session 10 (experimental; the same prerequisites as y_tail64, which it replaces;
+    # label suffix "_t16"): every tile runs with wgmma N = its Y rows rounded up to 16 (16 .. 128,
+    # chosen per tile at run time: a group's last Y block of 72 rows costs an N = 80 wgmma instead
+    # of N = 128), on the first N rows of the same 128-row Y buffer and the first N / 2
+    # accumulators of each thread; with schedule="snake" (kernel.plan): the tiles by class (the
+    # N), dealt to CTAs in rounds of alternating direction
+    y_tail16: bool = False
     # issue 14, session 6 (experimental): see Epilogue. "direct" (every earlier variant) or
     # "smem" (label suffix "_es"): staged through shared memory, coalesced 16-byte stores
     epilogue: Epilogue = "direct"
@@ -374,7 +382,7 @@ class HopperConfig:
         swap = "_swap" if self.swapped else ""
         shift = "" if self.operand_exp_shift == -14 else f"_x{self.operand_exp_shift}"
         # schedule="balanced" goes with y_tail64 (its "_t64" suffix says both)
-        sched = "" if self.schedule in ("contiguous", "balanced") else f"_{self.schedule}"
+        sched = "" if self.schedule in ("contiguous", "balanced", "snake") else f"_{self.schedule}"
         sched += "" if self.loader == "cp_async" else f"_{self.loader}"
         sched += "" if self.dequant == "shift" else f"_{self.dequant}"
         sched += "" if self.producer_warps == 1 else f"_p{self.producer_warps}"
@@ -396,6 +404,7 @@ class HopperConfig:
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
+        sched += "_t16" if self.y_tail16 else ""  # with schedule="snake"
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_xp" if self.x_prefetch else ""
         return (
@@ -585,8 +594,8 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"dequant_dtype must be 'fp16', got {config.dequant_dtype!r}")
     if config.operand_exp_shift not in (0, -14):
         p.append(f"operand_exp_shift must be 0 or -14, got {config.operand_exp_shift}")
-    if config.schedule not in ("contiguous", "strided", "balanced"):
-        p.append(f"schedule must be 'contiguous', 'strided' or 'balanced', got {config.schedule!r}")
+    if config.schedule not in ("contiguous", "strided", "balanced", "snake"):
+        p.append(f"schedule must be 'contiguous', 'strided', 'balanced' or 'snake', got {config.schedule!r}")
     if config.loader not in ("cp_async", "bulk_rows", "tma"):
         p.append(f"loader must be 'cp_async', 'bulk_rows' or 'tma', got {config.loader!r}")
     if config.loader == "tma" and config.tile_k != 256:
@@ -680,8 +689,10 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_source='prepass' needs loader='tma' and dequant='prmt'")
         if config.y_per_warpgroup or config.consumer_regs:
             p.append("y_source='prepass' takes neither y_per_warpgroup nor consumer_regs")
-        if config.schedule != "contiguous" and not (config.schedule == "balanced" and config.y_tail64):
-            p.append("y_source='prepass' is declared for schedule='contiguous' only (or 'balanced' with y_tail64)")
+        if config.schedule != "contiguous" and not (config.schedule == "balanced" and config.y_tail64) \
+                and not (config.schedule == "snake" and config.y_tail16):
+            p.append("y_source='prepass' is declared for schedule='contiguous' only (or 'balanced' with y_tail64, "
+                     "'snake' with y_tail16)")
     if config.prepass_chunk not in PREPASS_CHUNK_SPLITS:
         p.append(f"prepass_chunk must be one of {PREPASS_CHUNK_SPLITS}, got {config.prepass_chunk!r}")
     if not isinstance(config.prepass_x_early, bool):
@@ -777,6 +788,17 @@ def config_problems(config: HopperConfig) -> list[str]:
         # swapped: a thread's accumulator pairs are adjacent rows of C, one stmatrix.trans row
         # each; x_operand="regs": one 64-row wgmma M slice (64 columns of C) per warpgroup
         p.append("epilogue='smem' is built for swapped tiles with x_operand='regs' (64 columns of C per consumer warpgroup)")
+    if not isinstance(config.y_tail16, bool):
+        p.append(f"y_tail16 must be a bool, got {config.y_tail16!r}")
+    elif config.y_tail16:
+        if config.y_source != "prepass" or not config.prepass_chunk or config.prepass_sync != "barrier":
+            p.append("y_tail16 needs y_source='prepass', prepass_chunk > 0 and prepass_sync='barrier'")
+        if config.cluster_x != 1 or config.y_tail64:
+            p.append("y_tail16 is built without clusters and in place of y_tail64")
+        if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
+            p.append("y_tail16 cuts a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128")
+    if (config.schedule == "snake") != (config.y_tail16 is True):
+        p.append("schedule='snake' and y_tail16 go together (the snake deals the tiles by their wgmma N)")
     if (config.schedule == "balanced") != (config.y_tail64 is True):
         p.append("schedule='balanced' and y_tail64 go together (the balanced split costs the 64-row tiles)")
     if config.ctas_per_sm != 1:
@@ -893,6 +915,18 @@ CLAIM_FIRST_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_claim_first=True)
 # Its twin with a 7-box Y ring keeps the 64-row epilogue passes
 BACKGROUND_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_sync="flags", prepass_decoders=3)
 BACKGROUND_B7_CONFIG = replace(BACKGROUND_CONFIG, fp16_buffers=7)
+# Session 10 (experimental): the production prepass build with every tile's wgmma N its Y rows
+# rounded up to 16 and the snake schedule (kernel.plan) in place of the 128/64-row tiles and the
+# balanced split (the split's warp search goes with the balanced split)
+TAIL16_CONFIG = replace(PHASE1_STAGED_CONFIG, y_tail64=False, y_tail16=True, schedule="snake")
+# Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
+# none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
+# store or load sits between the kernel's first and last wgmma (none in the K loop).
+SPILL_ALLOWANCE: dict[str, tuple[int, str]] = {
+    TAIL16_CONFIG.label: (4, "one epilogue address (the staged epilogue's column offset, per thread) held across the "
+                             "tile loop at the 168-register cap with eight wgmma branches: stored once before the "
+                             "tile loop, loaded once per tile after its K loop"),
+}
 # Session 7 (experimental): the next sub-block's raw X bytes and Y box waited for before the
 # wgmma wait (measured: no gain beyond noise)
 X_PREFETCH_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, x_prefetch=True)
@@ -1095,6 +1129,7 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     CLAIM_FIRST_CONFIG,
     BACKGROUND_CONFIG,
     BACKGROUND_B7_CONFIG,
+    TAIL16_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

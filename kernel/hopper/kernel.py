@@ -64,9 +64,11 @@ from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 
 from kernel.hopper import config as cfgmod
 from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_share, balanced_share_warp,
-                                    cluster_tile_range, cta_tile_range, group_search, uniform_share)
+                                    cluster_tile_range, cta_tile_range, group_search, snake_index, snake_locate,
+                                    snake_rounds, uniform_share)
 from kernel.hopper import staging
 from kernel.hopper.config import HopperConfig
+from kernel.plan import SNAKE_ROWS_STEP
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
                                  Perturbation)
 from kernel.hopper.ablation import Ablation, check_ablation
@@ -122,6 +124,7 @@ from kernel.hopper.ptx import (
 )
 
 SUB_K = cfgmod.DEQUANT_SUB_K
+TAIL16_STEP = SNAKE_ROWS_STEP  # y_tail16: the wgmma N step, the snake schedule's class step
 # y_source="prepass": the workspace's layout (kernel.hopper.workspace states it for the host)
 from kernel.hopper.workspace import (  # noqa: E402
     CLAIM_WORD, DATA_OFFSET, DONE_WORD, ITEMS_PER_THREAD, PASSED_WORD, TENSOR_MAP_OFFSET,
@@ -250,6 +253,10 @@ class HopperNvfp4GroupedGemm:
         # the accumulators; tiles come from the balanced schedule (kernel.plan): this CTA's
         # (first full, full count, first light, light count), set while the kernel is traced
         self.tail64 = config.y_tail64
+        # y_tail16 (session 10, experimental): every tile's wgmma N is its Y rows rounded up to 16
+        # (16 .. 128, per tile at run time), on the first N rows of the 128-row Y buffer and the
+        # first N / 2 accumulators; tiles from the snake schedule (kernel.plan)
+        self.tail16 = config.y_tail16
         self.x_prefetch = config.x_prefetch
         # prepass_chunk builds: the first tile's X stages go out before phase 1's completion
         # barrier (producer_x_first; prepass_x_before: before phase 1)
@@ -342,6 +349,13 @@ class HopperNvfp4GroupedGemm:
                 idx = ts + (tile - fc)
             slot, m_block, n_block = balanced_locate(m_sizes, self.num_groups, self.config.tile_m,
                                                      self.config.tile_n, light_list, idx)
+        elif cutlass.const_expr(self.tail16):
+            # the snake schedule: ``tile`` is this CTA's round, its entry of the class-ordered list
+            cta, _, _ = cute.arch.block_idx()
+            ctas, _, _ = cute.arch.grid_dim()
+            idx = snake_index(tile, cutlass.Int32(cta), cutlass.Int32(ctas))
+            slot, m_block, n_block = snake_locate(m_sizes, self.num_groups, self.config.tile_m, self.config.tile_n,
+                                                  idx)
         else:
             slot = group_search(m_prefix, tile, self.num_groups)
             rest = tile - m_prefix[slot]
@@ -398,6 +412,12 @@ class HopperNvfp4GroupedGemm:
         if cutlass.const_expr(self.tail64):
             # the balanced schedule: entries 0 .. full + light - 1 of this CTA's list (locate)
             first, end, step = cutlass.Int32(0), self.share[1] + self.share[3], cutlass.Int32(1)
+        elif cutlass.const_expr(self.tail16):
+            # the snake schedule: this CTA's rounds (kernel.plan.snake_rounds)
+            cta, _, _ = cute.arch.block_idx()
+            ctas, _, _ = cute.arch.grid_dim()
+            first, end, step = cutlass.Int32(0), snake_rounds(total, cutlass.Int32(ctas), cutlass.Int32(cta)), \
+                cutlass.Int32(1)
         elif cutlass.const_expr(self.cluster != 1):
             # the cluster's range of cluster tiles, the same for both CTAs (kernel.plan)
             first, end, step = cluster_tile_range(total, self.config.schedule, self.cluster)
@@ -663,7 +683,7 @@ class HopperNvfp4GroupedGemm:
                     c_begin, c_end, c_step = self.tile_range(total)
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
                                            c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
-                                           sy_iter=storage.sY if self.tail64 else None)
+                                           sy_iter=storage.sY if (self.tail64 or self.tail16) else None)
         elif cutlass.const_expr(self.prepass_flags):
             # ---------- issue 14: phase 1 K-chunk-major with readiness flags, then phase 2
             ws = ws_ptr.toint()
@@ -760,7 +780,7 @@ class HopperNvfp4GroupedGemm:
                         c_begin, c_end, c_step = self.tile_range(total)
                     self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
                                                c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
-                                               sy_iter=storage.sY if self.tail64 else None)
+                                               sy_iter=storage.sY if (self.tail64 or self.tail16) else None)
         elif cutlass.const_expr(self.prepass):
             # ---------------------------------------------- phase 1: Y -> fp16 workspace
             ws = ws_ptr.toint()
@@ -1914,6 +1934,22 @@ class HopperNvfp4GroupedGemm:
             tCrY64 = mma64.make_fragment_B(thr64.partition_B(sY64))
             acc64 = cute.make_tensor(acc.iterator, cute.make_layout(thr64.partition_shape_C((self.mma_m, self.half_n))))
             mma64.set(warpgroup.Field.ACCUMULATE, True)
+        if cutlass.const_expr(self.tail16):
+            # per N = 16 j (j = 1 .. 7): its wgmma and the first N / 2 accumulators of each thread;
+            # N = 128 is tiled_mma itself. Y's operand is the 128-row buffer's own descriptor (a
+            # K-major SW128 descriptor holds the start address and the 8-row stride, not N: an N-row
+            # wgmma reads the buffer's first N rows), so no view or descriptor per N
+            narrow = []
+            for j in cutlass.range_constexpr(1, self.mma_n // TAIL16_STEP):
+                nn = TAIL16_STEP * j
+                mma_j = sm90_utils.make_trivial_tiled_mma(
+                    cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K, cutlass.Float32,
+                    (cfg.consumer_warpgroups, 1, 1), tiler_mn=(64, nn), a_source=warpgroup.OperandSource.RMEM,
+                )
+                thr_j = mma_j.get_slice(tidx)
+                acc_j = cute.make_tensor(acc.iterator, cute.make_layout(thr_j.partition_shape_C((self.mma_m, nn))))
+                mma_j.set(warpgroup.Field.ACCUMULATE, True)
+                narrow.append((mma_j, acc_j))
         tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
         filler = self.wgmma_filler(tidx)
         if cutlass.const_expr(self.x_prefetch):
@@ -1955,7 +1991,24 @@ class HopperNvfp4GroupedGemm:
                     self.wgmma_fence()  # the fragment registers were just written
                     self.check_wgmma(None)
                     self.fill_wgmma(filler, acc, tCrY, ystate.index, sb)
-                    if cutlass.const_expr(self.tail64):
+                    if cutlass.const_expr(self.tail16):
+                        # one branch per N = 16 j, each committing its own group (as y_tail64's two);
+                        # the tile's N in steps (1 .. 8) from m and m0 here, per sub-block (held
+                        # across the K loop it cost a spill at the 168-register cap)
+                        steps16 = (cutlass.min(m - m0, cutlass.Int32(self.mma_n)) + (TAIL16_STEP - 1)) // TAIL16_STEP
+                        if steps16 == self.mma_n // TAIL16_STEP:
+                            for kb in cutlass.range_constexpr(SUB_K // 16):
+                                cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],
+                                          tCrY[(None, None, kb, ystate.index)], acc)
+                            self.commit_group(ystate.index)
+                        for j in cutlass.range_constexpr(1, self.mma_n // TAIL16_STEP):
+                            if steps16 == j:
+                                # (no name bound in the branch: it would be carried out of it)
+                                for kb in cutlass.range_constexpr(SUB_K // 16):
+                                    cute.gemm(narrow[j - 1][0], narrow[j - 1][1], x_frag[(None, None, kb)],
+                                              tCrY[(None, None, kb, ystate.index)], narrow[j - 1][1])
+                                self.commit_group(ystate.index)
+                    elif cutlass.const_expr(self.tail64):
                         # each branch commits its own group (a commit after the join made ptxas add
                         # a null HGMMA carrying it: a second group per sub-block)
                         if rows64:

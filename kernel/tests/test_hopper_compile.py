@@ -16,6 +16,7 @@ pytestmark = pytest.mark.compile
 
 from ci.ptx_convergence import check_ptx
 from kernel.hopper import DEFAULT_CONFIG, STATIC_MATRIX, compile_cache, compile_for, static_build
+from kernel.hopper.config import SPILL_ALLOWANCE
 
 
 def _cuobjdump() -> str | None:
@@ -43,10 +44,20 @@ def test_sass_has_hgmma_and_no_local_memory(config, tmp_path):
     cubin = _compile_to_cubin(config, 8, tmp_path)
     sass = subprocess.run([tool, "--dump-sass", cubin], capture_output=True, text=True, check=True).stdout
     assert "HGMMA" in sass, "no wgmma in the SASS"
-    local = [line for line in sass.splitlines() if "STL" in line or "LDL" in line]
-    assert not local, f"{len(local)} local-memory instructions, e.g. {local[0].strip()}"
+    lines = sass.splitlines()
+    local = [n for n, line in enumerate(lines) if "STL" in line or "LDL" in line]
     usage = subprocess.run([tool, "--dump-resource-usage", cubin], capture_output=True, text=True, check=True).stdout
-    assert "STACK:0" in usage, usage
+    allowed, _why = SPILL_ALLOWANCE.get(config.label, (0, ""))
+    if not allowed:
+        assert not local, f"{len(local)} local-memory instructions, e.g. {lines[local[0]].strip()}"
+        assert "STACK:0" in usage, usage
+    else:
+        # a declared allowance (config.SPILL_ALLOWANCE): at most that many bytes stored, and no
+        # local-memory access between the first and the last wgmma (none in the K loop)
+        stores = [lines[n] for n in local if "STL" in lines[n]]
+        assert sum(4 * (1 + (".64" in x) + 2 * (".128" in x)) for x in stores) <= allowed, stores
+        mmas = [n for n, line in enumerate(lines) if "HGMMA" in line]
+        assert not [n for n in local if mmas[0] < n < mmas[-1]], "a spill inside the wgmma span"
     # the PTX kept beside the cubin: CTA-wide barriers reached by the whole CTA at one
     # instruction, .aligned instructions by whole warps (ci.ptx_convergence; session 8's
     # undefined completion barrier was caught by compute-sanitizer on a GPU only)
@@ -92,8 +103,9 @@ def _kernel_without_spills(config, tmp_path):
     build = static_build(config, tmp_path, num_groups=8)
     ins = sass.kernel_code(build["cubin"])
     usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
-    assert usage.stack_bytes == 0 and usage.local_bytes == 0
-    assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
+    if config.label not in SPILL_ALLOWANCE:
+        assert usage.stack_bytes == 0 and usage.local_bytes == 0
+        assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
     return ins
 
 
@@ -141,8 +153,8 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     config = next(c for c in STATIC_MATRIX if c.label == label)
     ins = _kernel_without_spills(config, tmp_path)
     ops = [i.opcode for i in ins]
-    # (y_tail64: both wgmma shapes per sub-block, test_tail64_variant_sass_structure)
-    assert sum(o.startswith("HGMMA") for o in ops) == (32 if config.y_tail64 else 16)
+    # (y_tail64: both wgmma shapes per sub-block, test_tail64_variant_sass_structure; y_tail16: eight)
+    assert sum(o.startswith("HGMMA") for o in ops) == (32 if config.y_tail64 else 128 if config.y_tail16 else 16)
     # the batched loads: predicated 128-bit loads of every item before the first decode store
     first_stg = next(n for n, o in enumerate(ops) if o.startswith("STG.E.128"))
     batched = [i for i in ins[:first_stg] if i.opcode.startswith("LDG.E.128") and i.predicate]
@@ -309,8 +321,10 @@ def test_staged_epilogue_sass_structure(label, tmp_path):
 
     ins, usage = code_of(config, "staged")
     twin_ins, _ = code_of(twin, "direct")
-    assert usage.stack_bytes == 0 and usage.local_bytes == 0 and usage.registers <= config.launch_register_cap
-    assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
+    assert usage.registers <= config.launch_register_cap
+    if config.label not in SPILL_ALLOWANCE:  # (an allowance: test_sass_has_hgmma_and_no_local_memory)
+        assert usage.stack_bytes == 0 and usage.local_bytes == 0
+        assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
 
     def ops(code, prefix):
         return [i for i in code if i.opcode.startswith(prefix)]
@@ -383,3 +397,25 @@ def test_background_phase1_sass_structure(label, tmp_path):
         share = f"{cfgmod.SHARE_BARRIER_ID:#x},{config.consumer_threads + 32:#x}"
         assert len([n for n in at("BAR.ARV") if args[n] == share]) == 1
         assert len([n for n in at("BAR.SYNC") if args[n] == share]) == 1
+
+
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.y_tail16])
+def test_tail16_variant_sass_structure(label, tmp_path):
+    """Session 10 (y_tail16, experimental): per 64-K sub-block one branch of 4 HGMMA.64xNx16 for
+    each N = 16 .. 128 (16 of each shape: 4 sub-blocks), each branch ending its own group (gsb0,
+    8 per sub-block), all into the same accumulator base register (the N-wide one the first N / 2
+    values); no null HGMMA (a commit after the join); every wait leaves one group in flight; the
+    Y operand of every branch is the same 128-row buffer descriptor."""
+    from profiling import sass
+
+    config = next(c for c in STATIC_MATRIX if c.label == label)
+    build = static_build(config, tmp_path, num_groups=8)
+    ins = sass.kernel_code(build["cubin"])
+    mmas = [i for i in ins if i.opcode.startswith("HGMMA")]
+    shapes = [i.opcode.split(".")[1] for i in mmas]
+    assert {s: shapes.count(s) for s in set(shapes)} == {f"64x{16 * j}x16": 16 for j in range(1, 9)}, shapes
+    assert all(i.operands.split(",")[0].strip() == "R24" for i in mmas), "one accumulator base for every shape"
+    closing = [i for i in mmas if "gsb0" in i.operands]
+    assert len(closing) == 32 and len({i.opcode.split(".")[1] for i in closing}) == 8
+    waits = [i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
+    assert waits and all(int(w.split(",")[-1].strip().rstrip(";"), 16) <= 1 for w in waits), waits

@@ -1,5 +1,6 @@
 """Hopper config rules, byte arithmetic and the host plan flow: plain Python, no GPU, no CuTe DSL."""
 
+import re
 import pytest
 import torch
 
@@ -466,7 +467,8 @@ def test_prepass_flags_rules_labels_and_smem():
         assert any(words in p for p in problems), (bad, problems)
     assert HopperConfig().prepass_sync == "barrier"
     assert all(c.prepass_sync == "barrier" for c in PRODUCTION_VARIANTS)
-    assert sum(c.label.endswith("f") for c in DECLARED_VARIANTS) == sum(c.prepass_sync == "flags" for c in DECLARED_VARIANTS)
+    assert sum(re.search(r"_prec\dx?f", c.label) is not None for c in DECLARED_VARIANTS) == \
+        sum(c.prepass_sync == "flags" for c in DECLARED_VARIANTS)
 
 
 def test_prepass_flags_declared_variants():
@@ -477,7 +479,7 @@ def test_prepass_flags_declared_variants():
 
     from kernel.hopper.config import EXPERIMENTAL_VARIANTS
 
-    flags = [c for c in DECLARED_VARIANTS if c.prepass_sync == "flags"]
+    flags = [c for c in DECLARED_VARIANTS if c.prepass_sync == "flags" and not c.prepass_decoders]
     assert [c.label for c in flags] == [
         "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xf",
         "h90_m64n128k256_s4_wg2_b16_swap_fp16_tma_prmt_rs_prec1xf",
@@ -522,7 +524,8 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
     # (+ the prepass_store="staged", lean-exit, x-before, split-warp and its three lean-change
     # builds; x_prefetch's ends in "_es_xp")
-    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 9
+    # (session 10: + the two background phase-1 builds and the y_tail16 build)
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 12
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
@@ -572,3 +575,42 @@ def test_prepass_store_rules_and_label():
     # every warp's 32 slots must fit in the Y ring
     small = HopperConfig(**dict(q, prepass_store="staged", fp16_buffers=2))
     assert any("stages" in p and "Y ring" in p for p in config_problems(small))
+
+
+def test_background_phase1_and_tail16_rules_and_labels():
+    """Session 10: prepass_decoders (phase 1 on warps of its own, label "g<n>") is built on the
+    flags path with the split's warp search, adds 32 threads per decoder warp (the launch cap
+    unchanged at 384 threads), and with staged stores its own shared region; y_tail16 ("_t16")
+    goes with schedule="snake" only and replaces y_tail64. Both stay out of production."""
+    import dataclasses
+
+    from kernel.hopper.config import (BACKGROUND_B7_CONFIG, BACKGROUND_CONFIG, PREPASS_STAGED_WARP_BYTES, PRODUCTION_VARIANTS,
+                                      SPLIT_WARP_CONFIG, TAIL16_CONFIG, decoder_staging_bytes)
+
+    bg = BACKGROUND_CONFIG
+    assert bg == dataclasses.replace(SPLIT_WARP_CONFIG, prepass_sync="flags", prepass_decoders=3)
+    assert bg.label == "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xfswg3_t64_es"
+    assert bg.threads == SPLIT_WARP_CONFIG.threads + 96 == 384 and bg.launch_register_cap == 168
+    assert decoder_staging_bytes(bg) == 3 * PREPASS_STAGED_WARP_BYTES == smem_bytes(bg)["decoder_staging"]
+    assert "decoder_staging" not in smem_bytes(SPLIT_WARP_CONFIG)
+    assert config_problems(bg) == [] and config_problems(BACKGROUND_B7_CONFIG) == []
+    for bad, words in [
+        (dict(prepass_sync="barrier"), "prepass_sync='flags'"),
+        (dict(prepass_split_warp=False), "needs prepass_split_warp"),
+        (dict(prepass_decoders=4), "prepass_decoders must be an int in 0..3"),
+        (dict(prepass_decoders=True), "prepass_decoders must be an int"),
+        (dict(prepass_count_after=True), "without the barrier exit's options"),
+    ]:
+        problems = config_problems(dataclasses.replace(bg, **bad))
+        assert any(words in p for p in problems), (bad, problems)
+    t16 = TAIL16_CONFIG
+    assert t16.label == "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t16_es" and config_problems(t16) == []
+    for bad, words in [
+        (dict(schedule="balanced"), "schedule='snake' and y_tail16 go together"),
+        (dict(y_tail64=True), "in place of y_tail64"),
+        (dict(y_tail16=False), "schedule='snake' and y_tail16 go together"),
+    ]:
+        problems = config_problems(dataclasses.replace(t16, **bad))
+        assert any(words in p for p in problems), (bad, problems)
+    assert not any(c.prepass_decoders or c.y_tail16 for c in PRODUCTION_VARIANTS)
+    assert {bg, BACKGROUND_B7_CONFIG, t16} <= set(DECLARED_VARIANTS)
