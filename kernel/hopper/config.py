@@ -200,6 +200,10 @@ class HopperConfig:
     # accumulators of each thread; with schedule="snake" (kernel.plan): the tiles by class (the
     # N), dealt to CTAs in rounds of alternating direction
     y_tail16: bool = False
+    # y_tail16 only (experimental, session 10; label "_t16s<step>" when not 16): the wgmma N step:
+    # N = the tile's Y rows rounded up to it, one branch per multiple (16: eight, 32: four, 64:
+    # two, 128: one, every tile at N = 128). The snake schedule's classes stay 16 rows apart
+    y_tail16_step: int = 16
     # issue 14, session 6 (experimental): see Epilogue. "direct" (every earlier variant) or
     # "smem" (label suffix "_es"): staged through shared memory, coalesced 16-byte stores
     epilogue: Epilogue = "direct"
@@ -405,6 +409,7 @@ class HopperConfig:
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
         sched += "_t16" if self.y_tail16 else ""  # with schedule="snake"
+        sched += f"s{self.y_tail16_step}" if self.y_tail16 and self.y_tail16_step != 16 else ""
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_xp" if self.x_prefetch else ""
         return (
@@ -797,6 +802,10 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_tail16 is built without clusters and in place of y_tail64")
         if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
             p.append("y_tail16 cuts a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128")
+    if config.y_tail16_step not in (16, 32, 64, 128) or isinstance(config.y_tail16_step, bool):
+        p.append(f"y_tail16_step must be 16, 32, 64 or 128, got {config.y_tail16_step!r}")
+    elif config.y_tail16_step != 16 and not config.y_tail16:
+        p.append("y_tail16_step is y_tail16's wgmma N step")
     if (config.schedule == "snake") != (config.y_tail16 is True):
         p.append("schedule='snake' and y_tail16 go together (the snake deals the tiles by their wgmma N)")
     if (config.schedule == "balanced") != (config.y_tail64 is True):

@@ -1941,7 +1941,7 @@ class HopperNvfp4GroupedGemm:
             # wgmma reads the buffer's first N rows), so no view or descriptor per N
             narrow = []
             for j in cutlass.range_constexpr(1, self.mma_n // TAIL16_STEP):
-                nn = TAIL16_STEP * j
+                nn = TAIL16_STEP * j  # (an index per j; y_tail16_step > 16 uses every (step / 16)-th)
                 mma_j = sm90_utils.make_trivial_tiled_mma(
                     cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K, cutlass.Float32,
                     (cfg.consumer_warpgroups, 1, 1), tiler_mn=(64, nn), a_source=warpgroup.OperandSource.RMEM,
@@ -1995,13 +1995,18 @@ class HopperNvfp4GroupedGemm:
                         # one branch per N = 16 j, each committing its own group (as y_tail64's two);
                         # the tile's N in steps (1 .. 8) from m and m0 here, per sub-block (held
                         # across the K loop it cost a spill at the 168-register cap)
-                        steps16 = (cutlass.min(m - m0, cutlass.Int32(self.mma_n)) + (TAIL16_STEP - 1)) // TAIL16_STEP
+                        # (y_tail16_step = 16 s: N rounded up to 16 s, a branch for each multiple of s)
+                        per = cfg.y_tail16_step // TAIL16_STEP
+                        steps16 = (cutlass.min(m - m0, cutlass.Int32(self.mma_n)) + (cfg.y_tail16_step - 1)) \
+                            // cfg.y_tail16_step * per
                         if steps16 == self.mma_n // TAIL16_STEP:
                             for kb in cutlass.range_constexpr(SUB_K // 16):
                                 cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],
                                           tCrY[(None, None, kb, ystate.index)], acc)
                             self.commit_group(ystate.index)
                         for j in cutlass.range_constexpr(1, self.mma_n // TAIL16_STEP):
+                            if cutlass.const_expr(j % per != 0):
+                                continue
                             if steps16 == j:
                                 # (no name bound in the branch: it would be carried out of it)
                                 for kb in cutlass.range_constexpr(SUB_K // 16):
