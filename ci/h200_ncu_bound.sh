@@ -10,7 +10,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/ncu}
 mkdir -p "$OUT"
-T64ES=h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t64_es
+T64ES=h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64_es  # the production prepass build
 RSES=h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es
 VARIANTS=${VARIANTS:-"$T64ES:bench1,bench2,bench3,bench4;$RSES:bench4,bench3"}
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis"
