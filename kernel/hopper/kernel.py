@@ -1578,41 +1578,104 @@ class HopperNvfp4GroupedGemm:
     #   it published every chunk it claimed and saw the claim counter past the last chunk; every
     #   chunk was therefore claimed by a CTA that was running, and a running CTA publishes what
     #   it claimed without waiting on any other CTA (only its own CTA barriers).
+    def flags_layout(self, m_sizes: cute.Tensor):
+        """``prepass_sync="flags"``: per slot its first workspace row, first Y block, M and whether
+        it has columns (N != 0), and the totals (rows, Y blocks, largest K). Traced inline."""
+        roffs, bstarts, ms, n_oks = [], [], [], []
+        rows = cutlass.Int32(0)
+        nblocks = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        for s in range(self.num_groups):  # (a plain method: a Python loop, unrolled as it is traced)
+            roffs.append(rows)
+            bstarts.append(nblocks)
+            m = m_sizes[s, 0]
+            ms.append(m)
+            n_oks.append(cutlass.Int32(m_sizes[s, 1] != 0))
+            rows = rows + m
+            nblocks = nblocks + (m + (self.mma_n - 1)) // self.mma_n
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        return roffs, bstarts, ms, n_oks, rows, nblocks, kmax
+
+    @cute.jit
+    def flags_chunk_decode(self, tid: cutlass.Int32, threads: cutlass.Constexpr[int], first: cutlass.Int32,
+                           end: cutlass.Int32, per_level: cutlass.Int32, roffs: list, n_oks: list,
+                           m_sizes: cute.Tensor, m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64,
+                           warp_slots: cutlass.Int32, staged: cutlass.Constexpr[bool]):
+        """``prepass_sync="flags"``: thread ``tid`` of ``threads`` decodes its items of the chunk
+        ``first .. end - 1`` (items K-chunk-major: level, workspace row, the level's sub-block; a
+        group's items past its K, or of a group without columns, decode nothing): every item's
+        loads in one asm block, then each item stored, directly or (``staged``) through the warp's
+        32 shared slots at ``warp_slots`` and whole-run stores."""
+        batch = cfgmod.PREPASS_BATCH
+        sbk = self.n_sub
+        loads = []
+        dsts = []
+        oks = []
+        for j in cutlass.range_constexpr(batch):
+            item = first + tid + j * threads
+            lvl = item // per_level
+            rem = item - lvl * per_level
+            row = rem // sbk
+            sb = lvl * sbk + (rem - row * sbk)
+            sel_slot = cutlass.Int32(0)
+            sel_roff = cutlass.Int32(0)
+            sel_ok = cutlass.Int32(0)
+            for s in cutlass.range_constexpr(self.num_groups):
+                if row >= roffs[s]:
+                    sel_slot = cutlass.Int32(s)
+                    sel_roff = roffs[s]
+                    sel_ok = n_oks[s]
+            ksub = m_sizes[sel_slot, 2] // SUB_K
+            ok = cutlass.Int32(0)
+            if sb < ksub:
+                ok = sel_ok
+            if item >= end:
+                ok = cutlass.Int32(0)
+            # (slot-local row, sub-block) as the item of a group whose items start at 0
+            raw, sf, dst = self.prepass_run_addresses((row - sel_roff) * ksub + sb, sel_slot, cutlass.Int32(0),
+                                                        sel_roff, m_sizes, m_ptrs, data, pitch)
+            loads.append((raw, sf, ok))
+            dsts.append(dst)
+            oks.append(ok)
+        words = load_y_global_items(loads)
+        for j in cutlass.range_constexpr(batch):
+            if cutlass.const_expr(staged):
+                # the item into this lane's shared slot, then the warp's whole-run stores (the slot
+                # was last read by this warp's previous copy: the warp's own order)
+                lane = tid % 32
+                if oks[j] != 0:
+                    store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
+                                        self.config.operand_exp_shift)
+                copy_y_staged_items(warp_slots, dsts[j], oks[j], lane)
+            else:
+                if oks[j] != 0:
+                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+
+    @cute.jit
+    def flags_count_through(self, ws: cutlass.Int64, gen: cutlass.Int32):
+        """``prepass_sync="flags"``, one thread after its CTA's last claim (and its generation
+        read): count the CTA through phase 1; the last CTA through resets the claim and passed
+        words and advances the generation."""
+        num_ctas_x, _, _ = cute.arch.grid_dim()
+        passed = atom_add_acq_rel_gpu(ws + PASSED_WORD, cutlass.Int32(1))
+        if passed == cutlass.Int32(num_ctas_x) - 1:
+            store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
+            store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+            store_relaxed_gpu(ws + GEN_WORD, gen + 1)
+
     @cute.jit
     def prepass_decode_flags(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
                              ws: cutlass.Int64, slots: cutlass.Int32):
         """Phase 1 of ``prepass_sync="flags"``, every thread of every CTA: ``prepass_decode_scaled``
         with the items K-chunk-major (level = ``tile_k`` K, then workspace row, then the level's
-        sub-block; kernel.hopper.workspace) and, after each chunk's CTA barrier, the chunk's
-        flag cells published (``prepass_flag_publish``). Thread 0 reads the generation before its
-        first claim (broadcast with it through shared slot 2) and counts its CTA through the
-        passed word after its last claim; the last CTA through resets the claim and passed words
-        and advances the generation. Returns the generation."""
-        threads = self.threads
-        batch = cfgmod.PREPASS_BATCH
-        sbk = self.n_sub
-        G = self.num_groups
-        roffs = []
-        bstarts = []
-        ms = []
-        n_oks = []
-        rows = cutlass.Int32(0)
-        nblocks = cutlass.Int32(0)
-        kmax = cutlass.Int32(0)
-        for s in cutlass.range_constexpr(G):
-            roffs.append(rows)
-            bstarts.append(nblocks)
-            m = m_sizes[s, 0]
-            ms.append(m)
-            n_ok = cutlass.Int32(1)
-            if m_sizes[s, 1] == 0:
-                n_ok = cutlass.Int32(0)
-            n_oks.append(n_ok)
-            rows = rows + m
-            nblocks = nblocks + (m + (self.mma_n - 1)) // self.mma_n
-            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        sub-block; kernel.hopper.workspace; ``flags_chunk_decode``) and, after each chunk's CTA
+        barrier, the chunk's flag cells published (``prepass_flag_publish``). Thread 0 reads the
+        generation before its first claim (broadcast with it through shared slot 2) and counts its
+        CTA through the passed word after its last claim (``flags_count_through``). Returns the
+        generation."""
+        roffs, bstarts, ms, n_oks, rows, nblocks, kmax = self.flags_layout(m_sizes)
         levels = kmax // self.config.tile_k
-        per_level = rows * sbk
+        per_level = rows * self.n_sub
         items = per_level * levels
         chunk, chunks = self.prepass_chunking(items)
         pitch = cutlass.Int64(kmax * 2)
@@ -1631,39 +1694,8 @@ class HopperNvfp4GroupedGemm:
                 nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
             first = c * chunk
             end = cutlass.min(first + chunk, items)
-            loads = []
-            dsts = []
-            oks = []
-            for j in cutlass.range_constexpr(batch):
-                item = first + tidx + j * threads
-                lvl = item // per_level
-                rem = item - lvl * per_level
-                row = rem // sbk
-                sb = lvl * sbk + (rem - row * sbk)
-                sel_slot = cutlass.Int32(0)
-                sel_roff = cutlass.Int32(0)
-                sel_ok = cutlass.Int32(0)
-                for s in cutlass.range_constexpr(G):
-                    if row >= roffs[s]:
-                        sel_slot = cutlass.Int32(s)
-                        sel_roff = roffs[s]
-                        sel_ok = n_oks[s]
-                ksub = m_sizes[sel_slot, 2] // SUB_K
-                ok = cutlass.Int32(0)
-                if sb < ksub:
-                    ok = sel_ok
-                if item >= end:
-                    ok = cutlass.Int32(0)
-                # (slot-local row, sub-block) as the item of a group whose items start at 0
-                raw, sf, dst = self.prepass_run_addresses((row - sel_roff) * ksub + sb, sel_slot, cutlass.Int32(0),
-                                                            sel_roff, m_sizes, m_ptrs, data, pitch)
-                loads.append((raw, sf, ok))
-                dsts.append(dst)
-                oks.append(ok != 0)
-            words = load_y_global_items(loads)
-            for j in cutlass.range_constexpr(batch):
-                if oks[j]:
-                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+            self.flags_chunk_decode(tidx, self.threads, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data,
+                                    pitch, cutlass.Int32(0), False)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
             if tidx == 0:
@@ -1673,13 +1705,7 @@ class HopperNvfp4GroupedGemm:
             it = it + 1
             c = ld_shared_u32(slots + (it % 2) * 4)
         if tidx == 0:
-            # after this CTA's last claim (and its generation read): count it through phase 1
-            num_ctas_x, _, _ = cute.arch.grid_dim()
-            passed = atom_add_acq_rel_gpu(ws + PASSED_WORD, cutlass.Int32(1))
-            if passed == cutlass.Int32(num_ctas_x) - 1:
-                store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
-                store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
-                store_relaxed_gpu(ws + GEN_WORD, gen + 1)
+            self.flags_count_through(ws, gen)  # after this CTA's last claim (and its generation read)
         return gen
 
     @cute.jit
@@ -1693,50 +1719,26 @@ class HopperNvfp4GroupedGemm:
         slots at ``scratch`` (a region of its own), then whole-run stores. Thread 0 reads the
         generation before its first claim; after the CTA's last claim the decoder warps wait at
         the hand-off barrier for the producer warp's arrive (it read the generation before), then
-        thread 0 counts the CTA through: the last CTA through resets the claim and passed words
-        and advances the generation (as ``prepass_decode_flags``). Progress: no decoder warp waits
+        thread 0 counts the CTA through (``flags_count_through``). Progress: no decoder warp waits
         on anything but the decoder warps of its own CTA and (once) its producer warp's arrive,
         which comes before the producer's first wait; every chunk is claimed by a running CTA and
         published without waiting on another CTA (kernel.hopper.workspace)."""
         threads = self.decoder_threads
-        batch = cfgmod.PREPASS_BATCH
-        sbk = self.n_sub
-        G = self.num_groups
         bar = pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_BARRIER_ID, num_threads=threads)
-        roffs = []
-        bstarts = []
-        ms = []
-        n_oks = []
-        rows = cutlass.Int32(0)
-        nblocks = cutlass.Int32(0)
-        kmax = cutlass.Int32(0)
         gen_slot = slots + 8
         if dtid == 0:
             st_shared_u32(gen_slot, ld_relaxed_gpu_u32(ws + GEN_WORD))
             st_shared_u32(slots, atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1)))
-        for s in cutlass.range_constexpr(G):
-            roffs.append(rows)
-            bstarts.append(nblocks)
-            m = m_sizes[s, 0]
-            ms.append(m)
-            n_ok = cutlass.Int32(1)
-            if m_sizes[s, 1] == 0:
-                n_ok = cutlass.Int32(0)
-            n_oks.append(n_ok)
-            rows = rows + m
-            nblocks = nblocks + (m + (self.mma_n - 1)) // self.mma_n
-            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        roffs, bstarts, ms, n_oks, rows, nblocks, kmax = self.flags_layout(m_sizes)
         levels = kmax // self.config.tile_k
-        per_level = rows * sbk
+        per_level = rows * self.n_sub
         items = per_level * levels
         chunk, chunks = self.prepass_chunking(items, threads)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
         flags = data + cutlass.Int64(rows) * pitch
         staged = self.config.prepass_store == "staged"
-        if cutlass.const_expr(staged):
-            lane = dtid % 32
-            warp_slots = scratch + (dtid // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
+        warp_slots = scratch + (dtid // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         bar.arrive_and_wait()  # the generation and the first claim (slot 0)
         gen = ld_shared_u32(gen_slot)
         it = cutlass.Int32(0)
@@ -1748,46 +1750,8 @@ class HopperNvfp4GroupedGemm:
                 nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
             first = c * chunk
             end = cutlass.min(first + chunk, items)
-            loads = []
-            dsts = []
-            oks = []
-            for j in cutlass.range_constexpr(batch):
-                item = first + dtid + j * threads
-                lvl = item // per_level
-                rem = item - lvl * per_level
-                row = rem // sbk
-                sb = lvl * sbk + (rem - row * sbk)
-                sel_slot = cutlass.Int32(0)
-                sel_roff = cutlass.Int32(0)
-                sel_ok = cutlass.Int32(0)
-                for s in cutlass.range_constexpr(G):
-                    if row >= roffs[s]:
-                        sel_slot = cutlass.Int32(s)
-                        sel_roff = roffs[s]
-                        sel_ok = n_oks[s]
-                ksub = m_sizes[sel_slot, 2] // SUB_K
-                ok = cutlass.Int32(0)
-                if sb < ksub:
-                    ok = sel_ok
-                if item >= end:
-                    ok = cutlass.Int32(0)
-                raw, sf, dst = self.prepass_run_addresses((row - sel_roff) * ksub + sb, sel_slot, cutlass.Int32(0),
-                                                            sel_roff, m_sizes, m_ptrs, data, pitch)
-                loads.append((raw, sf, ok))
-                dsts.append(dst)
-                oks.append(ok)
-            words = load_y_global_items(loads)
-            for j in cutlass.range_constexpr(batch):
-                if cutlass.const_expr(staged):
-                    # the item into this lane's shared slot, then the warp's whole-run stores (the
-                    # slot was last read by this warp's previous copy: the warp's own order)
-                    if oks[j] != 0:
-                        store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
-                                            self.config.operand_exp_shift)
-                    copy_y_staged_items(warp_slots, dsts[j], oks[j], lane)
-                else:
-                    if oks[j] != 0:
-                        store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+            self.flags_chunk_decode(dtid, threads, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data, pitch,
+                                    warp_slots, staged)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
             if dtid == 0:
@@ -1800,12 +1764,7 @@ class HopperNvfp4GroupedGemm:
         # the producer warp read the generation before its arrive: only then may the CTA count through
         pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_HANDOFF_BARRIER_ID, num_threads=32 + threads).arrive_and_wait()
         if dtid == 0:
-            num_ctas_x, _, _ = cute.arch.grid_dim()
-            passed = atom_add_acq_rel_gpu(ws + PASSED_WORD, cutlass.Int32(1))
-            if passed == cutlass.Int32(num_ctas_x) - 1:
-                store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
-                store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
-                store_relaxed_gpu(ws + GEN_WORD, gen + 1)
+            self.flags_count_through(ws, gen)
 
     @cute.jit
     def prepass_flag_order(self, item: cutlass.Int32, per_level: cutlass.Int32, nblocks: cutlass.Int32,
