@@ -336,6 +336,19 @@ class HopperNvfp4GroupedGemm:
         self.kernel(tiled_mma, x_layout, y_layout, *pointers).launch(**launch)
 
     # ---------------------------------------------------------------------- device side
+    def y_ring(self, storage, release_warps: int, cta_layout_vmnk: tuple):
+        """y_source="prepass": the TMA-filled Y ring (its full barrier: one elected arrive and the
+        box's bytes; its empty barrier: one arrive per releasing warp). Traced inline; every
+        thread of the CTA (of the cluster, with cluster_x) creates it before the roles part."""
+        return pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.fp16_bars.data_ptr(),
+            num_stages=self.fp16_buffers,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),
+            tx_count=self.y_tx_bytes,
+            cta_layout_vmnk=cute.make_layout(cta_layout_vmnk),
+        )
+
     @cute.jit
     def locate(self, m_prefix: cute.Tensor, m_sizes: cute.Tensor, tile: cutlass.Int32):
         """tile -> (slot, m_block, n_block); the loop of kernel.plan.device_group_search.
@@ -644,14 +657,7 @@ class HopperNvfp4GroupedGemm:
             # ---------- session 10: phase 1 in the background on the decoder warps, phase 2 at once
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
-            y_pipe = pipeline.PipelineTmaAsync.create(
-                barrier_storage=storage.fp16_bars.data_ptr(),
-                num_stages=self.fp16_buffers,
-                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
-                tx_count=self.y_tx_bytes,
-                cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
-            )
+            y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))
             if warp_idx >= self.decoder_warp0:
                 scratch = cutlass.Int32(0)
                 if cutlass.const_expr(self.decoder_staging):
@@ -688,14 +694,7 @@ class HopperNvfp4GroupedGemm:
             # ---------- issue 14: phase 1 K-chunk-major with readiness flags, then phase 2
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
-            y_pipe = pipeline.PipelineTmaAsync.create(
-                barrier_storage=storage.fp16_bars.data_ptr(),
-                num_stages=self.fp16_buffers,
-                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
-                tx_count=self.y_tx_bytes,
-                cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
-            )
+            y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))
             gen = self.prepass_decode_flags(tidx, m_sizes, m_ptrs, ws, claim_slots)
             # no completion barrier: the producer waits per Y box on its flag, the consumers on
             # the Y ring's full mbarriers as before
@@ -710,14 +709,7 @@ class HopperNvfp4GroupedGemm:
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
             # (cluster_x = 2: the ring shared by the cluster, see ``y_release_warps``)
-            y_pipe = pipeline.PipelineTmaAsync.create(
-                barrier_storage=storage.fp16_bars.data_ptr(),
-                num_stages=self.fp16_buffers,
-                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps),
-                tx_count=self.y_tx_bytes,
-                cta_layout_vmnk=cute.make_layout(self.y_cluster_vmnk),
-            )
+            y_pipe = self.y_ring(storage, self.y_release_warps, self.y_cluster_vmnk)
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
             lean = cfg.prepass_lean_exit
             count_after = cfg.exit_count_after
@@ -786,14 +778,7 @@ class HopperNvfp4GroupedGemm:
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
             self.prepass_decode(tidx, m_sizes, m_ptrs, ws, claim_slots)
-            y_pipe = pipeline.PipelineTmaAsync.create(
-                barrier_storage=storage.fp16_bars.data_ptr(),
-                num_stages=self.fp16_buffers,
-                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
-                tx_count=self.y_tx_bytes,
-                cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
-            )
+            y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))
 
         if cutlass.const_expr(self.prepass and cfg.prepass_chunk):
             pass  # phase 2 above
