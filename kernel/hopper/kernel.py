@@ -150,6 +150,20 @@ HB_MAP_WS = 18  # producer warps: per issuing lane 0 / 1, the prepass workspace'
 
 
 @cute.jit
+def if_thread0_count_through(tid: cutlass.Int32, ws: cutlass.Int64, gen: cutlass.Int32):
+    """``prepass_sync="flags"``, thread 0 of phase 1's threads after its CTA's last claim (and its
+    generation read): count the CTA through; the last CTA through resets the claim and passed
+    words and advances the generation (kernel.hopper.workspace)."""
+    if tid == 0:
+        num_ctas_x, _, _ = cute.arch.grid_dim()
+        passed = atom_add_acq_rel_gpu(ws + PASSED_WORD, cutlass.Int32(1))
+        if passed == cutlass.Int32(num_ctas_x) - 1:
+            store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
+            store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+            store_relaxed_gpu(ws + GEN_WORD, gen + 1)
+
+
+@cute.jit
 def if_lane0_store_share(slots: cutlass.Int32, share):
     """Lane 0 stores the four int32 of a balanced share (y_tail64) at shared address ``slots``."""
     if cute.arch.lane_idx() == 0:
@@ -1636,82 +1650,51 @@ class HopperNvfp4GroupedGemm:
                 if oks[j] != 0:
                     store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
 
-    @cute.jit
-    def flags_count_through(self, ws: cutlass.Int64, gen: cutlass.Int32):
-        """``prepass_sync="flags"``, one thread after its CTA's last claim (and its generation
-        read): count the CTA through phase 1; the last CTA through resets the claim and passed
-        words and advances the generation."""
-        num_ctas_x, _, _ = cute.arch.grid_dim()
-        passed = atom_add_acq_rel_gpu(ws + PASSED_WORD, cutlass.Int32(1))
-        if passed == cutlass.Int32(num_ctas_x) - 1:
-            store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
-            store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
-            store_relaxed_gpu(ws + GEN_WORD, gen + 1)
-
-    @cute.jit
     def prepass_decode_flags(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
                              ws: cutlass.Int64, slots: cutlass.Int32):
-        """Phase 1 of ``prepass_sync="flags"``, every thread of every CTA: ``prepass_decode_scaled``
-        with the items K-chunk-major (level = ``tile_k`` K, then workspace row, then the level's
-        sub-block; kernel.hopper.workspace; ``flags_chunk_decode``) and, after each chunk's CTA
-        barrier, the chunk's flag cells published (``prepass_flag_publish``). Thread 0 reads the
-        generation before its first claim (broadcast with it through shared slot 2) and counts its
-        CTA through the passed word after its last claim (``flags_count_through``). Returns the
-        generation."""
-        roffs, bstarts, ms, n_oks, rows, nblocks, kmax = self.flags_layout(m_sizes)
-        levels = kmax // self.config.tile_k
-        per_level = rows * self.n_sub
-        items = per_level * levels
-        chunk, chunks = self.prepass_chunking(items)
-        pitch = cutlass.Int64(kmax * 2)
-        data = ws + DATA_OFFSET
-        flags = data + cutlass.Int64(rows) * pitch
-        gen_slot = slots + 8
-        if tidx == 0:
-            st_shared_u32(gen_slot, ld_relaxed_gpu_u32(ws + GEN_WORD))
-        it = cutlass.Int32(0)
-        c = self.prepass_claim(tidx, ws, slots, it)  # its CTA barrier also publishes gen_slot
-        gen = ld_shared_u32(gen_slot)
-        while c < chunks:
-            nxt = cutlass.Int32(0)
-            if tidx == 0:
-                # the next claim, in flight while this chunk is loaded and decoded
-                nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
-            first = c * chunk
-            end = cutlass.min(first + chunk, items)
-            self.flags_chunk_decode(tidx, self.threads, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data,
-                                    pitch, cutlass.Int32(0), False)
-            # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
-            fence_proxy_async_global()
-            if tidx == 0:
-                st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
-            cute.arch.barrier()
-            self.prepass_flag_publish(tidx, first, end, per_level, nblocks, levels, roffs, bstarts, ms, flags, gen)
-            it = it + 1
-            c = ld_shared_u32(slots + (it % 2) * 4)
-        if tidx == 0:
-            self.flags_count_through(ws, gen)  # after this CTA's last claim (and its generation read)
+        """Phase 1 of ``prepass_sync="flags"``, every thread of every CTA (``flags_phase1`` with the
+        CTA barrier); then thread 0 counts its CTA through (``flags_count_through``). Returns the
+        generation. Traced inline."""
+        gen = self.flags_phase1(tidx, self.threads, m_sizes, m_ptrs, ws, slots, cutlass.Int32(0), False, False)
+        if_thread0_count_through(tidx, ws, gen)  # after this CTA's last claim (and its generation read)
         return gen
 
-    @cute.jit
     def prepass_decode_background(self, dtid: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
                                   ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32):
         """Phase 1 in the background (``prepass_decoders`` > 0), the decoder warps of every CTA
-        (``dtid``: the thread's index among them): ``prepass_decode_flags``'s items, chunks and
-        flag cells, with the decoder warps' own named barrier (DECODER_BARRIER_ID) in place of the
-        CTA barrier, while the consumers and the producer run phase 2 (the producer waits per K
-        chunk on its Y block's flag). ``prepass_store="staged"``: each item through the warp's 32
-        slots at ``scratch`` (a region of its own), then whole-run stores. Thread 0 reads the
-        generation before its first claim; after the CTA's last claim the decoder warps wait at
-        the hand-off barrier for the producer warp's arrive (it read the generation before), then
-        thread 0 counts the CTA through (``flags_count_through``). Progress: no decoder warp waits
-        on anything but the decoder warps of its own CTA and (once) its producer warp's arrive,
-        which comes before the producer's first wait; every chunk is claimed by a running CTA and
-        published without waiting on another CTA (kernel.hopper.workspace)."""
+        (``dtid``: the thread's index among them): ``flags_phase1`` with the decoder warps' own
+        named barrier (DECODER_BARRIER_ID) in place of the CTA barrier, while the consumers and
+        the producer run phase 2 (the producer waits per K chunk on its Y block's flag);
+        ``prepass_store="staged"``: each item through the warp's 32 slots at ``scratch`` (a region
+        of its own). After the CTA's last claim the decoder warps wait at the hand-off barrier for
+        the producer warp's arrive (it read the generation before), then thread 0 counts the CTA
+        through. Progress: no decoder warp waits on anything but the decoder warps of its own CTA
+        and (once) its producer warp's arrive, which comes before the producer's first wait; every
+        chunk is claimed by a running CTA and published without waiting on another CTA
+        (kernel.hopper.workspace). Traced inline."""
         threads = self.decoder_threads
-        bar = pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_BARRIER_ID, num_threads=threads)
+        warp_slots = scratch + (dtid // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
+        gen = self.flags_phase1(dtid, threads, m_sizes, m_ptrs, ws, slots, warp_slots,
+                                self.config.prepass_store == "staged", True)
+        # the producer warp read the generation before its arrive: only then may the CTA count through
+        pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_HANDOFF_BARRIER_ID, num_threads=32 + threads).arrive_and_wait()
+        if_thread0_count_through(dtid, ws, gen)
+
+    @cute.jit
+    def flags_phase1(self, tid: cutlass.Int32, threads: cutlass.Constexpr[int], m_sizes: cute.Tensor,
+                     m_ptrs: cute.Tensor, ws: cutlass.Int64, slots: cutlass.Int32, warp_slots: cutlass.Int32,
+                     staged: cutlass.Constexpr[bool], named: cutlass.Constexpr[bool]):
+        """``prepass_sync="flags"``'s phase 1 on ``threads`` threads of every CTA (``tid``: the
+        thread's index among them; ``named``: they sync on DECODER_BARRIER_ID, else on the CTA
+        barrier): ``prepass_decode_scaled`` with the items K-chunk-major (level = ``tile_k`` K,
+        then workspace row, then the level's sub-block; kernel.hopper.workspace;
+        ``flags_chunk_decode``) and, after each chunk's barrier, the chunk's flag cells published
+        (``prepass_flag_publish``). Thread 0 reads the generation and makes the first claim before
+        the first barrier (both broadcast through shared slots: the generation in slot 2, claims
+        alternating in slots 0 and 1) and the next claim while a chunk is decoded. Returns the
+        generation."""
         gen_slot = slots + 8
-        if dtid == 0:
+        if tid == 0:
             st_shared_u32(gen_slot, ld_relaxed_gpu_u32(ws + GEN_WORD))
             st_shared_u32(slots, atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1)))
         roffs, bstarts, ms, n_oks, rows, nblocks, kmax = self.flags_layout(m_sizes)
@@ -1722,34 +1705,36 @@ class HopperNvfp4GroupedGemm:
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
         flags = data + cutlass.Int64(rows) * pitch
-        staged = self.config.prepass_store == "staged"
-        warp_slots = scratch + (dtid // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
-        bar.arrive_and_wait()  # the generation and the first claim (slot 0)
+        self.phase1_sync(threads, named)  # the generation and the first claim (slot 0)
         gen = ld_shared_u32(gen_slot)
         it = cutlass.Int32(0)
         c = ld_shared_u32(slots)
         while c < chunks:
             nxt = cutlass.Int32(0)
-            if dtid == 0:
+            if tid == 0:
                 # the next claim, in flight while this chunk is loaded and decoded
                 nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
             first = c * chunk
             end = cutlass.min(first + chunk, items)
-            self.flags_chunk_decode(dtid, threads, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data, pitch,
+            self.flags_chunk_decode(tid, threads, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data, pitch,
                                     warp_slots, staged)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
-            if dtid == 0:
+            if tid == 0:
                 st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
-            bar.arrive_and_wait()
-            self.prepass_flag_publish(dtid, first, end, per_level, nblocks, levels, roffs, bstarts, ms, flags, gen,
+            self.phase1_sync(threads, named)
+            self.prepass_flag_publish(tid, first, end, per_level, nblocks, levels, roffs, bstarts, ms, flags, gen,
                                       threads)
             it = it + 1
             c = ld_shared_u32(slots + (it % 2) * 4)
-        # the producer warp read the generation before its arrive: only then may the CTA count through
-        pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_HANDOFF_BARRIER_ID, num_threads=32 + threads).arrive_and_wait()
-        if dtid == 0:
-            self.flags_count_through(ws, gen)
+        return gen
+
+    def phase1_sync(self, threads: int, named: bool):
+        """The flags phase 1's barrier: the decoder warps' named barrier, or the CTA barrier."""
+        if named:
+            pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_BARRIER_ID, num_threads=threads).arrive_and_wait()
+        else:
+            cute.arch.barrier()
 
     @cute.jit
     def prepass_flag_order(self, item: cutlass.Int32, per_level: cutlass.Int32, nblocks: cutlass.Int32,
