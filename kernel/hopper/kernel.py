@@ -28,7 +28,11 @@ loop then has a 4-stage ring of raw X (+ scales) and a ring of fp16 Y boxes load
 the consumers decode only X (``produce_prepass`` / ``consume_x_regs_y_ring``). With
 ``prepass_sync="flags"`` (experimental) there is no completion barrier: phase 1 runs
 K-chunk-major and publishes a flag per (Y block, K chunk), and the producer acquire-waits on the
-flag of each K chunk before its Y boxes (``prepass_decode_flags`` / ``produce_prepass_q``).
+flag of each K chunk before its Y boxes (``prepass_decode_flags`` / ``produce_prepass_q``); with
+``prepass_decoders`` (experimental) that phase 1 runs on warps of its own after the producer warp
+while the other roles start phase 2 at once (``prepass_decode_background``). ``y_tail16``
+(experimental) runs every tile with wgmma N = its Y rows rounded up to 16, tiles from the snake
+schedule (``locate`` / ``tile_range``; kernel.plan).
 
 ``cluster_x=2`` (issue 14, experimental; prepass with ``prepass_chunk`` only): a grid of 2-CTA
 clusters. A cluster runs *cluster tiles* (kernel.plan ``cluster_n``): N blocks 2j and 2j+1 of one
