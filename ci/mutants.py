@@ -562,14 +562,14 @@ _SYNC_EDITS = (
      f"{_I20}if cutlass.const_expr(sb > 0):\n{_I20}    self.warp_release(y_pipe, retire_state)", ("prod",)),
     ("y_ring_empty_count_short", "wrong arrive count: the Y ring's empty barrier completes one warp "
      "early (the producer refills a Y buffer a warp's wgmma still reads)", _K,
-     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps),\n",
-     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps - 1),\n", ("prod",)),
+     "y_pipe = self.y_ring(storage, self.y_release_warps, self.y_cluster_vmnk)\n",
+     "y_pipe = self.y_ring(storage, self.y_release_warps - 1, self.y_cluster_vmnk)\n", ("prod",)),
     ("y_ring_tx_count_short", "wrong transaction count: the Y ring's full barrier expects 1024 bytes "
      "fewer than a Y box brings (wgmma may read the box's last rows before they land)", _K,
-     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps),\n"
-     "                tx_count=self.y_tx_bytes,\n",
-     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.y_release_warps),\n"
-     "                tx_count=self.y_tx_bytes - 1024,\n", ("prod",)),
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
+     "            tx_count=self.y_tx_bytes,\n",
+     "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
+     "            tx_count=self.y_tx_bytes - 1024,\n", ("prod",)),
     ("tile_wait_lax", "accumulators read in flight: the tile's last wait is wait_group(1), so the "
      "epilogue may read accumulators the last wgmma group still writes", _K,
      f"{_I12}self.wait_group(0)\n{_I12}self.warp_release(y_pipe, retire_state)\n",
