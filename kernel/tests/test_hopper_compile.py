@@ -55,7 +55,7 @@ def test_sass_has_hgmma_and_no_local_memory(config, tmp_path):
         # a declared allowance (config.SPILL_ALLOWANCE): at most that many bytes stored, and no
         # local-memory access between the first and the last wgmma (none in the K loop)
         stores = [lines[n] for n in local if "STL" in lines[n]]
-        assert sum(4 * (1 + (".64" in x) + 2 * (".128" in x)) for x in stores) <= allowed, stores
+        assert sum(16 if ".128" in x else 8 if ".64" in x else 4 for x in stores) <= allowed, stores
         mmas = [n for n, line in enumerate(lines) if "HGMMA" in line]
         assert not [n for n in local if mmas[0] < n < mmas[-1]], "a spill inside the wgmma span"
     # the PTX kept beside the cubin: CTA-wide barriers reached by the whole CTA at one
