@@ -738,9 +738,8 @@ def config_problems(config: HopperConfig) -> list[str]:
                                                                         and not config.prepass_decoders):
             p.append("prepass_store='staged' is built for y_source='prepass' with prepass_chunk > 0 and "
                      "prepass_sync='barrier' (or the background phase 1, prepass_decoders > 0)")
-        elif config.prepass_decoders:
-            pass  # the decoder warps' own staging region (decoder_staging_bytes)
-        elif (config.threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
+        elif not config.prepass_decoders and (  # (the decoder warps stage in a region of their own)
+                (config.threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config)):
             p.append(f"prepass_store='staged' stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
                      f"{config.threads // 32} warps need more than its {config.fp16_buffers} buffers")
     if not isinstance(config.prepass_lean_exit, bool):

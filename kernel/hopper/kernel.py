@@ -1566,9 +1566,10 @@ class HopperNvfp4GroupedGemm:
     # Synchronization (kernel.hopper.workspace states the layout and the host's side):
     # * writer: each phase-1 thread stores its items (generic proxy), then
     #   fence.proxy.async.global (its generic writes ordered before later async-proxy reads,
-    #   what the grid barrier's writers do too), then the chunk's CTA barrier; per flag cell the
-    #   chunk touched one thread does fence.acq_rel.gpu + atom.add.acq_rel.gpu (cumulative over
-    #   the CTA's writes ordered before it by bar.sync, as the barrier's red.release), and the
+    #   what the grid barrier's writers do too), then the chunk's barrier (the CTA's, or the
+    #   decoder warps' named one); per flag cell the chunk touched one thread does
+    #   fence.acq_rel.gpu + atom.add.acq_rel.gpu (cumulative over the writes ordered before it
+    #   by that bar.sync, as the grid barrier's red.release), and the
     #   add that completes the cell's count stores the flag with st.release.gpu (its acquire
     #   made every other CTA's published writes of the cell happen before that release);
     # * reader: the producer warp's lanes ld.acquire.gpu the flags, bar.warp.sync (memory
@@ -1657,7 +1658,7 @@ class HopperNvfp4GroupedGemm:
     def prepass_decode_flags(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
                              ws: cutlass.Int64, slots: cutlass.Int32):
         """Phase 1 of ``prepass_sync="flags"``, every thread of every CTA (``flags_phase1`` with the
-        CTA barrier); then thread 0 counts its CTA through (``flags_count_through``). Returns the
+        CTA barrier); then thread 0 counts its CTA through (``if_thread0_count_through``). Returns the
         generation. Traced inline."""
         gen = self.flags_phase1(tidx, self.threads, m_sizes, m_ptrs, ws, slots, cutlass.Int32(0), False, False)
         if_thread0_count_through(tidx, ws, gen)  # after this CTA's last claim (and its generation read)
@@ -1756,7 +1757,7 @@ class HopperNvfp4GroupedGemm:
     def prepass_flag_publish(self, tidx: cutlass.Int32, first: cutlass.Int32, end: cutlass.Int32,
                              per_level: cutlass.Int32, nblocks: cutlass.Int32, levels: cutlass.Int32, roffs: list,
                              bstarts: list, ms: list, flags: cutlass.Int64, gen: cutlass.Int32,
-                             threads: cutlass.Constexpr[int] = 0):
+                             threads: cutlass.Constexpr[int]):
         """After a chunk's CTA barrier: the flag cells its items ``first .. end - 1`` touched are
         consecutive in item order; thread t takes cells t, t + threads, ... of them and adds the
         chunk's items of the cell to its counter; the add that completes the cell's count (its
@@ -1785,7 +1786,7 @@ class HopperNvfp4GroupedGemm:
             if old + cnt == hi - lo:
                 store_relaxed_gpu(cell, cutlass.Int32(0))  # no other add to it in this launch
                 store_release_gpu(cell + 4, gen + 1)
-            g = g + (threads or self.threads)
+            g = g + threads
 
     @cute.jit
     def produce_y_box(self, lane, y_pipe, ystate, sy_base, tm_ws, sub_block, y_row):
@@ -1926,8 +1927,7 @@ class HopperNvfp4GroupedGemm:
                     self.fill_wgmma(filler, acc, tCrY, ystate.index, sb)
                     if cutlass.const_expr(self.tail16):
                         # one branch per N = 16 j, each committing its own group (as y_tail64's two);
-                        # the tile's N in steps (1 .. 8) from m and m0 here, per sub-block (held
-                        # across the K loop it cost a spill at the 168-register cap)
+                        # the tile's N in steps of 16 (1 .. 8) from m and m0, per sub-block
                         # (y_tail16_step = 16 s: N rounded up to 16 s, a branch for each multiple of s)
                         per = cfg.y_tail16_step // TAIL16_STEP
                         steps16 = (cutlass.min(m - m0, cutlass.Int32(self.mma_n)) + (cfg.y_tail16_step - 1)) \
