@@ -5,10 +5,18 @@ variants at 1.68-1.82 GHz (ncu, unlocked clocks) against 1.98 GHz idle, and abla
 work also draw less power. This script replays one variant on one standard shape for ``--seconds``
 (CUDA-graph replay, inputs rotated past L2, as the benchmarks) while ``nvidia-smi`` samples the
 SM clock, the power draw against its limit, the temperature and the active clock-event reasons
-(power cap, thermal, ...) every 100 ms, and prints one row per (variant, shape): kernel time,
+(power cap, thermal, ...) every 100 ms, and prints one row per (variant, shape): kernel time
+over ``BURST_REPLAYS`` replays after an idle second (what a short benchmark round sees) and over the
+sustained replay,
 median clock, median power, and how often each reason was active.
 
     python -m profiling.clock_probe --variant LABEL [--variant LABEL2] --shapes bench1,bench4 --seconds 6
+    python -m profiling.clock_probe --variant LABEL --shapes bench1 --data random,zero_a,zero_b
+
+``--data`` rewrites the inputs' FP4 codes before timing (results are not checked: this measures
+how much the operands' content moves power and clock, i.e. whether a change that zeroes work, such
+as padding rows, can pay on a power-capped shape): ``random`` leaves the benchmark inputs as they
+are, ``zero_a`` / ``zero_b`` set every code of each group's A / B to 0.
 
 Needs a CUDA GPU and ``nvidia-smi`` on PATH; the figures go into PERF_LOG with the run's command.
 """
@@ -35,6 +43,8 @@ REASONS = {
     0x80: "hw_power_brake",
     0x100: "display_clocks",
 }
+BURST_REPLAYS = 10  # replays timed right after an idle second ("burst" column)
+DATA_KINDS = ("random", "zero_a", "zero_b")
 QUERY = "clocks.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active"
 
 
@@ -81,11 +91,28 @@ def summarize(samples: Sequence[dict]) -> dict:
     }
 
 
+def with_codes(datas: list, kind: str) -> list:
+    """``datas`` with their FP4 codes rewritten as ``kind`` says (fresh copies; ``random``: as given)."""
+    if kind == "random":
+        return datas
+    from oracle.datautil import clone_data
+
+    which = {"zero_a": 0, "zero_b": 1}[kind]
+    out = []
+    for d in datas:
+        d = clone_data(d)
+        for group in d[0]:
+            group[which].view(dtype=__import__("torch").uint8).zero_()
+        out.append(d)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profiling.clock_probe", description=__doc__.split("\n\n")[0])
     p.add_argument("--variant", action="append", required=True, help="a declared Hopper label (repeatable)")
     p.add_argument("--shapes", default="bench1,bench4")
     p.add_argument("--seconds", type=float, default=6.0, help="sustained replay per (variant, shape)")
+    p.add_argument("--data", default="random", help=f"comma-separated, of {', '.join(DATA_KINDS)}")
     args = p.parse_args(argv)
 
     from kernel import hopper
@@ -94,19 +121,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     from profiling.benchmarks import _support as S
 
     configs = {c.label: c for c in DECLARED_VARIANTS}
-    print("| variant | shape | us per launch | SM MHz (median) | power W (median / limit) | max temp C | clock-event reasons (share of samples) |")
-    print("|---|---|---|---|---|---|---|")
+    kinds = args.data.split(",")
+    for kind in kinds:
+        if kind not in DATA_KINDS:
+            p.error(f"--data {kind!r}: use {', '.join(DATA_KINDS)}")
+    print("| variant | shape | data | us per launch (burst) | us per launch (sustained) | SM MHz (median) | power W (median / limit) | max temp C | clock-event reasons (share of samples) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for shape_name in args.shapes.split(","):
         shape = floors.get_shape(shape_name)
         copies = timing.copies_for(floors.shape_bytes(shape, padded_scales=True), l2_bytes=S.l2_bytes())
-        datas = S.device_copies(shape, copies)
         per_replay = timing.launches_for(floors.floor_us(shape), copies)
-        for label in args.variant:
+        for kind, label in ((k, v) for k in kinds for v in args.variant):
+            datas = with_codes(S.device_copies(shape, copies), kind)
             prepared = [hopper.prepare(d, configs[label]) for d in datas]
             launches = [lambda q=q: hopper.launch(q) for q in prepared]
             r = timing.Replayer(launches, launches_per_replay=per_replay)
             r.prepare()
             r.warmup(20)
+            time.sleep(1.0)  # idle: the clock recovers, as between the benchmarks' rounds
+            burst = [r.replay() for _ in range(BURST_REPLAYS)]
+            r.samples_us.clear()
             with tempfile.TemporaryFile("w+") as log:
                 sampler = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
                                             "-lms", "100"], stdout=log, stderr=subprocess.DEVNULL, text=True)
@@ -121,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 stats = summarize(parse_samples(log.read().splitlines()))
             t = r.timing()
             reasons = ", ".join(f"{k} {v:.0%}" for k, v in stats.get("reasons", {}).items()) or "none"
-            print(f"| `{label}` | {shape_name} | {t.median_us:.1f} | {stats.get('clock_mhz', float('nan')):.0f} | "
+            print(f"| `{label}` | {shape_name} | {kind} | {statistics.median(burst):.1f} | {t.median_us:.1f} | {stats.get('clock_mhz', float('nan')):.0f} | "
                   f"{stats.get('power_w', float('nan')):.0f} / {stats.get('limit_w', float('nan')):.0f} | "
                   f"{stats.get('temp_c', float('nan')):.0f} | {reasons} |", flush=True)
     return 0

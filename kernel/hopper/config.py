@@ -264,7 +264,23 @@ class HopperConfig:
     # warps' item slots in a region of their own (the Y ring is in use). 0: phase 1 on every
     # thread before phase 2
     prepass_decoders: int = 0
+    # issue 14, session 11 (experimental; y_source="prepass" with prepass_chunk > 0 and the
+    # completion barrier; label letter "z" after the prepass letters): each group's workspace rows
+    # start at a multiple of the smallest Y tile (64 rows with y_tail64, else mma_n), and the rows
+    # between a group's M and that multiple are zero (the workspace is zeroed when it is made, one
+    # per row layout, and phase 1 never writes them). A tile's Y box then reads zeros past its
+    # group's M instead of the next group's rows: the same results (those accumulator columns are
+    # never stored), but the tensor cores multiply zeros there, which draws less power: bench1
+    # runs at the H200's 700 W cap, where the time is the energy
+    y_row_pad: bool = False
     arch: str = "sm_90a"
+
+    @property
+    def y_row_align(self) -> int:
+        """Rows each group's workspace rows are padded to (``y_row_pad``; 1: none)."""
+        if not self.y_row_pad:
+            return 1
+        return 64 if self.y_tail64 else self.mma_n
 
     # ---- phase 1's exit: the lean exit is all four changes ----------------------------------
     @property
@@ -405,6 +421,7 @@ class HopperConfig:
         sched += "m" if self.prepass_map_early else ""
         sched += "q" if self.prepass_claim_first else ""
         sched += f"g{self.prepass_decoders}" if self.prepass_decoders else ""
+        sched += "z" if self.y_row_pad else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
@@ -801,6 +818,12 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_tail16 is built without clusters and in place of y_tail64")
         if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
             p.append("y_tail16 cuts a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128")
+    if not isinstance(config.y_row_pad, bool):
+        p.append(f"y_row_pad must be a bool, got {config.y_row_pad!r}")
+    elif config.y_row_pad and (config.y_source != "prepass" or not config.prepass_chunk
+                               or config.prepass_sync != "barrier" or config.cluster_x != 1 or config.y_tail16):
+        p.append("y_row_pad pads the workspace rows of the barrier prepass (prepass_chunk > 0, prepass_sync="
+                 "'barrier', cluster_x 1, not y_tail16)")
     if config.y_tail16_step not in (16, 32, 64, 128) or isinstance(config.y_tail16_step, bool):
         p.append(f"y_tail16_step must be 16, 32, 64 or 128, got {config.y_tail16_step!r}")
     elif config.y_tail16_step != 16 and not config.y_tail16:
@@ -927,6 +950,9 @@ BACKGROUND_B7_CONFIG = replace(BACKGROUND_CONFIG, fp16_buffers=7)
 # rounded up to 16 and the snake schedule (kernel.plan) in place of the 128/64-row tiles and the
 # balanced split (the split's warp search goes with the balanced split)
 TAIL16_CONFIG = replace(PHASE1_STAGED_CONFIG, y_tail64=False, y_tail16=True, schedule="snake")
+# Session 11 (experimental): the production prepass build with each group's workspace rows padded
+# to 64 with zero rows, so the MMA work past a group's M multiplies zeros (less power)
+ZERO_PAD_CONFIG = replace(SPLIT_WARP_CONFIG, y_row_pad=True)
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
 # store or load sits between the kernel's first and last wgmma (none in the K loop).
@@ -1138,6 +1164,9 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     BACKGROUND_CONFIG,
     BACKGROUND_B7_CONFIG,
     TAIL16_CONFIG,
+    # issue 14, session 11: the production prepass build with zero rows past each group's M in
+    # the workspace (y_row_pad, label "..._prec1xswz_...")
+    ZERO_PAD_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

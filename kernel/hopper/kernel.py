@@ -1145,7 +1145,7 @@ class HopperNvfp4GroupedGemm:
                     sel_base = base
                     sel_roff = roff
             base = base + count
-            roff = roff + m
+            roff = roff + self.slot_rows(m)
         raw, sf, dst = self.prepass_run_addresses(item, sel_slot, sel_base, sel_roff, m_sizes, m_ptrs, data, pitch)
         dequant_y_global_rs(raw, sf, dst, self.config.operand_exp_shift)
 
@@ -1232,7 +1232,7 @@ class HopperNvfp4GroupedGemm:
                 count = cutlass.Int32(0)
             counts.append(count)
             items = items + count
-            roff = roff + m
+            roff = roff + self.slot_rows(m)
             kmax = cutlass.max(kmax, m_sizes[s, 2])
         chunk, chunks = self.prepass_chunking(items)
         pitch = cutlass.Int64(kmax * 2)
@@ -1369,8 +1369,17 @@ class HopperNvfp4GroupedGemm:
         """The slot's first workspace row: the prefix of M over the slots before it."""
         roff = cutlass.Int32(0)
         for s in range(slot):
-            roff = roff + m_sizes[s, 0]
+            roff = roff + self.slot_rows(m_sizes[s, 0])
         return roff
+
+    def slot_rows(self, m):
+        """Workspace rows a slot of M rows takes: M, or (``y_row_pad``) M rounded up to
+        ``HopperConfig.y_row_align`` (the rows past M are zero: kernel.hopper.workspace).
+        Traced inline."""
+        align = self.config.y_row_align
+        if cutlass.const_expr(align == 1):
+            return m
+        return (m + (align - 1)) // align * align
 
     @cute.jit
     def produce_prepass(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,

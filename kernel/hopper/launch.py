@@ -107,8 +107,8 @@ class HopperHooks:
         if config.y_source != "prepass":
             return None
         flags = config.prepass_sync == "flags"  # and its readiness flag cells (workspace.py)
-        geom = workspace_geometry(plan.sizes, config.mma_n if flags else 0, config.tile_k)
-        return self.workspaces.get(geom, y_box_rows_per_cta(config), stream, device)
+        geom = workspace_geometry(plan.sizes, config.mma_n if flags else 0, config.tile_k, config.y_row_align)
+        return self.workspaces.get(geom, y_box_rows_per_cta(config), stream, device, zero_pad=config.y_row_pad)
 
     def aux_template(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors]):
         """The tensor maps of this shape signature with the addresses patched per problem

@@ -11,14 +11,15 @@ One workspace is a device ``uint8`` tensor:
   allocation: the map depends only on the data's address, its rows and its pitch);
 * from byte 256: ``rows`` rows of ``pitch`` bytes (``pitch`` = 2 x the largest K of the problem):
   slot s's Y rows (the problem's A rows, swapped tiles) start at row ``row_offsets[s]`` = the
-  prefix sum of M in slot order. 64 K of row r (sub-block q) is the 128-byte run at byte
+  prefix sum of M in slot order (``HopperConfig.y_row_pad``: of M rounded up to the smallest Y
+  tile, the rows past M zero). 64 K of row r (sub-block q) is the 128-byte run at byte
   ``q * 128`` of the row, in the fragment K order of ``kernel.hopper.ptx.rs_physical_k``
   (chunk c, 16 bytes, holds what the shared-memory decode stores to chunk c of that row
   before the 128-byte swizzle). One TMA box of 128 bytes x ``tile_m`` rows at
   (``q * 128``, ``row_offsets[s] + m0``) with the 128-byte swizzle lands in shared memory exactly
   as the shared-memory decode lays out one fp16 Y buffer. Rows of a box past the group's M read
-  the next slot's rows (or zero fill past the last row): they reach only accumulator columns
-  that are never stored.
+  the next slot's rows (or zero fill past the last row; with ``y_row_pad`` the slot's zero
+  rows): they reach only accumulator columns that are never stored.
 
 Phase 1 decodes ``items``: item i is (slot, row, sub-block) with the sub-block fastest, then the
 row, then the slot (slots with N == 0 own none), so consecutive threads read consecutive 32-byte
@@ -121,14 +122,18 @@ class Geometry:
         return -(-self.items // per)
 
 
-def geometry(sizes: Sequence[Sequence[int]], box_rows: int = 0, tile_k: int = 256) -> Geometry:
+def geometry(sizes: Sequence[Sequence[int]], box_rows: int = 0, tile_k: int = 256, row_align: int = 1) -> Geometry:
     """``sizes``: (m, n, k, l) per slot (``LaunchPlan.sizes``). ``box_rows`` > 0: the
     ``prepass_sync="flags"`` layout (the Y blocks of ``box_rows`` rows x ``tile_k`` levels of
-    flag cells, and the K-chunk-major items: every row x the largest K)."""
+    flag cells, and the K-chunk-major items: every row x the largest K). ``row_align`` > 1
+    (``HopperConfig.y_row_pad``, not with flags): each slot's rows take a multiple of it, the rows
+    past its M stay zero (:class:`WorkspacePool` zeroes such a workspace when it makes it)."""
+    if row_align > 1 and box_rows:
+        raise ValueError("row_align pads the barrier prepass's rows, not the flags layout")
     offsets, rows, items = [], 0, 0
     for m, n, _k, *_ in sizes:
         offsets.append(rows)
-        rows += m
+        rows += -(-m // row_align) * row_align
         if n > 0:
             items += m * (_k // ITEM_K)
     kmax = max((s[2] for s in sizes), default=0)
@@ -192,12 +197,12 @@ def item_location(sizes: Sequence[Sequence[int]], item: int) -> tuple[int, int, 
     raise IndexError(f"item {item} outside 0..{base - 1}")
 
 
-def item_addresses(sizes, a_ptrs, sfa_ptrs, data: int, item: int) -> tuple[int, int, int]:
+def item_addresses(sizes, a_ptrs, sfa_ptrs, data: int, item: int, row_align: int = 1) -> tuple[int, int, int]:
     """(raw A bytes, scale word, workspace run) of one item: what phase 1 reads and writes.
     ``a_ptrs`` / ``sfa_ptrs``: per slot. The scale word is the blocked layout's: 128-row block
     ``row // 128``, 512 bytes per (block, 64-K column), row i of the block at
     ``(i % 32) * 16 + (i // 32) * 4`` (kernel.hopper.kernel, unit_addresses)."""
-    g = geometry(sizes)
+    g = geometry(sizes, row_align=row_align)
     slot, row, sb = item_location(sizes, item)
     k = sizes[slot][2]
     i = row % 128
@@ -233,18 +238,24 @@ class WorkspacePool:
         self.stats = self._lru.stats
         self._arena, self._arena_next, self._arenas = None, 0, []
 
-    def get(self, geom: Geometry, box_rows: int, stream: int, device):
+    def get(self, geom: Geometry, box_rows: int, stream: int, device, zero_pad: bool = False):
+        """``zero_pad`` (``HopperConfig.y_row_pad``): the rows between each slot's M and its next
+        slot's first row must be zero, so the workspace is zeroed when made and keyed by the row
+        layout as well (another layout's rows never land in this one's padding)."""
         key = (str(device), stream, geom.rows, geom.pitch, box_rows, geom.flag_cells)
-        return self._lru.get(key, lambda: self._allocate(geom, box_rows, stream, device))
+        if zero_pad:
+            key += (geom.row_offsets,)
+        return self._lru.get(key, lambda: self._allocate(geom, box_rows, stream, device, zero_pad))
 
-    def _allocate(self, geom: Geometry, box_rows: int, stream: int, device):
+    def _allocate(self, geom: Geometry, box_rows: int, stream: int, device, zero_pad: bool = False):
         """Allocate on ``stream`` itself and write the header there (the counters' zeros and the
         tensor map, one 256-byte copy from page-locked memory), so it is ordered before every
         launch on that stream without a host wait, and works inside a CUDA graph capture (the
         copy is then a graph node, replayed before the kernel; profiling.timing captures on a
         stream of its own, so its first launch there makes the workspace). The data rows are
-        not initialized: phase 1 writes every row that a stored column reads. The flag cells
-        (``prepass_sync="flags"``) are zeroed right after the header, on the same stream."""
+        not initialized (phase 1 writes every row that a stored column reads) unless ``zero_pad``:
+        then they are zeroed on the same stream. The flag cells (``prepass_sync="flags"``) are
+        zeroed right after the header, on the same stream."""
         import numpy as np
         import torch
 
@@ -258,6 +269,8 @@ class WorkspacePool:
             header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
             ws[:DATA_OFFSET].copy_(torch.from_numpy(header))
             ws[geom.flags_offset:].zero_()
+            if zero_pad:
+                ws[DATA_OFFSET:geom.flags_offset].zero_()
             return ws
         target = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=device)
         staged = self._header_slot()
@@ -269,6 +282,8 @@ class WorkspacePool:
             ws[:DATA_OFFSET].copy_(staged, non_blocking=True)
             if geom.flag_cells:
                 ws[geom.flags_offset:].zero_()
+            if zero_pad:
+                ws[DATA_OFFSET:geom.flags_offset].zero_()
         return ws
 
     def _header_slot(self):

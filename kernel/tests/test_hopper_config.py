@@ -524,8 +524,9 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     assert FASTEST_CONFIG in EXPERIMENTAL_VARIANTS and MIXED_TAIL_CONFIG in EXPERIMENTAL_VARIANTS
     # (+ the prepass_store="staged", lean-exit, x-before, split-warp and its three lean-change
     # builds; x_prefetch's ends in "_es_xp")
-    # (session 10: + the two background phase-1 builds and the y_tail16 build)
-    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 12
+    # (session 10: + the two background phase-1 builds and the y_tail16 build; session 11: + the
+    # zero-padded workspace build)
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 13
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
@@ -614,3 +615,21 @@ def test_background_phase1_and_tail16_rules_and_labels():
         assert any(words in p for p in problems), (bad, problems)
     assert not any(c.prepass_decoders or c.y_tail16 for c in PRODUCTION_VARIANTS)
     assert {bg, BACKGROUND_B7_CONFIG, t16} <= set(DECLARED_VARIANTS)
+
+
+def test_y_row_pad_rules_and_label():
+    import dataclasses
+
+    from kernel.hopper.config import (BACKGROUND_CONFIG, FASTEST_STAGED_CONFIG, SPLIT_WARP_CONFIG, TAIL16_CONFIG,
+                                      ZERO_PAD_CONFIG)
+
+    assert ZERO_PAD_CONFIG.label == SPLIT_WARP_CONFIG.label.replace("_prec1xsw_", "_prec1xswz_")
+    assert not config_problems(ZERO_PAD_CONFIG) and ZERO_PAD_CONFIG in DECLARED_VARIANTS
+    assert (ZERO_PAD_CONFIG.y_row_align, SPLIT_WARP_CONFIG.y_row_align) == (64, 1)
+    assert dataclasses.replace(ZERO_PAD_CONFIG, y_tail64=False, schedule="contiguous").y_row_align == ZERO_PAD_CONFIG.mma_n
+    for bad in (dataclasses.replace(FASTEST_STAGED_CONFIG, y_row_pad=True),  # no workspace
+                dataclasses.replace(BACKGROUND_CONFIG, y_row_pad=True),  # the flags layout
+                dataclasses.replace(TAIL16_CONFIG, y_row_pad=True)):
+        assert any("y_row_pad pads the workspace rows of the barrier prepass" in p for p in config_problems(bad)), bad
+    assert any("y_row_pad must be a bool" in p
+               for p in config_problems(dataclasses.replace(SPLIT_WARP_CONFIG, y_row_pad=1)))

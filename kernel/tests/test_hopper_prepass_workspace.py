@@ -381,3 +381,59 @@ def test_flags_protocol_over_repeated_launches_and_geometries():
         _launch_flags(mem, sizes, 64, grid=rng.choice([3, 7, 16]), chunk=rng.choice([32, 97, 256]), rng=rng, log=log)
         assert mem["gen"] == launch + 1
     assert log
+
+
+# ---- y_row_pad (issue 14, session 11): each group's rows at a multiple of the smallest Y tile ----
+@pytest.mark.parametrize("align", [64, 128])
+def test_padded_geometry_offsets_aligned_items_unchanged(align):
+    plan = _plan()
+    g0, g = W.geometry(plan.sizes), W.geometry(plan.sizes, row_align=align)
+    m = [s[0] for s in plan.sizes]
+    padded = [-(-x // align) * align for x in m]
+    assert g.row_offsets == tuple(int(x) for x in np.cumsum([0] + padded[:-1]))
+    assert all(o % align == 0 for o in g.row_offsets) and g.rows == sum(padded) >= g0.rows
+    # each slot's rows fit before the next slot's first row
+    assert all(g.row_offsets[s] + m[s] <= (g.row_offsets[s + 1] if s + 1 < len(m) else g.rows) for s in range(len(m)))
+    assert (g.items, g.pitch) == (g0.items, g0.pitch)  # the same items, only their rows move
+    a_ptrs = [0x10000000 * (s + 1) for s in range(len(m))]
+    sf_ptrs = [0x80000000 + 0x1000000 * s for s in range(len(m))]
+    for item in range(0, g.items, 7):
+        slot, row, sb = W.item_location(plan.sizes, item)
+        raw0, sf0, dst0 = W.item_addresses(plan.sizes, a_ptrs, sf_ptrs, 0, item)
+        raw, sf, dst = W.item_addresses(plan.sizes, a_ptrs, sf_ptrs, 0, item, row_align=align)
+        assert (raw, sf) == (raw0, sf0)  # what is read does not move
+        assert dst - dst0 == (g.row_offsets[slot] - g0.row_offsets[slot]) * g.pitch
+    with pytest.raises(ValueError):
+        W.geometry(plan.sizes, 128, row_align=align)  # not with the flags layout
+
+
+def test_padded_pool_zeroes_and_keys_by_layout():
+    pool = W.WorkspacePool(encoder=lambda rm: bytes(128))
+    cpu = torch.device("cpu")
+    g = W.geometry([(100, 128, 256, 1), (30, 128, 256, 1)], row_align=64)
+    h = W.geometry([(30, 128, 256, 1), (100, 128, 256, 1)], row_align=64)  # same rows and pitch, other layout
+    assert (g.rows, g.pitch) == (h.rows, h.pitch) and g.row_offsets != h.row_offsets
+    a = pool.get(g, 128, stream=3, device=cpu, zero_pad=True)
+    assert not a[W.DATA_OFFSET:].any()  # the padding rows start zero
+    a[W.DATA_OFFSET:].fill_(7)  # a launch writes its rows
+    assert pool.get(g, 128, stream=3, device=cpu, zero_pad=True) is a
+    b = pool.get(h, 128, stream=3, device=cpu, zero_pad=True)
+    assert b is not a and not b[W.DATA_OFFSET:].any()  # another layout never sees a's rows
+    # unpadded builds keep sharing one workspace per (rows, pitch)
+    assert pool.get(g, 128, stream=3, device=cpu) is pool.get(h, 128, stream=3, device=cpu)
+
+
+def test_hook_pads_the_workspace_of_a_padded_build():
+    import importlib
+
+    from kernel.hopper.config import ZERO_PAD_CONFIG
+
+    launch = importlib.import_module("kernel.hopper.launch")
+    hooks = launch.HopperHooks()
+    hooks.workspaces._encoder = lambda rm: bytes(128)
+    plan = make_plan(SIZES, tile_m=ZERO_PAD_CONFIG.tile_m, tile_n=ZERO_PAD_CONFIG.tile_n, tile_k=ZERO_PAD_CONFIG.tile_k,
+                     max_ctas=132)
+    ws = hooks.workspace(ZERO_PAD_CONFIG, plan, 1, torch.device("cpu"))
+    assert ZERO_PAD_CONFIG.y_row_align == 64
+    assert ws.numel() == W.geometry(plan.sizes, row_align=64).nbytes > W.geometry(plan.sizes).nbytes
+    assert not ws[W.DATA_OFFSET:].any()
