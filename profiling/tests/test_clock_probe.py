@@ -24,3 +24,35 @@ def test_samples_parse_and_summarize_shares():
     assert stats["samples"] == 3 and stats["clock_mhz"] == 1755.0 and stats["temp_c"] == 63.0
     assert abs(stats["reasons"]["sw_power_cap"] - 2 / 3) < 1e-9 and list(stats["reasons"]) == ["sw_power_cap"]
     assert summarize([]) == {"samples": 0}
+
+
+def test_with_codes_zeroes_only_the_named_operand_on_copies():
+    import torch
+
+    import oracle
+    from profiling.clock_probe import with_codes
+
+    data = oracle.make_inputs([(40, 128, 256, 1), (8, 256, 512, 1)], 3)
+    before = [(a.view(torch.uint8).clone(), b.view(torch.uint8).clone()) for a, b, _ in data[0]]
+    assert with_codes([data], "random")[0] is data
+    (za,) = with_codes([data], "zero_a")
+    (zb,) = with_codes([data], "zero_b")
+    for g, (a, b) in enumerate(before):
+        assert a.any() and b.any()  # random codes to start from
+        assert not za[0][g][0].view(torch.uint8).any() and torch.equal(za[0][g][1].view(torch.uint8), b)
+        assert not zb[0][g][1].view(torch.uint8).any() and torch.equal(zb[0][g][0].view(torch.uint8), a)
+        # the given inputs are untouched
+        assert torch.equal(data[0][g][0].view(torch.uint8), a) and torch.equal(data[0][g][1].view(torch.uint8), b)
+
+
+def test_k_slope_fit_recovers_a_line_and_reports_the_residual():
+    import pytest
+
+    from profiling.k_slope import fit_line
+
+    a, b, r = fit_line([2, 6, 24], [5.0 + 1.5 * x for x in (2, 6, 24)])
+    assert abs(a - 5.0) < 1e-9 and abs(b - 1.5) < 1e-9 and r < 1e-9
+    a, b, r = fit_line([0, 1, 2], [0.0, 2.0, 1.0])
+    assert abs(a - 0.5) < 1e-9 and abs(b - 0.5) < 1e-9 and abs(r - 1.0) < 1e-9
+    with pytest.raises(ValueError):
+        fit_line([4, 4], [1.0, 2.0])
