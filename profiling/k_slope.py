@@ -8,6 +8,10 @@ build checked against the exact oracle once first) and fits ``time = fixed + per
 K / 256`` by least squares, so a change can be aimed at the part that is large.
 
     python -m profiling.k_slope --variant LABEL [--variant LABEL2] --shape bench4 --ks 512,1536,3072,6144
+    python -m profiling.k_slope --variant LABEL --variant LABEL~no_prepass --shape bench4
+
+``LABEL~PART`` times the build without one part (:mod:`kernel.hopper.ablation`; its results are
+wrong by design, so it is not checked): the fixed cost and the slope of what is left.
 
 Needs a CUDA GPU. Prints a markdown table (one row per variant: the time at each K, the fit's
 fixed part and its cost per 256 K, the largest residual) to stdout, progress to stderr.
@@ -52,10 +56,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from profiling.ablation import check_exact
     from profiling.benchmarks import _support as S
 
+    from kernel.hopper.ablation import Ablation, check_ablation
+
     configs = {c.label: c for c in DECLARED_VARIANTS}
-    unknown = [v for v in args.variant if v not in configs]
-    if unknown:
-        p.error(f"unknown variant(s) {unknown}")
+    builds = {}
+    for v in args.variant:
+        label, _, part = v.partition("~")
+        if label not in configs:
+            p.error(f"unknown variant {label!r}")
+        ablation = Ablation(part) if part else None
+        if ablation is not None:
+            check_ablation(configs[label], ablation)
+        builds[v] = (configs[label], ablation)
     base = floors.get_shape(args.shape)
     times: dict[str, list[float]] = {v: [] for v in args.variant}
     for k in ks:
@@ -66,11 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         datas = [first] + [oracle.clone_data(first) for _ in range(copies - 1)]
         per_replay = timing.launches_for(floors.floor_us(shape), copies)
         for label in args.variant:
-            config = configs[label]
-            problem = check_exact(config, first)
-            if problem is not None:
-                raise SystemExit(f"{label} at K={k}: {problem}; not timed")
-            prepared = [hopper.prepare(d, config) for d in datas]
+            config, ablation = builds[label]
+            if ablation is None:
+                problem = check_exact(config, first)
+                if problem is not None:
+                    raise SystemExit(f"{label} at K={k}: {problem}; not timed")
+            prepared = [hopper.prepare(d, config, ablation=ablation) for d in datas]
             t = timing.time_device([lambda q=q: hopper.launch(q) for q in prepared], samples=args.samples,
                                    warmup=5, launches_per_replay=per_replay)
             times[label].append(t.median_us)
