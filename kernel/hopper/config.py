@@ -273,6 +273,18 @@ class HopperConfig:
     # never stored), but the tensor cores multiply zeros there, which draws less power: bench1
     # runs at the H200's 700 W cap, where the time is the energy
     y_row_pad: bool = False
+    # issue 14, session 11 (experimental; the barrier prepass with prepass_chunk > 0 and the
+    # staged phase 1, cluster_x 1, none of the lean exit's changes but the split's warp search;
+    # label letter "h" after the prepass letters): phase 1 behind the first K tile. Each CTA
+    # decodes its first tile's first K tile of Y itself, straight into the Y ring's first
+    # buffers in shared memory (phase 1's item loads and staged stores, the slot at the buffer
+    # row with the TMA box's 128-byte swizzle), after its phase-1 chunks and without waiting for
+    # anyone else's; the producer completes those ring slots without a copy and waits for phase
+    # 1's completion only before its first workspace Y box (it counts the CTA through then). The
+    # balanced split is computed by the producer warp before phase 1 (so every thread knows the
+    # first tile). k_slope on bench4: the prepass build's 3.4 us of fixed cost over _rs_es is
+    # phase 1's decode chain, which this takes off the first K tile's path
+    prepass_first_local: bool = False
     arch: str = "sm_90a"
 
     @property
@@ -422,6 +434,7 @@ class HopperConfig:
         sched += "q" if self.prepass_claim_first else ""
         sched += f"g{self.prepass_decoders}" if self.prepass_decoders else ""
         sched += "z" if self.y_row_pad else ""
+        sched += "h" if self.prepass_first_local else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
@@ -824,6 +837,16 @@ def config_problems(config: HopperConfig) -> list[str]:
                                or config.prepass_sync != "barrier" or config.cluster_x != 1 or config.y_tail16):
         p.append("y_row_pad pads the workspace rows of the barrier prepass (prepass_chunk > 0, prepass_sync="
                  "'barrier', cluster_x 1, not y_tail16)")
+    if not isinstance(config.prepass_first_local, bool):
+        p.append(f"prepass_first_local must be a bool, got {config.prepass_first_local!r}")
+    elif config.prepass_first_local and (
+            config.y_source != "prepass" or not config.prepass_chunk or config.prepass_sync != "barrier"
+            or config.prepass_store != "staged" or config.cluster_x != 1 or config.y_tail16
+            or config.prepass_lean_exit or config.prepass_x_before or config.prepass_count_after
+            or config.prepass_map_early or config.prepass_claim_first):
+        p.append("prepass_first_local is built on the barrier prepass with the staged phase 1 (prepass_chunk > 0, "
+                 "prepass_sync='barrier', prepass_store='staged', cluster_x 1, not y_tail16) and none of the lean "
+                 "exit's changes but prepass_split_warp")
     if config.y_tail16_step not in (16, 32, 64, 128) or isinstance(config.y_tail16_step, bool):
         p.append(f"y_tail16_step must be 16, 32, 64 or 128, got {config.y_tail16_step!r}")
     elif config.y_tail16_step != 16 and not config.y_tail16:
@@ -953,6 +976,10 @@ TAIL16_CONFIG = replace(PHASE1_STAGED_CONFIG, y_tail64=False, y_tail16=True, sch
 # Session 11 (experimental): the production prepass build with each group's workspace rows padded
 # to 64 with zero rows, so the MMA work past a group's M multiplies zeros (less power)
 ZERO_PAD_CONFIG = replace(SPLIT_WARP_CONFIG, y_row_pad=True)
+# Session 11 (experimental): the production prepass build with each CTA's first K tile of Y
+# decoded by the CTA itself into its Y ring, phase 1's completion awaited only before the first
+# workspace box (prepass_first_local)
+FIRST_LOCAL_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_first_local=True)
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
 # store or load sits between the kernel's first and last wgmma (none in the K loop).
@@ -1167,6 +1194,9 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # issue 14, session 11: the production prepass build with zero rows past each group's M in
     # the workspace (y_row_pad, label "..._prec1xswz_...")
     ZERO_PAD_CONFIG,
+    # issue 14, session 11: the production prepass build with phase 1 behind the first K tile
+    # (prepass_first_local, label "..._prec1xswh_...")
+    FIRST_LOCAL_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

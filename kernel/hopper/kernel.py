@@ -732,7 +732,9 @@ class HopperNvfp4GroupedGemm:
             lean = cfg.prepass_lean_exit
             count_after = cfg.exit_count_after
             # (phase1_only: no X stage may be left in flight at the exit)
-            x_before = lean and cfg.prepass_x_before and not self.ablates("phase2")
+            first_local = cfg.prepass_first_local and not self.ablates("phase2")
+            # (prepass_first_local: the split before phase 1, so every thread knows the first tile)
+            x_before = ((lean and cfg.prepass_x_before) or cfg.prepass_first_local) and not self.ablates("phase2")
             if cutlass.const_expr(x_before):
                 # prepass_x_before: the producer warp's split and first X stages before phase 1
                 # (neither needs it), so X's first stages load while Y is decoded
@@ -757,15 +759,25 @@ class HopperNvfp4GroupedGemm:
                         # stages, after the warp's phase-1 chunks
                         self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
                                               cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
-                else:
+                elif cutlass.const_expr(not first_local):
                     if tidx == 0:
                         if cutlass.const_expr(count_after):
                             self.prepass_wait_done(ws, chunks)
                         else:
                             self.prepass_wait(ws, chunks)
-                # phase 1's completion barrier: one instruction that every thread executes (bar.sync
-                # is barrier.sync.aligned; reached from the two roles' own code it was undefined in
-                # PTX, and compute-sanitizer synccheck aborted the launch on it)
+                if cutlass.const_expr(first_local):
+                    # the first tile's first K tile into the Y ring by this CTA itself; the
+                    # producer awaits phase 1's completion before its first workspace box instead
+                    total = m_prefix[G]
+                    if cutlass.const_expr(self.tail64):
+                        f_begin, f_end, _f_step = self.balanced_read(total, share_slots)  # producer_x_first's
+                    else:
+                        f_begin, f_end, _f_step = self.tile_range(total)
+                    self.prepass_first_local_decode(tidx, m_prefix, m_sizes, m_ptrs, f_begin, f_end, sy_base)
+                # phase 1's completion barrier (prepass_first_local: the local decode's): one
+                # instruction that every thread executes (bar.sync is barrier.sync.aligned; reached
+                # from the two roles' own code it was undefined in PTX, and compute-sanitizer
+                # synccheck aborted the launch on it)
                 cute.arch.barrier()
                 # the tile total read again (after phase 1's memory-clobbering asm: a fresh load), so
                 # no schedule value stays live across phase 1 (the 3-warpgroup tile at its 128-register
@@ -777,7 +789,7 @@ class HopperNvfp4GroupedGemm:
                     else:
                         p_begin, p_end, p_step = self.tile_range(total)
                     self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                           p_begin, p_end, p_step, total)
+                                           p_begin, p_end, p_step, total, chunks=chunks if first_local else None)
                 else:
                     if cutlass.const_expr(count_after):
                         # counted through after the barrier: the atomic's round trip overlaps the
@@ -1305,6 +1317,46 @@ class HopperNvfp4GroupedGemm:
         return chunks
 
     @cute.jit
+    def prepass_first_local_decode(self, tidx: cutlass.Int32, m_prefix: cute.Tensor, m_sizes: cute.Tensor,
+                                   m_ptrs: cute.Tensor, t_begin: cutlass.Int32, t_end: cutlass.Int32,
+                                   sy_base: cutlass.Int32):
+        """``prepass_first_local``, every thread after its phase-1 chunks: the CTA's first tile's
+        first K tile of Y (its ``n_sub`` 64-K sub-blocks x ``mma_n`` rows, item = (sub-block,
+        row), sub-block fastest) decoded from A straight into the Y ring's first ``n_sub``
+        buffers, which the producer's first ``n_sub`` ring slots are: phase 1's item loads and
+        its staged store, the 128-byte slot at buffer row r and the XOR key (r % 8) x 16, which is
+        where the TMA box's 128-byte swizzle puts chunk c of row r. Rows past the group's M are
+        not read (A has M rows; their accumulator columns are never stored). Ends with each
+        thread's generic -> async proxy fence; the caller's CTA barrier orders the stores before
+        the producer completes the ring slots. The staged phase 1 used buffers 0 .. 2 as its
+        warps' slots: its last CTA barrier is behind."""
+        threads = self.threads
+        per = self.n_sub * self.mma_n
+        if t_begin < t_end:
+            slot, m, _n, k, m0, _n0 = self.tile_origin(m_prefix, m_sizes, t_begin)
+            ksub = k // SUB_K
+            loads = []
+            places = []
+            for j in cutlass.range_constexpr((per + threads - 1) // threads):
+                i = tidx + j * threads
+                r = i // self.n_sub
+                sb = i - r * self.n_sub
+                ok = cutlass.Int32(0)
+                if i < per:
+                    if m0 + r < m:
+                        ok = cutlass.Int32(1)
+                raw, sf, _dst = self.prepass_run_addresses((m0 + r) * ksub + sb, slot, cutlass.Int32(0),
+                                                           cutlass.Int32(0), m_sizes, m_ptrs, cutlass.Int64(0),
+                                                           cutlass.Int64(0))
+                loads.append((raw, sf, ok))
+                places.append((sy_base + sb * self.y_buf_bytes + r * 128, (r % 8) * 16, ok))
+            words = load_y_global_items(loads)
+            for j in cutlass.range_constexpr(len(places)):
+                if places[j][2] != 0:
+                    store_y_staged_item(words[j], places[j][0], places[j][1], self.config.operand_exp_shift)
+        cute.arch.fence_proxy("async.shared", space="cta")
+
+    @cute.jit
     def prepass_item_addresses(self, item: cutlass.Int32, bases: list, roffs: list, counts: list, m_sizes: cute.Tensor,
                                m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64):
         """(raw A, scale word, workspace run) of ``item`` (kernel.hopper.workspace.item_addresses),
@@ -1482,7 +1534,7 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                          t_begin, t_end, t_step, total, gen=None):
+                          t_begin, t_end, t_step, total, gen=None, chunks=None):
         """Issue 14q (``prepass_chunk`` builds): ``produce_prepass`` after phase 1's completion
         barrier (in ``kernel``, one instruction for every thread); with ``prepass_x_early`` the
         first tile's X stages (up to ``num_ab_stages``; they read only B and its scales) went out
@@ -1492,10 +1544,19 @@ class HopperNvfp4GroupedGemm:
         ``prepass_sync="flags"`` (``gen``: phase 1's generation): no completion barrier; before
         the Y boxes of K chunk ``kt`` of a tile the warp waits for that chunk's flag of the
         tile's Y block (``wait_flags_ready``: the lanes read the flags of chunks kt .. kt + 31 at
-        once, so a tile whose Y is all published costs one round trip)."""
+        once, so a tile whose Y is all published costs one round trip).
+
+        ``prepass_first_local`` (``chunks``: phase 1's chunk count): the first tile's first K tile
+        of Y is in the ring already (``prepass_first_local_decode``, ordered by the CTA barrier
+        behind): its ring slots are completed without a copy, and lane 0 awaits phase 1's
+        completion (and counts the CTA through) only before the first workspace box, or at the
+        end when there is none (``first_local_wait``)."""
         cfg = self.config
         lane = cute.arch.lane_idx()
         tm_ws = ws + TENSOR_MAP_OFFSET
+        first_local = chunks is not None
+        if cutlass.const_expr(first_local):
+            need_wait = cutlass.Int32(1)
         if cutlass.const_expr(self.prepass_flags):
             target = gen + 1
             rows = cutlass.Int32(0)
@@ -1523,8 +1584,9 @@ class HopperNvfp4GroupedGemm:
                 pre = self.early_x_stages(k_first, t_begin, t_end)
                 for _kt in range(pre):
                     state.advance()
-            # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
-            fence_proxy_async_global()
+            if cutlass.const_expr(not first_local):
+                # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
+                fence_proxy_async_global()
             if cutlass.const_expr(not map_early):  # (map_early: producer_x_first acquired it)
                 if lane == 0:
                     self.acquire_map(tm_ws, workspace=True)
@@ -1560,11 +1622,25 @@ class HopperNvfp4GroupedGemm:
                         # lane l: chunk kt + l; acquire, ballot, warp sync, proxy fence (ptx.py)
                         ready = kt + wait_flags_ready(my_flag + cutlass.Int64(kt) * FLAG_CELL_BYTES,
                                                       cutlass.Int32(kt + lane < k_tiles), target)
+                local = None
+                if cutlass.const_expr(first_local):
+                    # the first tile's first K tile: decoded by this CTA into these slots already
+                    local = cutlass.Int32(0)
+                    if tile == t_begin:
+                        if kt == 0:
+                            local = cutlass.Int32(1)
+                    if local == 0:
+                        if need_wait != 0:
+                            self.first_local_wait(lane, ws, chunks)
+                            need_wait = cutlass.Int32(0)
                 if cutlass.const_expr(not self.ablates("y_ring")):
                     for sb in cutlass.range_constexpr(self.n_sub):
-                        self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
+                        self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row, local)
                         ystate.advance()  # here, in the loop's own body: the loop carries it
             pre = cutlass.Int32(0)  # only the first tile's first stages went early
+        if cutlass.const_expr(first_local):
+            if need_wait != 0:  # no workspace box at all (no tile, or one tile of one K tile)
+                self.first_local_wait(lane, ws, chunks)
         self.delay("producer", "tail", "before")
         self.producer_tail(pipe, state)
         if cutlass.const_expr(not self.ablates("y_ring")):
@@ -1798,9 +1874,22 @@ class HopperNvfp4GroupedGemm:
             g = g + threads
 
     @cute.jit
-    def produce_y_box(self, lane, y_pipe, ystate, sy_base, tm_ws, sub_block, y_row):
+    def first_local_wait(self, lane, ws, chunks):
+        """``prepass_first_local``, the producer warp: lane 0 awaits phase 1's completion and
+        counts the CTA through (``prepass_wait``), then the warp's proxy fence orders the acquired
+        workspace rows before its TMA reads (the barrier path's order, on the lane that issues the
+        boxes)."""
+        if lane == 0:
+            self.prepass_wait(ws, chunks)
+        cute.arch.sync_warp()
+        fence_proxy_async_global()
+
+    @cute.jit
+    def produce_y_box(self, lane, y_pipe, ystate, sy_base, tm_ws, sub_block, y_row, local=None):
         """The prepass producer: the 64-K fp16 Y box ``sub_block`` of workspace row ``y_row`` into
-        ``ystate``'s Y ring buffer (acquire, TMA, commit); the caller advances ``ystate``."""
+        ``ystate``'s Y ring buffer (acquire, TMA, commit); the caller advances ``ystate``.
+        ``local`` != 0 (``prepass_first_local``): the buffer holds the box already (decoded by the
+        CTA, ordered by a CTA barrier before this): its transaction is completed without a copy."""
         self.delay("producer", "acquire", "before")
         self.producer_acquire(y_pipe, ystate, HB_OUT_Y)
         self.delay("producer", "acquire", "after")
@@ -1814,6 +1903,17 @@ class HopperNvfp4GroupedGemm:
             if lane == 0:
                 self.check_map(tm_ws, workspace=True)
                 tma_load_rows_multicast(ybuf + half * (SUB_K * 2), tm_ws, sub_block * (SUB_K * 2), y_row + half, ybar)
+        elif cutlass.const_expr(local is not None):
+            if local == 0:
+                self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
+            ybar = y_pipe.producer_get_barrier(ystate).toint()
+            if lane == 0:
+                if cutlass.const_expr(self.ablates("y_load")):
+                    mbarrier_complete_tx(ybar, self.y_buf_bytes)  # profiling only
+                elif local != 0:
+                    mbarrier_complete_tx(ybar, self.y_buf_bytes)
+                else:
+                    self.tma_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar, workspace=True)
         else:
             self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
             ybar = y_pipe.producer_get_barrier(ystate).toint()

@@ -162,9 +162,13 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     # (epilogue="smem": plus the staged epilogue's mma_n / 16 16-byte stores of C)
     staged = config.mma_n // 16 if config.epilogue == "smem" else 0
     assert sum(o.startswith("STG.E.128") for o in ops) == 8 * PREPASS_BATCH + staged
-    assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 3
+    # (prepass_first_local: the producer's count-through at two sites, before its first workspace
+    # box and at the end for a CTA without one)
+    assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 3 + config.prepass_first_local
     # after the chunk loop's release add: one CTA barrier, the completion barrier (the producer's
-    # early X stages and thread 0's spin before it, both roles' work after it)
+    # early X stages and thread 0's spin before it, both roles' work after it; prepass_first_local:
+    # the local decode's barrier, the first K tile's predicated loads and swizzled shared stores
+    # before it, the producer's spin after it)
     red = next(n for n, o in enumerate(ops) if o.startswith("REDG"))
     # (cluster_x = 2: a barrier.cluster compiles to UCGABAR_ARV/WAIT and ptxas's fallback for a
     # launch without clusters, a BAR.SYNC right behind the UCGABAR_WAIT: not one of the kernel's)
@@ -172,9 +176,18 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and n > red and "UCGABAR_WAIT" not in ops[n - 3:n]
             and not (staged and ins[n].operands.replace(" ", "").endswith(",0x80"))]
     assert len(bars) == 1 and bars[0] < next(n for n, o in enumerate(ops) if o.startswith("HGMMA")), bars
+    x_before = config.prepass_x_before or config.prepass_first_local
     early = [o for o in ops[red:bars[0]] if o.startswith(("UTMALDG", "UBLKCP"))]
-    assert bool(early) == (config.prepass_x_early and not config.prepass_x_before), early
-    if config.prepass_x_before:
+    assert bool(early) == (config.prepass_x_early and not x_before), early
+    spins = [n for n, o in enumerate(ops) if o.startswith("LDG.E.STRONG.GPU")]
+    if config.prepass_first_local:
+        local = ins[red:bars[0]]
+        assert sum(i.opcode.startswith("LDG.E.128") and bool(i.predicate) for i in local) == 4
+        assert sum(i.opcode.startswith("STS.128") for i in local) >= 8
+        assert spins and all(n > bars[0] for n in spins), spins  # only the producer waits, after it
+    else:
+        assert spins and min(spins) < bars[0], spins
+    if x_before:
         early = [o for o in ops[:red] if o.startswith(("UTMALDG", "UBLKCP"))]
     if config.prepass_x_early or config.prepass_x_before:
         assert {o.split(".")[0] for o in early} == {"UTMALDG", "UBLKCP"}

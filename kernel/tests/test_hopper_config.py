@@ -525,8 +525,8 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     # (+ the prepass_store="staged", lean-exit, x-before, split-warp and its three lean-change
     # builds; x_prefetch's ends in "_es_xp")
     # (session 10: + the two background phase-1 builds and the y_tail16 build; session 11: + the
-    # zero-padded workspace build)
-    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 13
+    # zero-padded workspace build and the first-K-tile-local build)
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 14
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
@@ -633,3 +633,20 @@ def test_y_row_pad_rules_and_label():
         assert any("y_row_pad pads the workspace rows of the barrier prepass" in p for p in config_problems(bad)), bad
     assert any("y_row_pad must be a bool" in p
                for p in config_problems(dataclasses.replace(SPLIT_WARP_CONFIG, y_row_pad=1)))
+
+
+def test_prepass_first_local_rules_and_label():
+    import dataclasses
+
+    from kernel.hopper.config import (BACKGROUND_CONFIG, FIRST_LOCAL_CONFIG, LEAN_EXIT_CONFIG, PHASE1_STAGED_CONFIG,
+                                      SPLIT_WARP_CONFIG, ZERO_PAD_CONFIG)
+
+    assert FIRST_LOCAL_CONFIG.label == SPLIT_WARP_CONFIG.label.replace("_prec1xsw_", "_prec1xswh_")
+    assert not config_problems(FIRST_LOCAL_CONFIG) and FIRST_LOCAL_CONFIG in DECLARED_VARIANTS
+    assert not config_problems(dataclasses.replace(ZERO_PAD_CONFIG, prepass_first_local=True))
+    for bad in (dataclasses.replace(BACKGROUND_CONFIG, prepass_first_local=True),  # flags
+                dataclasses.replace(LEAN_EXIT_CONFIG, prepass_first_local=True),  # the lean exit
+                dataclasses.replace(PHASE1_STAGED_CONFIG, prepass_store="direct", prepass_first_local=True)):
+        assert any("prepass_first_local is built on the barrier prepass" in p for p in config_problems(bad)), bad
+    assert any("prepass_first_local must be a bool" in p
+               for p in config_problems(dataclasses.replace(SPLIT_WARP_CONFIG, prepass_first_local=1)))
