@@ -435,6 +435,22 @@ _I24 = " " * 24
 _I28 = " " * 28
 _I32 = " " * 32
 _I44 = " " * 44
+# the prepass_first_local block and the comment between phase 1's wait and its completion barrier
+# (kernel.py; constant-false in the production build), verbatim: part of the mutant that moves
+# that barrier into the two role branches
+_PHASE1_FIRST_LOCAL = (
+    f"{_I16}if cutlass.const_expr(first_local):\n"
+    f"{_I20}# the first tile's first K tile into the Y ring by this CTA itself; the\n"
+    f"{_I20}# producer awaits phase 1's completion before its first workspace box instead\n"
+    f"{_I20}total = m_prefix[G]\n{_I20}if cutlass.const_expr(self.tail64):\n"
+    f"{_I24}f_begin, f_end, _f_step = self.balanced_read(total, share_slots)  # producer_x_first's\n"
+    f"{_I20}else:\n{_I24}f_begin, f_end, _f_step = self.tile_range(total)\n"
+    f"{_I20}self.prepass_first_local_decode(tidx, m_prefix, m_sizes, m_ptrs, f_begin, f_end, sy_base)\n"
+    f"{_I16}# phase 1's completion barrier (prepass_first_local: the local decode's): one\n"
+    f"{_I16}# instruction that every thread executes (bar.sync is barrier.sync.aligned; reached\n"
+    f"{_I16}# from the two roles' own code it was undefined in PTX, and compute-sanitizer\n"
+    f"{_I16}# synccheck aborted the launch on it)\n"
+)
 _SYNC_EDITS = (
     # (name, kind, target, original, replacement, variant keys)
     ("no_proxy_fence", "fence removed: no generic->async proxy fence between the consumers' fp16 "
@@ -522,16 +538,14 @@ _SYNC_EDITS = (
     ("phase1_barrier_at_role_sites", "phase 1's completion barrier at two sites, one per warp role (the "
      "session-8 bug): bar.sync is barrier.sync.aligned, undefined unless every thread of the CTA "
      "executes the same instruction", _K,
-     f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I16}else:\n{_I20}if tidx == 0:\n"
+     f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n"
+     f"{_I16}elif cutlass.const_expr(not first_local):\n{_I20}if tidx == 0:\n"
      f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
-     f"{_I28}self.prepass_wait(ws, chunks)\n"
-     f"{_I16}# phase 1's completion barrier: one instruction that every thread executes (bar.sync\n"
-     f"{_I16}# is barrier.sync.aligned; reached from the two roles' own code it was undefined in\n"
-     f"{_I16}# PTX, and compute-sanitizer synccheck aborted the launch on it)\n{_I16}cute.arch.barrier()\n",
+     f"{_I28}self.prepass_wait(ws, chunks)\n" + _PHASE1_FIRST_LOCAL + f"{_I16}cute.arch.barrier()\n",
      f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}cute.arch.barrier()\n"
-     f"{_I16}else:\n{_I20}if tidx == 0:\n"
+     f"{_I16}elif cutlass.const_expr(not first_local):\n{_I20}if tidx == 0:\n"
      f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
-     f"{_I28}self.prepass_wait(ws, chunks)\n{_I20}cute.arch.barrier()\n", ("prod",)),
+     f"{_I28}self.prepass_wait(ws, chunks)\n{_I20}cute.arch.barrier()\n" + _PHASE1_FIRST_LOCAL, ("prod",)),
     ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
      "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K,
      f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n"
@@ -543,8 +557,9 @@ _SYNC_EDITS = (
      f"{_I12}it = it + 1\n{_I12}c = ld_shared_u32(slots + (it % 2) * 4)\n{_I8}if cutlass.const_expr(staged):", ("prod",)),
     ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
      "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _K,
-     f"{_I12}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
-     f"{_I12}fence_proxy_async_global()\n{_I12}if cutlass.const_expr(not map_early):",
+     f"{_I12}if cutlass.const_expr(not first_local):\n"
+     f"{_I16}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
+     f"{_I16}fence_proxy_async_global()\n{_I12}if cutlass.const_expr(not map_early):",
      f"{_I12}if cutlass.const_expr(not map_early):", ("prod",)),
     ("staged_slots_no_proxy_fence", "fence removed: phase 1's generic writes to its staging slots (the "
      "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K,
