@@ -5,10 +5,9 @@ variants at 1.68-1.82 GHz (ncu, unlocked clocks) against 1.98 GHz idle, and abla
 work also draw less power. This script replays one variant on one standard shape for ``--seconds``
 (CUDA-graph replay, inputs rotated past L2, as the benchmarks) while ``nvidia-smi`` samples the
 SM clock, the power draw against its limit, the temperature and the active clock-event reasons
-(power cap, thermal, ...) every 100 ms, and prints one row per (variant, shape): kernel time
-over ``BURST_REPLAYS`` replays after an idle second (what a short benchmark round sees) and over the
-sustained replay,
-median clock, median power, and how often each reason was active.
+(power cap, thermal, ...) every 100 ms, and prints one row per (variant, shape, data): the time
+per launch over ``BURST_REPLAYS`` replays after an idle second (what a short benchmark round sees)
+and over the sustained replay, the median clock and power, and how often each reason was active.
 
     python -m profiling.clock_probe --variant LABEL [--variant LABEL2] --shapes bench1,bench4 --seconds 6
     python -m profiling.clock_probe --variant LABEL --shapes bench1 --data random,zero_a,zero_b
@@ -97,14 +96,45 @@ def with_codes(datas: list, kind: str) -> list:
         return datas
     from oracle.datautil import clone_data
 
+    import torch
+
     which = {"zero_a": 0, "zero_b": 1}[kind]
     out = []
     for d in datas:
         d = clone_data(d)
         for group in d[0]:
-            group[which].view(dtype=__import__("torch").uint8).zero_()
+            group[which].view(dtype=torch.uint8).zero_()
         out.append(d)
     return out
+
+
+def probe_row(hopper, timing, config, datas, per_replay: int, seconds: float, shape_name: str, kind: str) -> str:
+    """One table row: ``config`` on ``datas`` (one launch per input copy), burst then sustained."""
+    prepared = [hopper.prepare(d, config) for d in datas]
+    r = timing.Replayer([lambda q=q: hopper.launch(q) for q in prepared], launches_per_replay=per_replay)
+    r.prepare()
+    r.warmup(20)
+    time.sleep(1.0)  # idle: the clock recovers, as between the benchmarks' rounds
+    burst = [r.replay() for _ in range(BURST_REPLAYS)]
+    r.samples_us.clear()
+    with tempfile.TemporaryFile("w+") as log:
+        sampler = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-lms", "100"],
+                                   stdout=log, stderr=subprocess.DEVNULL, text=True)
+        try:
+            end = time.time() + seconds
+            while time.time() < end:
+                r.replay()
+        finally:
+            sampler.terminate()
+            sampler.wait(timeout=10)
+        log.seek(0)
+        stats = summarize(parse_samples(log.read().splitlines()))
+    t = r.timing()
+    reasons = ", ".join(f"{k} {v:.0%}" for k, v in stats.get("reasons", {}).items()) or "none"
+    nan = float("nan")
+    return (f"| `{config.label}` | {shape_name} | {kind} | {statistics.median(burst):.1f} | {t.median_us:.1f} | "
+            f"{stats.get('clock_mhz', nan):.0f} | {stats.get('power_w', nan):.0f} / {stats.get('limit_w', nan):.0f} | "
+            f"{stats.get('temp_c', nan):.0f} | {reasons} |")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -131,33 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         shape = floors.get_shape(shape_name)
         copies = timing.copies_for(floors.shape_bytes(shape, padded_scales=True), l2_bytes=S.l2_bytes())
         per_replay = timing.launches_for(floors.floor_us(shape), copies)
-        for kind, label in ((k, v) for k in kinds for v in args.variant):
-            datas = with_codes(S.device_copies(shape, copies), kind)
-            prepared = [hopper.prepare(d, configs[label]) for d in datas]
-            launches = [lambda q=q: hopper.launch(q) for q in prepared]
-            r = timing.Replayer(launches, launches_per_replay=per_replay)
-            r.prepare()
-            r.warmup(20)
-            time.sleep(1.0)  # idle: the clock recovers, as between the benchmarks' rounds
-            burst = [r.replay() for _ in range(BURST_REPLAYS)]
-            r.samples_us.clear()
-            with tempfile.TemporaryFile("w+") as log:
-                sampler = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
-                                            "-lms", "100"], stdout=log, stderr=subprocess.DEVNULL, text=True)
-                try:
-                    end = time.time() + args.seconds
-                    while time.time() < end:
-                        r.replay()
-                finally:
-                    sampler.terminate()
-                    sampler.wait(timeout=10)
-                log.seek(0)
-                stats = summarize(parse_samples(log.read().splitlines()))
-            t = r.timing()
-            reasons = ", ".join(f"{k} {v:.0%}" for k, v in stats.get("reasons", {}).items()) or "none"
-            print(f"| `{label}` | {shape_name} | {kind} | {statistics.median(burst):.1f} | {t.median_us:.1f} | {stats.get('clock_mhz', float('nan')):.0f} | "
-                  f"{stats.get('power_w', float('nan')):.0f} / {stats.get('limit_w', float('nan')):.0f} | "
-                  f"{stats.get('temp_c', float('nan')):.0f} | {reasons} |", flush=True)
+        for kind in kinds:
+            datas = with_codes(S.device_copies(shape, copies), kind)  # once per kind, for every variant
+            for label in args.variant:
+                print(probe_row(hopper, timing, configs[label], datas, per_replay, args.seconds, shape_name, kind),
+                      flush=True)
     return 0
 
 

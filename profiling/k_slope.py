@@ -51,12 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import oracle
     from kernel import hopper
+    from kernel.hopper.ablation import Ablation, check_ablation
     from kernel.hopper.config import DECLARED_VARIANTS
     from profiling import floors, timing
     from profiling.ablation import check_exact
     from profiling.benchmarks import _support as S
-
-    from kernel.hopper.ablation import Ablation, check_ablation
 
     configs = {c.label: c for c in DECLARED_VARIANTS}
     builds = {}

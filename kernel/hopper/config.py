@@ -974,11 +974,13 @@ BACKGROUND_B7_CONFIG = replace(BACKGROUND_CONFIG, fp16_buffers=7)
 # balanced split (the split's warp search goes with the balanced split)
 TAIL16_CONFIG = replace(PHASE1_STAGED_CONFIG, y_tail64=False, y_tail16=True, schedule="snake")
 # Session 11 (experimental): the production prepass build with each group's workspace rows padded
-# to 64 with zero rows, so the MMA work past a group's M multiplies zeros (less power)
+# to 64 with zero rows, so the MMA work past a group's M multiplies zeros (less power). H200:
+# correct; -2 % on bench1 / bench2 run back to back at the power cap, no gain in the benchmark
 ZERO_PAD_CONFIG = replace(SPLIT_WARP_CONFIG, y_row_pad=True)
 # Session 11 (experimental): the production prepass build with each CTA's first K tile of Y
 # decoded by the CTA itself into its Y ring, phase 1's completion awaited only before the first
-# workspace box (prepass_first_local)
+# workspace box (prepass_first_local). H200: correct (smoke, ci property, synccheck / racecheck),
+# slower on every shape (138.6 / 87.4 / 35.1 / 20.3 us against 124.4 / 75.0 / 31.3 / 19.1)
 FIRST_LOCAL_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_first_local=True)
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill

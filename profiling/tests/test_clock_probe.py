@@ -56,3 +56,13 @@ def test_k_slope_fit_recovers_a_line_and_reports_the_residual():
     assert abs(a - 0.5) < 1e-9 and abs(b - 0.5) < 1e-9 and abs(r - 1.0) < 1e-9
     with pytest.raises(ValueError):
         fit_line([4, 4], [1.0, 2.0])
+
+
+def test_unknown_data_kind_is_refused_before_any_gpu_work(capsys):
+    import pytest
+
+    from profiling.clock_probe import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--variant", "any", "--data", "random,ones"])
+    assert e.value.code == 2 and "--data 'ones'" in capsys.readouterr().err
