@@ -115,6 +115,10 @@ DECODER_HANDOFF_BARRIER_ID = 9
 # (named barrier: the producer arrives after storing it, the consumers sync), at this byte offset
 # from the claim slots (after the two claim slots and the generation cell)
 SHARE_BARRIER_ID = 10
+# prepass_first_local on the background phase 1: the consumers' local decode -> the producer
+# (named barrier: the consumers arrive after their proxy fence, the producer warp syncs before it
+# completes the local ring slots)
+LOCAL_BARRIER_ID = 11
 BACKGROUND_SHARE_OFFSET = 16
 PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (0, 1, 2, 4)
@@ -285,6 +289,11 @@ class HopperConfig:
     # first tile). k_slope on bench4: the prepass build's 3.4 us of fixed cost over _rs_es is
     # phase 1's decode chain, which this takes off the first K tile's path
     prepass_first_local: bool = False
+    # issue 14, session 12 (experimental): K tiles of the first tile that prepass_first_local
+    # decodes in the CTA (1 or 2; label "h2" for 2). Also: prepass_first_local on the background
+    # phase 1 (prepass_decoders > 0, flags): the consumer warps decode the local K tiles at once,
+    # while the decoder warps run phase 1, and the producer skips the flag wait for them
+    first_local_tiles: int = 1
     arch: str = "sm_90a"
 
     @property
@@ -435,6 +444,7 @@ class HopperConfig:
         sched += f"g{self.prepass_decoders}" if self.prepass_decoders else ""
         sched += "z" if self.y_row_pad else ""
         sched += "h" if self.prepass_first_local else ""
+        sched += f"{self.first_local_tiles}" if self.prepass_first_local and self.first_local_tiles != 1 else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
@@ -840,13 +850,21 @@ def config_problems(config: HopperConfig) -> list[str]:
     if not isinstance(config.prepass_first_local, bool):
         p.append(f"prepass_first_local must be a bool, got {config.prepass_first_local!r}")
     elif config.prepass_first_local and (
-            config.y_source != "prepass" or not config.prepass_chunk or config.prepass_sync != "barrier"
+            config.y_source != "prepass" or not config.prepass_chunk
+            or (config.prepass_sync != "barrier" and not config.prepass_decoders)
             or config.prepass_store != "staged" or config.cluster_x != 1 or config.y_tail16
             or config.prepass_lean_exit or config.prepass_x_before or config.prepass_count_after
             or config.prepass_map_early or config.prepass_claim_first):
         p.append("prepass_first_local is built on the barrier prepass with the staged phase 1 (prepass_chunk > 0, "
                  "prepass_sync='barrier', prepass_store='staged', cluster_x 1, not y_tail16) and none of the lean "
-                 "exit's changes but prepass_split_warp")
+                 "exit's changes but prepass_split_warp, or on the background phase 1 (prepass_decoders > 0)")
+    if config.first_local_tiles not in (1, 2) or isinstance(config.first_local_tiles, bool):
+        p.append(f"first_local_tiles must be 1 or 2, got {config.first_local_tiles!r}")
+    elif config.first_local_tiles != 1 and not config.prepass_first_local:
+        p.append("first_local_tiles is prepass_first_local's count of K tiles")
+    elif config.prepass_first_local and config.first_local_tiles * (config.tile_k // 64) > config.fp16_buffers:
+        p.append(f"prepass_first_local decodes {config.first_local_tiles} K tiles into the Y ring: "
+                 f"{config.first_local_tiles * (config.tile_k // 64)} buffers, the ring has {config.fp16_buffers}")
     if config.y_tail16_step not in (16, 32, 64, 128) or isinstance(config.y_tail16_step, bool):
         p.append(f"y_tail16_step must be 16, 32, 64 or 128, got {config.y_tail16_step!r}")
     elif config.y_tail16_step != 16 and not config.y_tail16:
@@ -982,6 +1000,11 @@ ZERO_PAD_CONFIG = replace(SPLIT_WARP_CONFIG, y_row_pad=True)
 # workspace box (prepass_first_local). H200: correct (smoke, ci property, synccheck / racecheck),
 # slower on every shape (138.6 / 87.4 / 35.1 / 20.3 us against 124.4 / 75.0 / 31.3 / 19.1)
 FIRST_LOCAL_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_first_local=True)
+# Session 12 (experimental): the background phase 1 with the first tile's first K tile (two K
+# tiles: the "h2" twin) decoded by the consumer warps at once: nothing of phase 1 before the
+# first wgmma, the producer's flag wait from the first workspace box on
+BACKGROUND_LOCAL_CONFIG = replace(BACKGROUND_CONFIG, prepass_first_local=True)
+BACKGROUND_LOCAL2_CONFIG = replace(BACKGROUND_CONFIG, prepass_first_local=True, first_local_tiles=2)
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
 # store or load sits between the kernel's first and last wgmma (none in the K loop).
@@ -1199,6 +1222,10 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # issue 14, session 11: the production prepass build with phase 1 behind the first K tile
     # (prepass_first_local, label "..._prec1xswh_...")
     FIRST_LOCAL_CONFIG,
+    # issue 14, session 12: the background phase 1 with the first K tile(s) decoded by the
+    # consumers (labels "..._prec1xfswg3h_..." and "..._prec1xfswg3h2_...")
+    BACKGROUND_LOCAL_CONFIG,
+    BACKGROUND_LOCAL2_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

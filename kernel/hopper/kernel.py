@@ -705,6 +705,14 @@ class HopperNvfp4GroupedGemm:
                     c_begin, c_end, c_step = self.balanced_read(total, claim_slots + cfgmod.BACKGROUND_SHARE_OFFSET)
                 else:
                     c_begin, c_end, c_step = self.tile_range(total)
+                if cutlass.const_expr(cfg.prepass_first_local):
+                    # the first tile's first K tile(s) of Y into the Y ring by the consumers, at
+                    # once (phase 1 runs on the decoder warps meanwhile); the producer completes
+                    # those ring slots after this barrier and waits on flags only from the next
+                    self.prepass_first_local_decode(tidx, m_prefix, m_sizes, m_ptrs, c_begin, c_end, sy_base,
+                                                    self.consumer_threads)
+                    pipeline.NamedBarrier(barrier_id=cfgmod.LOCAL_BARRIER_ID,
+                                          num_threads=self.consumer_threads + 32).arrive()
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
                                            c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
                                            sy_iter=storage.sY if (self.tail64 or self.tail16) else None)
@@ -1319,7 +1327,7 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def prepass_first_local_decode(self, tidx: cutlass.Int32, m_prefix: cute.Tensor, m_sizes: cute.Tensor,
                                    m_ptrs: cute.Tensor, t_begin: cutlass.Int32, t_end: cutlass.Int32,
-                                   sy_base: cutlass.Int32):
+                                   sy_base: cutlass.Int32, threads: int = 0):
         """``prepass_first_local``, every thread after its phase-1 chunks: the CTA's first tile's
         first K tile of Y (its ``n_sub`` 64-K sub-blocks x ``mma_n`` rows, item = (sub-block,
         row), sub-block fastest) decoded from A straight into the Y ring's first ``n_sub``
@@ -1329,9 +1337,16 @@ class HopperNvfp4GroupedGemm:
         not read (A has M rows; their accumulator columns are never stored). Ends with each
         thread's generic -> async proxy fence; the caller's CTA barrier orders the stores before
         the producer completes the ring slots. The staged phase 1 used buffers 0 .. 2 as its
-        warps' slots: its last CTA barrier is behind."""
-        threads = self.threads
-        per = self.n_sub * self.mma_n
+        warps' slots: its last CTA barrier is behind.
+
+        On the background phase 1 (``prepass_decoders``) the consumer warps alone run it
+        (``threads``: theirs), at the start, for ``first_local_tiles`` K tiles (sub-block index
+        over them, buffer = the ring slot of that sub-block; sub-blocks past the group's K are
+        not read), and the caller's named barrier hands the buffers to the producer."""
+        threads = threads if threads else self.threads
+        tiles = self.config.first_local_tiles
+        subs = self.n_sub * tiles
+        per = subs * self.mma_n
         if t_begin < t_end:
             slot, m, _n, k, m0, _n0 = self.tile_origin(m_prefix, m_sizes, t_begin)
             ksub = k // SUB_K
@@ -1339,12 +1354,15 @@ class HopperNvfp4GroupedGemm:
             places = []
             for j in cutlass.range_constexpr((per + threads - 1) // threads):
                 i = tidx + j * threads
-                r = i // self.n_sub
-                sb = i - r * self.n_sub
+                r = i // subs
+                sb = i - r * subs
                 ok = cutlass.Int32(0)
                 if i < per:
                     if m0 + r < m:
-                        ok = cutlass.Int32(1)
+                        if cutlass.const_expr(tiles == 1):
+                            ok = cutlass.Int32(1)
+                        elif sb < ksub:
+                            ok = cutlass.Int32(1)
                 raw, sf, _dst = self.prepass_run_addresses((m0 + r) * ksub + sb, slot, cutlass.Int32(0),
                                                            cutlass.Int32(0), m_sizes, m_ptrs, cutlass.Int64(0),
                                                            cutlass.Int64(0))
@@ -1554,8 +1572,10 @@ class HopperNvfp4GroupedGemm:
         cfg = self.config
         lane = cute.arch.lane_idx()
         tm_ws = ws + TENSOR_MAP_OFFSET
-        first_local = chunks is not None
-        if cutlass.const_expr(first_local):
+        wait_local = chunks is not None  # the barrier prepass's first_local: phase 1 awaited late
+        local_flags = self.prepass_flags and cfg.prepass_first_local  # the background's: flags skipped
+        first_local = wait_local or local_flags
+        if cutlass.const_expr(wait_local):
             need_wait = cutlass.Int32(1)
         if cutlass.const_expr(self.prepass_flags):
             target = gen + 1
@@ -1576,6 +1596,10 @@ class HopperNvfp4GroupedGemm:
                                                 t_begin, t_end, total)
             if lane == 0:
                 self.acquire_map(tm_ws, workspace=True)
+            if cutlass.const_expr(local_flags):
+                # the consumers' local decode (prepass_first_local_decode) is in the ring buffers
+                pipeline.NamedBarrier(barrier_id=cfgmod.LOCAL_BARRIER_ID,
+                                      num_threads=self.consumer_threads + 32).arrive_and_wait()
         else:
             # phase 1's completion barrier is behind (kernel): producer_x_first issued the first
             # tile's early X stages before it; the ring state steps past them
@@ -1603,6 +1627,9 @@ class HopperNvfp4GroupedGemm:
                 my_flag = flags + cutlass.Int64(block * levels + lane) * FLAG_CELL_BYTES + 4
                 k_tiles = k // cfg.tile_k
                 ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
+                if cutlass.const_expr(local_flags):
+                    if tile == t_begin:
+                        ready = cutlass.Int32(cfg.first_local_tiles)  # decoded locally: no flag
             self.delay("producer", "tensormap", "before")
             if cutlass.const_expr(map_early and early and not self.prepass_flags):
                 # the first tile's map was acquired with its early X stages (producer_x_first)
@@ -1627,18 +1654,22 @@ class HopperNvfp4GroupedGemm:
                     # the first tile's first K tile: decoded by this CTA into these slots already
                     local = cutlass.Int32(0)
                     if tile == t_begin:
-                        if kt == 0:
+                        if cutlass.const_expr(cfg.first_local_tiles == 1):
+                            if kt == 0:
+                                local = cutlass.Int32(1)
+                        elif kt < cfg.first_local_tiles:
                             local = cutlass.Int32(1)
-                    if local == 0:
-                        if need_wait != 0:
-                            self.first_local_wait(lane, ws, chunks)
-                            need_wait = cutlass.Int32(0)
+                    if cutlass.const_expr(wait_local):
+                        if local == 0:
+                            if need_wait != 0:
+                                self.first_local_wait(lane, ws, chunks)
+                                need_wait = cutlass.Int32(0)
                 if cutlass.const_expr(not self.ablates("y_ring")):
                     for sb in cutlass.range_constexpr(self.n_sub):
                         self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row, local)
                         ystate.advance()  # here, in the loop's own body: the loop carries it
             pre = cutlass.Int32(0)  # only the first tile's first stages went early
-        if cutlass.const_expr(first_local):
+        if cutlass.const_expr(wait_local):
             if need_wait != 0:  # no workspace box at all (no tile, or one tile of one K tile)
                 self.first_local_wait(lane, ws, chunks)
         self.delay("producer", "tail", "before")

@@ -410,6 +410,24 @@ def test_background_phase1_sass_structure(label, tmp_path):
         share = f"{cfgmod.SHARE_BARRIER_ID:#x},{config.consumer_threads + 32:#x}"
         assert len([n for n in at("BAR.ARV") if args[n] == share]) == 1
         assert len([n for n in at("BAR.SYNC") if args[n] == share]) == 1
+    local = f"{cfgmod.LOCAL_BARRIER_ID:#x},{config.consumer_threads + 32:#x}"
+    local_arrive = [n for n in at("BAR.ARV") if args[n] == local]
+    local_sync = [n for n in at("BAR.SYNC") if args[n] == local]
+    if not config.prepass_first_local:
+        assert not local_arrive and not local_sync
+        return
+    # session 12 (prepass_first_local): the consumers' local decode between the share's sync and
+    # their one arrive on the local barrier (each thread's items: two predicated 16-byte loads of
+    # A each, their staged 16-byte shared stores), all before the first wgmma; the producer syncs
+    # on it once
+    assert len(local_arrive) == 1 and len(local_sync) == 1, (local_arrive, local_sync)
+    assert local_arrive[0] < at("HGMMA")[0]
+    start = [n for n in at("BAR.SYNC") if args[n] == share][0] if config.y_tail64 else 0
+    seg = ins[start:local_arrive[0]]
+    items = config.first_local_tiles * config.tile_k // 64 * config.mma_n // config.consumer_threads
+    assert sum(i.opcode.startswith("LDG.E.128") and bool(i.predicate) for i in seg) == 2 * items
+    assert sum(i.opcode.startswith("STS.128") for i in seg) >= 8 * items
+    assert any(i.opcode.startswith("FENCE.VIEW.ASYNC.S") for i in seg), "no proxy fence before the hand-over"
 
 
 @pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.y_tail16])

@@ -525,8 +525,9 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     # (+ the prepass_store="staged", lean-exit, x-before, split-warp and its three lean-change
     # builds; x_prefetch's ends in "_es_xp")
     # (session 10: + the two background phase-1 builds and the y_tail16 build; session 11: + the
-    # zero-padded workspace build and the first-K-tile-local build)
-    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 14
+    # zero-padded workspace build and the first-K-tile-local build; session 12: + the background
+    # builds with one and two local K tiles)
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 16
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
@@ -644,7 +645,16 @@ def test_prepass_first_local_rules_and_label():
     assert FIRST_LOCAL_CONFIG.label == SPLIT_WARP_CONFIG.label.replace("_prec1xsw_", "_prec1xswh_")
     assert not config_problems(FIRST_LOCAL_CONFIG) and FIRST_LOCAL_CONFIG in DECLARED_VARIANTS
     assert not config_problems(dataclasses.replace(ZERO_PAD_CONFIG, prepass_first_local=True))
-    for bad in (dataclasses.replace(BACKGROUND_CONFIG, prepass_first_local=True),  # flags
+    # session 12: on the background phase 1 too, with one or two local K tiles
+    assert not config_problems(dataclasses.replace(BACKGROUND_CONFIG, prepass_first_local=True))
+    two = dataclasses.replace(BACKGROUND_CONFIG, prepass_first_local=True, first_local_tiles=2)
+    assert not config_problems(two) and two.label == BACKGROUND_CONFIG.label.replace("g3_", "g3h2_")
+    assert two in DECLARED_VARIANTS
+    for bad, rule in ((dataclasses.replace(BACKGROUND_CONFIG, first_local_tiles=2), "first_local_tiles is"),
+                      (dataclasses.replace(two, first_local_tiles=3), "first_local_tiles must be 1 or 2"),
+                      (dataclasses.replace(two, fp16_buffers=7), "8 buffers, the ring has 7")):
+        assert any(rule in p for p in config_problems(bad)), (bad, config_problems(bad))
+    for bad in (dataclasses.replace(SPLIT_WARP_CONFIG, prepass_sync="flags", prepass_first_local=True),  # flags
                 dataclasses.replace(LEAN_EXIT_CONFIG, prepass_first_local=True),  # the lean exit
                 dataclasses.replace(PHASE1_STAGED_CONFIG, prepass_store="direct", prepass_first_local=True)):
         assert any("prepass_first_local is built on the barrier prepass" in p for p in config_problems(bad)), bad
