@@ -294,6 +294,13 @@ class HopperConfig:
     # phase 1 (prepass_decoders > 0, flags): the consumer warps decode the local K tiles at once,
     # while the decoder warps run phase 1, and the producer skips the flag wait for them
     first_local_tiles: int = 1
+    # issue 14, session 12 (label suffix "_pdl"): programmatic dependent launch. The grid is
+    # launched with the programmatic-stream-serialization attribute, so on a stream where it
+    # follows another kernel its CTAs may start while that kernel's last CTAs run; every thread
+    # executes griddepcontrol.wait (the previous grid complete, its memory visible) first,
+    # before any global access, then griddepcontrol.launch_dependents, so the next launch's
+    # dispatch overlaps this one's tail
+    pdl: bool = False
     arch: str = "sm_90a"
 
     @property
@@ -452,6 +459,7 @@ class HopperConfig:
         sched += f"s{self.y_tail16_step}" if self.y_tail16 and self.y_tail16_step != 16 else ""
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_xp" if self.x_prefetch else ""
+        sched += "_pdl" if self.pdl else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -865,6 +873,8 @@ def config_problems(config: HopperConfig) -> list[str]:
     elif config.prepass_first_local and config.first_local_tiles * (config.tile_k // 64) > config.fp16_buffers:
         p.append(f"prepass_first_local decodes {config.first_local_tiles} K tiles into the Y ring: "
                  f"{config.first_local_tiles * (config.tile_k // 64)} buffers, the ring has {config.fp16_buffers}")
+    if not isinstance(config.pdl, bool):
+        p.append(f"pdl must be a bool, got {config.pdl!r}")
     if config.y_tail16_step not in (16, 32, 64, 128) or isinstance(config.y_tail16_step, bool):
         p.append(f"y_tail16_step must be 16, 32, 64 or 128, got {config.y_tail16_step!r}")
     elif config.y_tail16_step != 16 and not config.y_tail16:
@@ -1005,6 +1015,9 @@ FIRST_LOCAL_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_first_local=True)
 # first wgmma, the producer's flag wait from the first workspace box on
 BACKGROUND_LOCAL_CONFIG = replace(BACKGROUND_CONFIG, prepass_first_local=True)
 BACKGROUND_LOCAL2_CONFIG = replace(BACKGROUND_CONFIG, prepass_first_local=True, first_local_tiles=2)
+# Session 12: the two builds of the default dispatch with programmatic dependent launch
+SPLIT_WARP_PDL_CONFIG = replace(SPLIT_WARP_CONFIG, pdl=True)
+FASTEST_STAGED_PDL_CONFIG = replace(FASTEST_STAGED_CONFIG, pdl=True)
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
 # store or load sits between the kernel's first and last wgmma (none in the K loop).
@@ -1226,6 +1239,10 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # consumers (labels "..._prec1xfswg3h_..." and "..._prec1xfswg3h2_...")
     BACKGROUND_LOCAL_CONFIG,
     BACKGROUND_LOCAL2_CONFIG,
+    # issue 14, session 12: the default dispatch's two builds with programmatic dependent launch
+    # (label suffix "_pdl")
+    SPLIT_WARP_PDL_CONFIG,
+    FASTEST_STAGED_PDL_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

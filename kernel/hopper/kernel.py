@@ -351,6 +351,8 @@ class HopperNvfp4GroupedGemm:
         if self.cluster != 1:
             # clusters of consecutive CTAs (the plan's num_ctas is a multiple of cluster_x)
             launch["cluster"] = (self.cluster, 1, 1)
+        if self.config.pdl:
+            launch["use_pdl"] = True  # griddepcontrol in the kernel (HopperConfig.pdl)
         self.kernel(tiled_mma, x_layout, y_layout, *pointers).launch(**launch)
 
     # ---------------------------------------------------------------------- device side
@@ -608,6 +610,13 @@ class HopperNvfp4GroupedGemm:
             self.delay_table = delays_ptr.toint()
         cfg = self.config
         G = self.num_groups
+        if cutlass.const_expr(cfg.pdl):
+            # programmatic dependent launch: the previous grid on the stream complete and its
+            # writes visible before any global access (the tables too: a kernel may have written
+            # them); then the next launch may start its CTAs on the SMs this grid leaves free or
+            # frees (they wait here in turn). What overlaps: the launch and the CTAs' dispatch
+            cute.arch.griddepcontrol_wait()
+            cute.arch.griddepcontrol_launch_dependents()
         tidx, _, _ = cute.arch.thread_idx()
         tidx = cutlass.Int32(tidx)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
