@@ -509,7 +509,8 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     assert [c.epilogue for c in PRODUCTION_VARIANTS] == ["direct", "smem", "smem"]
     assert all("epilogue_staging" not in smem_bytes(c) and epilogue_stage_rows(c) == 0
                for c in DECLARED_VARIANTS if c.epilogue == "direct")
-    staged = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and not c.x_prefetch and c.prepass_store == "direct"]
+    staged = [c for c in DECLARED_VARIANTS
+              if c.epilogue == "smem" and not c.x_prefetch and c.prepass_store == "direct" and not c.pdl]
     assert staged == [dataclasses.replace(FASTEST_CONFIG, epilogue="smem"),
                       dataclasses.replace(MIXED_TAIL_CONFIG, epilogue="smem")]
     assert [c.label for c in staged] == [FASTEST_CONFIG.label + "_es", MIXED_TAIL_CONFIG.label + "_es"]
@@ -528,6 +529,7 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     # zero-padded workspace build and the first-K-tile-local build; session 12: + the background
     # builds with one and two local K tiles)
     assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 16
+    assert sum(c.label.endswith("_es_pdl") for c in DECLARED_VARIANTS) == 2  # session 12
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
@@ -660,3 +662,18 @@ def test_prepass_first_local_rules_and_label():
         assert any("prepass_first_local is built on the barrier prepass" in p for p in config_problems(bad)), bad
     assert any("prepass_first_local must be a bool" in p
                for p in config_problems(dataclasses.replace(SPLIT_WARP_CONFIG, prepass_first_local=1)))
+
+
+def test_pdl_rules_label_and_declared_twins():
+    """Session 12: programmatic dependent launch is off by default, a bool, the label's last
+    suffix; declared on the default dispatch's two builds, each its twin's config but pdl."""
+    import dataclasses
+
+    from kernel.hopper.config import (FASTEST_STAGED_CONFIG, FASTEST_STAGED_PDL_CONFIG, SPLIT_WARP_CONFIG,
+                                      SPLIT_WARP_PDL_CONFIG)
+
+    assert HopperConfig().pdl is False
+    for twin, pdl in ((SPLIT_WARP_CONFIG, SPLIT_WARP_PDL_CONFIG), (FASTEST_STAGED_CONFIG, FASTEST_STAGED_PDL_CONFIG)):
+        assert pdl == dataclasses.replace(twin, pdl=True) and pdl.label == twin.label + "_pdl"
+        assert not config_problems(pdl) and pdl in DECLARED_VARIANTS and twin in DECLARED_VARIANTS
+    assert any("pdl must be a bool" in p for p in config_problems(dataclasses.replace(SPLIT_WARP_CONFIG, pdl=1)))
