@@ -7,6 +7,8 @@
 # 2. ci property + invalid inputs on the two-K-tile build;
 # 3. profiling.k_slope on bench4's M and N: production, background, both local builds;
 # 4. bench_gpu: production, both local builds, the fastest staged tile and cuBLAS bf16.
+# (After session 12 the two-K-tile build is no longer declared: ci.prepass_smoke and the property
+# cannot name it; profiling.ablation --config builds it from its fields.)
 set -u
 export OUT=${OUT:-out}; mkdir -p "$OUT"
 label() { python3 -c "import kernel.hopper.config as c; print(c.$1.label)"; }

@@ -308,6 +308,29 @@ MUTANTS: tuple[Mutant, ...] = (
         "hopper-static",
         HOPPER_STATIC,
     ),
+    # session 12: programmatic dependent launch without its wait (the launch still carries the
+    # attribute): the grid may read A, B and the tables, and write C and the workspace, while the
+    # previous kernel on the stream still runs
+    _m(
+        "hopper_static_pdl_no_wait",
+        "griddepcontrol.wait removed from a pdl build: global accesses before the previous grid is "
+        "complete, seen in the SASS on a CPU",
+        "kernel/hopper/kernel.py",
+        "            cute.arch.griddepcontrol_wait()\n            cute.arch.griddepcontrol_launch_dependents()\n",
+        "            cute.arch.griddepcontrol_launch_dependents()\n",
+        "hopper-static",
+        ["kernel/tests/test_hopper_pdl.py"],
+    ),
+    _m(
+        "hopper_pdl_no_wait",
+        "griddepcontrol.wait removed from a pdl build: a launch reads the previous launch's output "
+        "before it is written",
+        "kernel/hopper/kernel.py",
+        "            cute.arch.griddepcontrol_wait()\n            cute.arch.griddepcontrol_launch_dependents()\n",
+        "            cute.arch.griddepcontrol_launch_dependents()\n",
+        "hopper",
+        ["kernel/tests/test_gpu_pdl.py", "-x"],
+    ),
     _m(
         "hopper_upper_half_wrong_scale",
         "wrong scale for the upper half-word (nibbles n4..n7 of a word use the next block's scale)",

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from kernel.hopper.config import (DECLARED_VARIANTS, FASTEST_CONFIG, FASTEST_STAGED_CONFIG, LEAN_EXIT_CONFIG,
+from kernel.hopper.config import (DECLARED_VARIANTS, FASTEST_CONFIG, FASTEST_STAGED_CONFIG, FASTEST_STAGED_PDL_CONFIG,
+                                  LEAN_EXIT_CONFIG,
                                   MIXED_TAIL_STAGED_CONFIG, PHASE1_STAGED_CONFIG, SPLIT_WARP_CONFIG, HopperConfig)
 
 ShapeKey = tuple[tuple[int, ...], int | None, int | None]
@@ -177,8 +178,20 @@ SPLIT_WARP_TABLE = DispatchTable(
     {"bench1": SPLIT_WARP, "bench2": SPLIT_WARP, "bench3": SPLIT_WARP, "bench4": FASTEST_STAGED},
     fallback=by_label(SPLIT_WARP),
 )
-# PHASE1_STAGED_TABLE was the default from session 7 to session 9.
-MEASURED_TABLE = SPLIT_WARP_TABLE
+# Session 12 (one H200, ci/h200_session12b.sh and 12c.sh: three bench_gpu runs, the last two in
+# opposite variant orders): programmatic dependent launch (HopperConfig.pdl) on bench4's build
+# FASTEST_STAGED: 16.94 / 17.14 / 17.18 us against 17.52 / 17.76 / 17.78 without (cuBLAS bf16
+# 16.57 / 16.81 / 16.80). On the prepass build it is neutral on bench1 and bench3 and costs bench2
+# 4 % in every run (79.1 / 76.0 / 77.0 against 74.2 / 73.1 / 73.6; the _rs_es build +1.5-2.7 %
+# there too), so only bench4 takes it. The pdl build passed the chained-launch test, each input
+# distribution (400 examples) and gpu-long (500) there. SPLIT_WARP_TABLE was the default from
+# session 10 to session 11, PHASE1_STAGED_TABLE from session 7 to session 9.
+FASTEST_STAGED_PDL = FASTEST_STAGED_PDL_CONFIG.label
+PDL_TABLE = DispatchTable(
+    {"bench1": SPLIT_WARP, "bench2": SPLIT_WARP, "bench3": SPLIT_WARP, "bench4": FASTEST_STAGED_PDL},
+    fallback=by_label(SPLIT_WARP),
+)
+MEASURED_TABLE = PDL_TABLE
 # What ``custom_kernel(data)`` runs when no config is given (kernel.hopper.launch.default_config):
 # the measured table. Every config it can return is a production variant (the main job runs them).
 DEFAULT_TABLE = MEASURED_TABLE

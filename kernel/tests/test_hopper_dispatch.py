@@ -63,13 +63,14 @@ def test_the_default_runs_the_measured_choice_and_only_production_variants():
     """``custom_kernel(data)`` without a config: DEFAULT_TABLE's choice for the shape (bench4 the
     2-warpgroup tile, bench1-3 and any other shape the mixed-tail prepass tile, both with C staged
     through shared memory since session 6, the prepass tile's phase 1 staged too since session 7,
-    its balanced split searched by the producer warp's 32 lanes since session 10), remembered per
+    its balanced split searched by the producer warp's 32 lanes since session 10, bench4's with
+    programmatic dependent launch since session 12), remembered per
     size list, every choice a production variant; malformed data gets the fallback (whose
     validation raises the typed error)."""
     import importlib
 
     launch = importlib.import_module("kernel.hopper.launch")  # (kernel.hopper.launch is also a function name)
-    from kernel.hopper.config import (FASTEST_STAGED_CONFIG as FASTEST_CONFIG,
+    from kernel.hopper.config import (FASTEST_STAGED_PDL_CONFIG as FASTEST_CONFIG,
                                       SPLIT_WARP_CONFIG as MIXED_TAIL_CONFIG, PRODUCTION_VARIANTS)
     from kernel.hopper.dispatch import DEFAULT_TABLE
 
@@ -105,9 +106,13 @@ def test_the_lean_table_is_measured_but_not_the_default():
     # the default since session 10 keeps that: the split-warp build in place of PHASE1_STAGED's,
     # whose table (the default of sessions 7-9) stays for the measurement
     from kernel.hopper.config import PHASE1_STAGED_CONFIG, SPLIT_WARP_CONFIG
-    from kernel.hopper.dispatch import MEASURED_TABLE, PHASE1_STAGED_TABLE, SPLIT_WARP_TABLE
+    from kernel.hopper.dispatch import MEASURED_TABLE, PDL_TABLE, PHASE1_STAGED_TABLE, SPLIT_WARP_TABLE
 
-    assert DEFAULT_TABLE is MEASURED_TABLE is SPLIT_WARP_TABLE
+    # (session 12: the same prepass build; bench4's build with programmatic dependent launch)
+    assert DEFAULT_TABLE is MEASURED_TABLE is PDL_TABLE
+    assert {k: v for k, v in PDL_TABLE.entries.items() if k != "bench4"} == \
+        {k: v for k, v in SPLIT_WARP_TABLE.entries.items() if k != "bench4"}
+    assert PDL_TABLE.entries["bench4"] == SPLIT_WARP_TABLE.entries["bench4"] + "_pdl"
     assert {c for c in DEFAULT_TABLE.configs() if c.y_source == "prepass"} == {SPLIT_WARP_CONFIG}
     assert SPLIT_WARP_CONFIG in PRODUCTION_VARIANTS and PHASE1_STAGED_CONFIG not in PRODUCTION_VARIANTS
     assert PHASE1_STAGED_CONFIG not in DEFAULT_TABLE.configs()
