@@ -87,7 +87,7 @@ POISON_WORD = 0xFFFFFFFF  # E4M3 0xFF: NaN; fp16 0xFFFF: NaN; FP4 0xF: -6
 Jitter = Literal["none", "cta", "warp"]
 JITTERS = ("none", "cta", "warp")
 _TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)"
-                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<hb>-hb)?(?P<stress>-t)?(?P<rt>-rt)?$")
+                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<hb>-hb)?(?P<tl>-tl)?(?P<stress>-t)?(?P<rt>-rt)?$")
 # the run-time delay table (Perturbation.device_words): one int32 per (role, site, when) of
 # SLOTS, in this order, then the jitter bound (ns), the jitter mode (JITTERS index), the seed, and
 # the warp skew of the consumers' decode site (Perturbation.skew: nanoseconds, victim warp % 4)
@@ -113,6 +113,27 @@ TABLE_WORDS = 64  # 256 bytes, zero-padded
 # packed site (check_site: rule, warp, other warp, CTA; 0 = none) and one count per rule. The
 # host zeroes it with the table and reads it after the launch (kernel.host_pipeline)
 CHECK_RULES_WORD, CHECK_FIRST_WORD, CHECK_COUNT_WORD0 = 48, 49, 50
+# the timeline (``Perturbation.timeline``, profiling.timeline): after the table's TABLE_WORDS, one
+# u64 %globaltimer stamp (ns) per (CTA, point) for the first TIMELINE_CTAS CTAs, CTA-major, 0 =
+# not reached. "first" points keep the first stamp (a compare-and-swap from 0), the others the
+# last (a plain store). Who stamps: thread 0 ("start", "phase1_done": after phase 1's completion
+# barrier, prepass builds only), the producer warp's lane 0 (its first stage acquired and
+# committed, its tail), the first consumer thread (its first tile's epilogue, its last tile's
+# epilogue and the end of that epilogue's stores)
+TIMELINE_POINTS: tuple[tuple[str, str], ...] = (
+    ("start", "last"),
+    ("phase1_done", "last"),
+    ("producer_first_acquire", "first"),
+    ("producer_first_commit", "first"),
+    ("epilogue_first", "first"),
+    ("epilogue_last", "last"),
+    ("epilogue_last_end", "last"),
+    ("producer_tail", "last"),
+)
+TIMELINE_INDEX = {name: i for i, (name, _) in enumerate(TIMELINE_POINTS)}
+TIMELINE_CTAS = 256
+TIMELINE_WORD0 = TABLE_WORDS
+TIMELINE_WORDS = TIMELINE_CTAS * len(TIMELINE_POINTS) * 2
 # the palette's persistent-grid caps, cycled with the seeds: the full grid (one or few tiles per
 # CTA on small problems), then 2 CTAs and 1 CTA, so each CTA walks many tiles: accumulators, fp16
 # buffers and ring slots are reused many times, the ring phase runs on across tiles and the
@@ -179,6 +200,10 @@ class Perturbation:
     # is seen on every run where a warp can be behind, and a missing wait, fence, tail or acquire
     # on every run
     checks: bool = False
+    # the timeline (run-time builds only, profiling.timeline; compiled in, part of the compile
+    # form): %globaltimer stamps at TIMELINE_POINTS into the device table after its TABLE_WORDS.
+    # Production's schedule: no delay site, no poison, no checker, no filler
+    timeline: bool = False
 
     def __post_init__(self):
         problems = []
@@ -196,6 +221,9 @@ class Perturbation:
             problems.append(f"max_ctas must be in [0, 1e5], got {self.max_ctas}")
         if self.checks and not self.runtime:
             problems.append("checks needs a run-time perturbation (its record lives in the device table)")
+        if self.timeline and (not self.runtime or self.delays or self.poison or self.checks or self.wgmma_fill):
+            problems.append("timeline runs production's schedule: a run-time build without delays, poison, "
+                            "checks or fillers")
         if self.jitter not in JITTERS:
             problems.append(f"jitter must be one of {JITTERS}, got {self.jitter!r}")
         if problems:
@@ -233,7 +261,7 @@ class Perturbation:
             return self
         return Perturbation(0, 0, 0, poison=self.poison, jitter="none", delays=self.delays, max_ctas=0,
                             wgmma_fill=self.wgmma_fill, fill_stride=self.fill_stride if self.wgmma_fill else 1,
-                            runtime=True, checks=self.checks)
+                            runtime=True, checks=self.checks, timeline=self.timeline)
 
     @property
     def kind(self) -> str:
@@ -261,7 +289,7 @@ class Perturbation:
         skew (:meth:`skew`: nanoseconds, victim warp)."""
         words = [self.delay_ns(*slot) for slot in SLOTS] + [
             self.jitter_ns, JITTERS.index(self.jitter), self.seed & 0xFFFF, *self.skew()]
-        return words + [0] * (TABLE_WORDS - len(words))
+        return words + [0] * (TABLE_WORDS - len(words) + (TIMELINE_WORDS if self.timeline else 0))
 
     @property
     def jitter_ns(self) -> int:
@@ -274,7 +302,8 @@ class Perturbation:
         return (f"s{self.seed}-d{self.max_delay_ns}-p{self.density_pct}-{'poison' if self.poison else 'clean'}"
                 f"-{self.jitter}{'' if self.delays else '-nodelay'}{f'-c{self.max_ctas}' if self.max_ctas else ''}"
                 f"{f'-w{self.wgmma_fill}' if self.wgmma_fill else ''}{f'-e{self.fill_stride}' if self.fill_stride != 1 else ''}"
-                f"{'-hb' if self.checks else ''}{'-t' if self.stress else ''}{'-rt' if self.runtime else ''}")
+                f"{'-hb' if self.checks else ''}{'-tl' if self.timeline else ''}{'-t' if self.stress else ''}"
+                f"{'-rt' if self.runtime else ''}")
 
     @classmethod
     def from_tag(cls, tag: str) -> "Perturbation":
@@ -284,7 +313,7 @@ class Perturbation:
         return cls(int(m["seed"]), int(m["max"]), int(m["density"]), m["poison"] == "poison", m["jitter"],
                    m["nodelay"] is None, int(m["ctas"] or 0),
                    int(m["fill"] or 0), int(m["every"] or 1), m["rt"] is not None, m["stress"] is not None,
-                   checks=m["hb"] is not None)
+                   checks=m["hb"] is not None, timeline=m["tl"] is not None)
 
 
 def palette(size: int, *, max_delay_ns: int = 4000, runtime: bool = False) -> tuple[Perturbation, ...]:
@@ -399,3 +428,23 @@ class CheckRecord:
                 "reuse_before_peer_wait", "wgmma_reads_unpublished") else ""
             lines.append(f"first seen: rule {self.first_rule}, CTA {self.first_cta}, warp {self.first_warp}{other}")
         return "\n".join(lines)
+
+
+def timeline_perturbation() -> Perturbation:
+    """The timeline build's perturbation: production's schedule plus the stamps."""
+    return Perturbation(0, 0, 0, poison=False, delays=False, runtime=True, timeline=True)
+
+
+def timeline_stamps(words, num_ctas: int) -> dict[str, list[int]]:
+    """The stamps of a timeline launch from its device table's words (int32, as read back):
+    point -> one u64 nanosecond stamp per CTA (0: that CTA did not reach the point), for the
+    first ``min(num_ctas, TIMELINE_CTAS)`` CTAs."""
+    words = [int(w) & 0xFFFFFFFF for w in words]
+    if len(words) < TIMELINE_WORD0 + TIMELINE_WORDS:
+        raise ValueError(f"not a timeline table: {len(words)} words, expected {TIMELINE_WORD0 + TIMELINE_WORDS}")
+    out: dict[str, list[int]] = {name: [] for name, _ in TIMELINE_POINTS}
+    for cta in range(min(num_ctas, TIMELINE_CTAS)):
+        for i, (name, _) in enumerate(TIMELINE_POINTS):
+            at = TIMELINE_WORD0 + 2 * (cta * len(TIMELINE_POINTS) + i)
+            out[name].append(words[at] | words[at + 1] << 32)
+    return out

@@ -74,9 +74,10 @@ from kernel.hopper import staging
 from kernel.hopper.config import HopperConfig
 from kernel.plan import SNAKE_ROWS_STEP
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
-                                 Perturbation)
+                                 TIMELINE_CTAS, TIMELINE_INDEX, TIMELINE_POINTS, TIMELINE_WORD0, Perturbation)
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
+    timeline_stamp,
     arrive_release_gpu,
     copy_y_staged_items,
     store_y_staged_item,
@@ -620,6 +621,9 @@ class HopperNvfp4GroupedGemm:
         tidx, _, _ = cute.arch.thread_idx()
         tidx = cutlass.Int32(tidx)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if cutlass.const_expr(self.timeline):
+            if tidx == 0:
+                self.timeline_point("start")
         if cutlass.const_expr(delays_ptr is not None and self.perturbation.delays):
             # this thread's jitter share, once: every delay site adds it (ptx.sleep_ns_from_table)
             self.delay_jitter = delay_jitter_from_table(self.delay_table, warp_idx, JITTER_NS_WORD, JITTER_MODE_WORD,
@@ -796,6 +800,9 @@ class HopperNvfp4GroupedGemm:
                 # from the two roles' own code it was undefined in PTX, and compute-sanitizer
                 # synccheck aborted the launch on it)
                 cute.arch.barrier()
+                if cutlass.const_expr(self.timeline):
+                    if tidx == 0:
+                        self.timeline_point("phase1_done")
                 # the tile total read again (after phase 1's memory-clobbering asm: a fresh load), so
                 # no schedule value stays live across phase 1 (the 3-warpgroup tile at its 128-register
                 # cap spilled one)
@@ -1577,7 +1584,10 @@ class HopperNvfp4GroupedGemm:
         of Y is in the ring already (``prepass_first_local_decode``, ordered by the CTA barrier
         behind): its ring slots are completed without a copy, and lane 0 awaits phase 1's
         completion (and counts the CTA through) only before the first workspace box, or at the
-        end when there is none (``first_local_wait``)."""
+        end when there is none (``first_local_wait``). On the background phase 1 (flags) the
+        consumers decode ``first_local_tiles`` K tiles at the start instead: the warp syncs on
+        their hand-over barrier (``LOCAL_BARRIER_ID``) after its early X stages, completes those
+        slots without a copy, and waits on flags only from the next K tile of the first tile."""
         cfg = self.config
         lane = cute.arch.lane_idx()
         tm_ws = ws + TENSOR_MAP_OFFSET
@@ -2242,17 +2252,20 @@ class HopperNvfp4GroupedGemm:
         pipe.producer_acquire(state)
         if self.checks:  # the stage's previous fill was released
             hb_mask_update(self.hb_addr(ring), state.index, False)
+        self.timeline_lane0("producer_first_acquire")
 
     def producer_commit(self, pipe, state, ring: int = HB_OUT_RAW):
         pipe.producer_commit(state)
         if self.checks:  # filled, not yet seen released
             hb_mask_update(self.hb_addr(ring), state.index, True)
+        self.timeline_lane0("producer_first_commit")
 
     def producer_tail(self, pipe, state, ring: int = HB_OUT_RAW):
         """Wait until the consumers released every stage (the pipeline's own tail in production;
         with the checker the same acquires, each seen by it)."""
         if not self.checks:
             pipe.producer_tail(state)
+            self.timeline_lane0("producer_tail")
             return
         for _i in range(pipe.num_stages):  # the pipeline's tail: empty waits only
             pipe.sync_object_empty.wait(state.index, state.phase)
@@ -2310,6 +2323,37 @@ class HopperNvfp4GroupedGemm:
     # ------------------------------------------------- perturbation and poison (tests only)
     def poisoning(self) -> bool:
         return self.perturbation is not None and self.perturbation.poison
+
+    @property
+    def timeline(self) -> bool:
+        """The timeline build (``Perturbation.timeline``, profiling.timeline): stamps at
+        kernel.perturbation TIMELINE_POINTS into the device table; production's schedule."""
+        return self.perturbation is not None and self.perturbation.timeline
+
+    @cute.jit
+    def timeline_point(self, name: cutlass.Constexpr):
+        """This thread's %globaltimer at ``name`` into its CTA's cell (CTAs past TIMELINE_CTAS
+        stamp nothing); the caller picks the one thread."""
+        cta = cutlass.Int32(cute.arch.block_idx()[0])
+        if cta < TIMELINE_CTAS:
+            cell = (TIMELINE_WORD0 * 4 + (cta * len(TIMELINE_POINTS) + TIMELINE_INDEX[name]) * 8)
+            timeline_stamp(cutlass.Int64(self.delay_table) + cutlass.Int64(cell),
+                           TIMELINE_POINTS[TIMELINE_INDEX[name]][1] == "first")
+
+    @cute.jit
+    def timeline_lane0(self, name: cutlass.Constexpr):
+        """``timeline_point`` by lane 0 of the calling warp (the producer's points)."""
+        if cutlass.const_expr(self.timeline):
+            if cute.arch.lane_idx() == 0:
+                self.timeline_point(name)
+
+    @cute.jit
+    def timeline_first_consumer(self, name: cutlass.Constexpr):
+        """``timeline_point`` by the CTA's thread 0 (the first consumer thread)."""
+        if cutlass.const_expr(self.timeline):
+            tid, _, _ = cute.arch.thread_idx()
+            if cutlass.Int32(tid) == 0:
+                self.timeline_point(name)
 
     def delay(self, role: str, site: str, when: str):
         """The seeded delay of one sync site (kernel/perturbation.py); in a production build, or
@@ -2623,6 +2667,8 @@ class HopperNvfp4GroupedGemm:
             self.epilogue_sink(acc, c_ptr, m)
             return
         self.delay("consumer", "epilogue", "before")
+        self.timeline_first_consumer("epilogue_first")
+        self.timeline_first_consumer("epilogue_last")
         if self.checks:  # every wgmma group writing the accumulators retired
             hb_check(self.delay_table, "ne.u32", self.hb_load(HB_RETIRED), self.hb_load(HB_ISSUED),
                      CHECK_RULE_INDEX["accumulator_read_in_flight"], self.hb_warp, self.hb_warp, self.hb_cta,
@@ -2631,6 +2677,7 @@ class HopperNvfp4GroupedGemm:
             self.epilogue_staged(acc, c_ptr, m, n, m0, n0)
         else:
             self.epilogue_direct(acc, tCcC, c_ptr, m, n, m0, n0)
+        self.timeline_first_consumer("epilogue_last_end")
 
     @cute.jit
     def epilogue_sink(self, acc, c_ptr, m):

@@ -862,6 +862,18 @@ def store_relaxed_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> None:
 
 
 @dsl_user_op
+def timeline_stamp(addr: Int64, first: bool, *, loc=None, ip=None) -> None:
+    """The timeline build (kernel.perturbation TIMELINE_POINTS): this thread's %globaltimer (ns)
+    into the u64 at ``addr``: a plain store (the last stamp stays), or with ``first`` a
+    compare-and-swap from 0 (the first stamp stays; its old value is not waited for)."""
+    if first:
+        asm = "{\n.reg .u64 t, o;\nmov.u64 t, %globaltimer;\natom.global.cas.b64 o, [$0], 0, t;\n}"
+    else:
+        asm = "{\n.reg .u64 t;\nmov.u64 t, %globaltimer;\nst.global.u64 [$0], t;\n}"
+    _inline_asm(asm, "l,~{memory}", _ir(loc, ip, (Int64, addr)), loc=loc, ip=ip)
+
+
+@dsl_user_op
 def fence_proxy_async_global(*, loc=None, ip=None) -> None:
     """Order this thread's generic-proxy global accesses with the async proxy (TMA)."""
     _inline_asm("fence.proxy.async.global;", "~{memory}", [], loc=loc, ip=ip)

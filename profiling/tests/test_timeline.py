@@ -1,0 +1,101 @@
+"""The timeline build (``Perturbation.timeline``) and ``profiling.timeline``'s arithmetic, on a CPU:
+the table layout and its decoding, the build's rules, and (compile marker) that the stamps leave
+the consumers' K loop alone."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kernel.perturbation import (TABLE_WORDS, TIMELINE_CTAS, TIMELINE_POINTS, TIMELINE_WORD0, TIMELINE_WORDS,
+                                 Perturbation, timeline_perturbation, timeline_stamps)
+from profiling.timeline import launch_rows, summarize
+
+
+def _words(stamps: dict[tuple[int, str], int]) -> list[int]:
+    """A table as the device would leave it: each (cta, point) stamp as two int32 words (signed,
+    as torch's int32 tensor reads back)."""
+    words = list(timeline_perturbation().device_words())
+    names = [n for n, _ in TIMELINE_POINTS]
+    for (cta, name), t in stamps.items():
+        at = TIMELINE_WORD0 + 2 * (cta * len(TIMELINE_POINTS) + names.index(name))
+        lo, hi = t & 0xFFFFFFFF, t >> 32
+        words[at] = lo - (1 << 32) if lo >= 1 << 31 else lo
+        words[at + 1] = hi - (1 << 32) if hi >= 1 << 31 else hi
+    return words
+
+
+def test_the_timeline_table_follows_the_delay_table():
+    p = timeline_perturbation()
+    assert len(p.device_words()) == TABLE_WORDS + TIMELINE_WORDS == TIMELINE_WORD0 + TIMELINE_WORDS
+    assert len(Perturbation(0, runtime=True, delays=False).device_words()) == TABLE_WORDS
+    assert Perturbation.from_tag(p.tag) == p and p.tag.endswith("-tl-rt")
+    assert p.compile_form == p and p.kind == "quiet"
+
+
+@pytest.mark.parametrize("bad", [dict(runtime=False), dict(delays=True), dict(poison=True), dict(checks=True),
+                                 dict(wgmma_fill=4)])
+def test_a_timeline_build_runs_productions_schedule(bad):
+    fields = dict(poison=False, delays=False, runtime=True, timeline=True)
+    fields.update(bad)
+    with pytest.raises(ValueError, match="timeline runs production's schedule"):
+        Perturbation(0, 0, 0, **fields)
+
+
+def test_stamps_decode_per_cta_and_point_including_the_high_word():
+    big = (3 << 32) + 0xFFFFFFF0  # a low word with its top bit set: negative as int32
+    words = _words({(0, "start"): big, (0, "epilogue_last_end"): big + 5000, (2, "producer_tail"): 7})
+    stamps = timeline_stamps(words, 3)
+    assert stamps["start"] == [big, 0, 0]
+    assert stamps["epilogue_last_end"] == [big + 5000, 0, 0]
+    assert stamps["producer_tail"] == [0, 0, 7]
+    assert all(len(v) == 3 for v in stamps.values())
+    assert len(timeline_stamps(words, 10 * TIMELINE_CTAS)["start"]) == TIMELINE_CTAS
+    with pytest.raises(ValueError, match="not a timeline table"):
+        timeline_stamps(words[:TABLE_WORDS], 1)
+
+
+def test_launch_rows_are_relative_to_the_first_cta_start():
+    t0 = 10_000_000
+    words = _words({(0, "start"): t0 + 1000, (1, "start"): t0, (0, "epilogue_first"): t0 + 5000,
+                    (1, "epilogue_first"): t0 + 9000})
+    rows = launch_rows(timeline_stamps(words, 2))
+    assert rows["start"] == (2, 0.5, 1.0)
+    assert rows["epilogue_first"] == (2, 7.0, 9.0)
+    assert rows["phase1_done"][0] == 0 and math.isnan(rows["phase1_done"][1])
+    assert launch_rows(timeline_stamps(_words({}), 2)) is None
+    # over launches: the medians of the per-launch medians and largest values
+    other = dict(rows, epilogue_first=(2, 9.0, 11.0))
+    third = dict(rows, epilogue_first=(1, 8.0, 8.0))
+    summary = summarize([rows, other, third])
+    assert summary["epilogue_first"] == (2, 8.0, 9.0)
+    assert summary["phase1_done"][0] == 0
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("name", ["SPLIT_WARP_CONFIG", "FASTEST_STAGED_PDL_CONFIG"])
+def test_the_stamps_leave_the_k_loop_alone(name, tmp_path):
+    """The timeline build of the default dispatch's two builds: the production build's wgmmas,
+    no clock read between its first and last wgmma (nothing stamped inside the consumers' K
+    loop), one plain 64-bit store per "last" stamp site, and no spills."""
+    from kernel.hopper import config as cfgmod
+    from kernel.hopper import static_build
+    from profiling import sass
+
+    config = getattr(cfgmod, name)
+    plain = sass.kernel_code(static_build(config, tmp_path / "plain")["cubin"])
+    build = static_build(config, tmp_path / "tl", perturbation=timeline_perturbation())
+    ins = sass.kernel_code(build["cubin"])
+    ops = [i.opcode for i in ins]
+    assert sum(o.startswith("HGMMA") for o in ops) == sum(i.opcode.startswith("HGMMA") for i in plain)
+    mmas = [n for n, o in enumerate(ops) if o.startswith("HGMMA")]
+    clocks = [n for n, i in enumerate(ins) if "GLOBALTIMER" in i.operands]
+    assert clocks and not [n for n in clocks if mmas[0] < n < mmas[-1]], "a stamp inside the K loop"
+    # plain stores: start, the last epilogue and its end, the producer tail (one per ring),
+    # phase1_done on the prepass build
+    lasts = 4 + (config.y_source == "prepass") * 2
+    assert sum(o.startswith("STG.E.64") for o in ops) == lasts
+    assert sum(o.startswith("ATOMG.E.CAS.64") for o in ops) >= 3
+    usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
+    assert usage.stack_bytes == 0 and usage.local_bytes == 0
