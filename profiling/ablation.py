@@ -83,6 +83,26 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
     return builds
 
 
+def labelled_builds(variants: Sequence[str]) -> dict[str, Build]:
+    """``LABEL`` or ``LABEL~PART`` (a declared Hopper label, and the ablation part its build
+    leaves out) -> its Build, keyed by the text given (profiling.k_slope, profiling.timeline).
+    Raises ValueError naming an unknown label; an ablation the config cannot take raises
+    UnsupportedConfigError (check_ablation)."""
+    from kernel.hopper.config import DECLARED_VARIANTS
+
+    configs = {c.label: c for c in DECLARED_VARIANTS}
+    builds = {}
+    for text in variants:
+        label, _, part = text.partition("~")
+        if label not in configs:
+            raise ValueError(f"unknown variant {label!r}")
+        ablation = Ablation(part) if part else None
+        if ablation is not None:
+            check_ablation(configs[label], ablation)
+        builds[text] = Build(configs[label], ablation)
+    return builds
+
+
 def prepare_build(build: Build, data, *, dry_run: bool = False, compile: bool | None = None):
     """``build`` prepared on ``data`` through the Hopper pipeline: the ablation is a build option
     of the compile (its own compile-cache entry), never a config field."""

@@ -51,22 +51,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import oracle
     from kernel import hopper
-    from kernel.hopper.ablation import Ablation, check_ablation
-    from kernel.hopper.config import DECLARED_VARIANTS
     from profiling import floors, timing
-    from profiling.ablation import check_exact
+    from profiling.ablation import check_exact, labelled_builds
     from profiling.benchmarks import _support as S
 
-    configs = {c.label: c for c in DECLARED_VARIANTS}
-    builds = {}
-    for v in args.variant:
-        label, _, part = v.partition("~")
-        if label not in configs:
-            p.error(f"unknown variant {label!r}")
-        ablation = Ablation(part) if part else None
-        if ablation is not None:
-            check_ablation(configs[label], ablation)
-        builds[v] = (configs[label], ablation)
+    try:
+        builds = {v: (b.config, b.ablation) for v, b in labelled_builds(args.variant).items()}
+    except ValueError as exc:
+        p.error(str(exc))
     base = floors.get_shape(args.shape)
     times: dict[str, list[float]] = {v: [] for v in args.variant}
     for k in ks:

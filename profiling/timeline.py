@@ -81,22 +81,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import oracle
     from kernel import hopper
-    from kernel.hopper.ablation import Ablation, check_ablation
-    from kernel.hopper.config import DECLARED_VARIANTS
     from kernel.perturbation import timeline_perturbation, timeline_stamps
     from profiling import floors, timing
+    from profiling.ablation import labelled_builds
     from profiling.benchmarks import _support as S
 
-    configs = {c.label: c for c in DECLARED_VARIANTS}
-    builds = {}
-    for v in args.variant:
-        label, _, part = v.partition("~")
-        if label not in configs:
-            p.error(f"unknown variant {label!r}")
-        ablation = Ablation(part) if part else None
-        if ablation is not None:
-            check_ablation(configs[label], ablation)
-        builds[v] = (configs[label], ablation)
+    try:
+        builds = {v: (b.config, b.ablation) for v, b in labelled_builds(args.variant).items()}
+    except ValueError as exc:
+        p.error(str(exc))
     shape = floors.get_shape(args.shape)
     host = oracle.make_inputs(shape.problem_sizes(), S.SEED, distribution=S.DISTRIBUTION)
     first = oracle.data_to(host, "cuda")

@@ -99,3 +99,19 @@ def test_the_stamps_leave_the_k_loop_alone(name, tmp_path):
     assert sum(o.startswith("ATOMG.E.CAS.64") for o in ops) >= 3
     usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
     assert usage.stack_bytes == 0 and usage.local_bytes == 0
+
+
+def test_labelled_builds_take_a_label_or_label_and_part():
+    """k_slope's and timeline's variant arguments: LABEL, LABEL~PART; an unknown label is named."""
+    from kernel.errors import UnsupportedConfigError
+    from kernel.hopper.config import FASTEST_STAGED_CONFIG, SPLIT_WARP_CONFIG
+    from profiling.ablation import labelled_builds
+
+    builds = labelled_builds([SPLIT_WARP_CONFIG.label, SPLIT_WARP_CONFIG.label + "~no_prepass"])
+    assert builds[SPLIT_WARP_CONFIG.label].config == SPLIT_WARP_CONFIG
+    assert builds[SPLIT_WARP_CONFIG.label].ablation is None
+    assert builds[SPLIT_WARP_CONFIG.label + "~no_prepass"].ablation.part == "no_prepass"
+    with pytest.raises(ValueError, match="unknown variant 'nope'"):
+        labelled_builds(["nope"])
+    with pytest.raises(UnsupportedConfigError):
+        labelled_builds([FASTEST_STAGED_CONFIG.label + "~no_prepass"])  # no phase 1 to leave out
