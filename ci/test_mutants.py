@@ -79,7 +79,7 @@ def test_every_cpu_mutant_is_caught():
     assert {m.subject for m in mutants} == set(CPU_SUBJECTS)
     before = _digest(sorted({m.target for m in MUTANTS}))
     results = mutation_runner.run_all(
-        mutants, jobs=os.cpu_count() or 1, baseline=True, carry=[], timeout=720, log=lambda msg: None
+        mutants, jobs=os.cpu_count() or 1, baseline=True, carry=[], timeout=1200, log=lambda msg: None
     )
     assert _digest(sorted(before)) == before, "the runner modified the working tree"
     table = mutation_runner.markdown(results)

@@ -17,9 +17,10 @@ import dataclasses
 
 import pytest
 
-from kernel.hopper.config import DECLARED_VARIANTS
+from kernel.hopper.config import DECLARED_VARIANTS, SPLIT_WARP_PDL_CONFIG
 
-PDL_CONFIGS = [c for c in DECLARED_VARIANTS if c.pdl]
+# every declared pdl build, and the prepass build's twin (measured, not declared)
+PDL_CONFIGS = [c for c in DECLARED_VARIANTS if c.pdl] + [SPLIT_WARP_PDL_CONFIG]
 # launch 1: 8 tiles of 128 x 128 over K = 16384 (a few CTAs busy for a long time); its C holds
 # 128 x 1024 fp16 = 256 KB. Launch 2: two groups whose A rows (K / 2 bytes each) are 192 KB of
 # those bytes (the second group's from an offset inside C)

@@ -365,8 +365,16 @@ def test_staged_epilogue_sass_structure(label, tmp_path):
     assert any(stsm[first_pass - 1].offset < b.offset < lds128[0].offset for b in bars)
 
 
-@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.prepass_decoders])
-def test_background_phase1_sass_structure(label, tmp_path):
+def _background_builds():
+    """The declared background builds, and (session 12) the one with a local first K tile
+    (measured, not declared)."""
+    from kernel.hopper.config import BACKGROUND_LOCAL_CONFIG
+
+    return [c for c in STATIC_MATRIX if c.prepass_decoders] + [BACKGROUND_LOCAL_CONFIG]
+
+
+@pytest.mark.parametrize("config", _background_builds(), ids=lambda c: c.label)
+def test_background_phase1_sass_structure(config, tmp_path):
     """Session 10 (prepass_decoders > 0): phase 1 runs on the decoder warps alone. The only
     CTA-wide barriers are the two ring inits' at the start (before the first claim); the decoder
     warps sync with their own named barrier (id DECODER_BARRIER_ID, their thread count) and never
@@ -377,7 +385,6 @@ def test_background_phase1_sass_structure(label, tmp_path):
     boxes; no spills."""
     from kernel.hopper import config as cfgmod
 
-    config = next(c for c in STATIC_MATRIX if c.label == label)
     ins = _kernel_without_spills(config, tmp_path)
     ops = [i.opcode for i in ins]
     args = [i.operands.replace(" ", "") for i in ins]

@@ -15,10 +15,12 @@ import dataclasses
 import pytest
 
 from kernel.hopper import STATIC_MATRIX, static_build
+from kernel.hopper.config import SPLIT_WARP_PDL_CONFIG
 
 pytestmark = pytest.mark.compile
 
-PDL_LABELS = [c.label for c in STATIC_MATRIX if c.pdl]
+# every declared pdl build, and the prepass build's twin (measured, not declared)
+PDL_CONFIGS = [c for c in STATIC_MATRIX if c.pdl] + [SPLIT_WARP_PDL_CONFIG]
 # every instruction that reads or writes global memory, or starts a copy that does
 GLOBAL = ("LDG", "STG", "ATOMG", "ATOM.", "REDG", "RED.", "LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UBLKCP", "UBLKRED", "CCTL")
 
@@ -31,12 +33,11 @@ def _ops(config, tmp_path):
 
 
 def test_there_are_pdl_builds_to_check():
-    assert len(PDL_LABELS) >= 2
+    assert len(PDL_CONFIGS) >= 2 and any(c.y_source == "prepass" for c in PDL_CONFIGS)
 
 
-@pytest.mark.parametrize("label", PDL_LABELS)
-def test_pdl_sass_wait_first(label, tmp_path):
-    config = next(c for c in STATIC_MATRIX if c.label == label)
+@pytest.mark.parametrize("config", PDL_CONFIGS, ids=[c.label for c in PDL_CONFIGS])
+def test_pdl_sass_wait_first(config, tmp_path):
     ops = _ops(config, tmp_path)
     waits = [n for n, o in enumerate(ops) if o.startswith("ACQBULK")]
     triggers = [n for n, o in enumerate(ops) if o.startswith("PREEXIT")]

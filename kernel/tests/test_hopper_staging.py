@@ -9,6 +9,7 @@ checked against the tiled MMA's ``partition_C`` by ``test_acc_model_is_the_tiled
 (CuTe DSL's host JIT, compile-marked). No GPU.
 """
 
+import dataclasses
 import os
 
 import pytest
@@ -20,7 +21,9 @@ from kernel.hopper.config import (
 
 # the two staging geometries (the fastest tile's, the mixed-tail tile's); the other staged
 # variants are the mixed-tail tile with other options, the same epilogue (test below)
-STAGED = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and not c.x_prefetch and c.prepass_store == "direct"]
+# (the pdl twins, session 12, stage exactly as their builds without it)
+STAGED = [c for c in DECLARED_VARIANTS
+          if c.epilogue == "smem" and not c.x_prefetch and c.prepass_store == "direct" and not c.pdl]
 
 
 def _stmatrix_trans(lane_addr, lane_regs):
@@ -104,8 +107,13 @@ def test_staging_rows_and_bytes():
     # every other staged variant stages like the mixed-tail tile (x_prefetch, prepass_store, y_tail16
     # change no epilogue), but for the background phase 1's b8 build: its decoder slots (12 KB)
     # leave room for 32-row passes only (its b7 twin keeps 64)
-    others = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and c not in STAGED]
+    others = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and c not in STAGED and not c.pdl]
     assert others and all(c.y_tail64 or c.y_tail16 for c in others)
+    # a pdl build stages as its twin without pdl
+    for c in DECLARED_VARIANTS:
+        if c.pdl:
+            twin = dataclasses.replace(c, pdl=False)
+            assert epilogue_stage_rows(c) == epilogue_stage_rows(twin) and smem_bytes(c) == smem_bytes(twin)
     for c in others:
         rows = 32 if "decoder_staging" in smem_bytes(c) and c.fp16_buffers == 8 else 64
         assert epilogue_stage_rows(c) == rows and smem_bytes(c)["epilogue_staging"] == rows * 256, c.label
