@@ -7,6 +7,9 @@
 # 2. ci property + invalid inputs on the prepass build with pdl;
 # 3. bench_gpu: both builds with and without pdl, and cuBLAS bf16, in one run;
 # 4. profiling.k_slope on bench4's M and N, the same four builds.
+# (Since the end of session 12 the background-local build and the prepass build's pdl twin are
+# measured but not declared: the tools that take declared labels no longer find them; see
+# kernel/hopper/NOTES.md, session 12.)
 set -u
 export OUT=${OUT:-out}; mkdir -p "$OUT"
 label() { python3 -c "import kernel.hopper.config as c; print(c.$1.label)"; }
