@@ -331,6 +331,27 @@ MUTANTS: tuple[Mutant, ...] = (
         "hopper",
         ["kernel/tests/test_gpu_pdl.py", "-x"],
     ),
+    # session 13: the device tables in shared memory (smem_tables, "_st" builds)
+    _m(
+        "hopper_static_smem_tables_no_barrier",
+        "missing CTA barrier after the tables' copy into shared memory: a warp reads a slot's sizes "
+        "or pointers before the thread that copies them stored them, seen in the SASS on a CPU",
+        "kernel/hopper/kernel.py",
+        "        cute.arch.barrier()  # every table element stored before any thread reads one\n",
+        "",
+        "hopper-static",
+        ["kernel/tests/test_hopper_smem_tables.py"],
+    ),
+    _m(
+        "hopper_smem_tables_no_guards",
+        "the shared tables' guard rows hold zeros instead of kernel.tables' guard fills: a read one "
+        "slot past a table gets a plausible empty group instead of a value that shows",
+        "kernel/hopper/kernel.py",
+        "            v = src.element_type(fill)\n",
+        "            v = src.element_type(0)\n",
+        "hopper",
+        ["kernel/tests/test_hopper_smem_tables.py::test_copy_holds_the_table_between_its_guard_rows"],
+    ),
     _m(
         "hopper_upper_half_wrong_scale",
         "wrong scale for the upper half-word (nibbles n4..n7 of a word use the next block's scale)",

@@ -301,6 +301,15 @@ class HopperConfig:
     # before any global access, then griddepcontrol.launch_dependents, so the next launch's
     # dispatch overlaps this one's tail
     pdl: bool = False
+    # issue 14, session 13 (label suffix "_st"): the device tables (sizes, tile prefix, pointers)
+    # copied into shared memory at the kernel's start, every thread one word or so, in one round
+    # trip, with SMEM_TABLE_GUARD_ROWS guard rows around each table holding kernel.tables' guard
+    # fills (what a strict table's guard rows hold, so a read past a table shows the same way);
+    # every later table read (the group search, the tile's sizes and pointers, phase 1's item
+    # addresses, the balanced split) is a shared load instead of a dependent global round trip.
+    # The profiling timeline put 1.3-1.5 us of every launch before the producer's first load,
+    # most of it that chain of global reads
+    smem_tables: bool = False
     arch: str = "sm_90a"
 
     @property
@@ -460,6 +469,7 @@ class HopperConfig:
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_xp" if self.x_prefetch else ""
         sched += "_pdl" if self.pdl else ""
+        sched += "_st" if self.smem_tables else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -537,6 +547,26 @@ PREPASS_FLAGS_SLOT_BYTES = 8
 # ``y_tail64``: four int32 (the CTA's balanced share, computed by the producer warp, read by the
 # consumers after phase 1's completion barrier)
 TAIL64_SHARE_BYTES = 16
+# ``smem_tables``: guard rows before and after each table in shared memory, and the most groups a
+# build is sized for (kernel.validation.KernelConstraints.max_groups: the launch path refuses more)
+SMEM_TABLE_GUARD_ROWS = 4
+SMEM_TABLE_MAX_GROUPS = 64
+
+
+def smem_table_words(num_groups: int) -> dict[str, int]:
+    """``smem_tables``: elements of each shared table, guard rows included: the pointers (int64,
+    5 a slot), the sizes (int32, 4 a slot) and the tile prefix (int32, G + 1 entries)."""
+    g = SMEM_TABLE_GUARD_ROWS
+    return {"pointers": 5 * (num_groups + 2 * g), "sizes": 4 * (num_groups + 2 * g), "prefix": num_groups + 1 + 2 * g}
+
+
+def smem_table_bytes(config: HopperConfig, num_groups: int = SMEM_TABLE_MAX_GROUPS) -> int:
+    """Shared bytes of the tables (``smem_tables``; 0 without), for ``num_groups`` groups: what
+    the budget counts at the most groups a build takes (a build for fewer allocates less)."""
+    if not config.smem_tables:
+        return 0
+    w = smem_table_words(num_groups)
+    return (8 * w["pointers"] + 4 * (w["sizes"] + w["prefix"]) + 7) // 8 * 8
 
 
 def dequant_buffer_bytes(config: HopperConfig) -> int:
@@ -562,6 +592,7 @@ def _smem_bytes_before_staging(config: HopperConfig) -> dict[str, int]:
         barriers += PREPASS_FLAGS_SLOT_BYTES
     if config.y_tail64:
         barriers += TAIL64_SHARE_BYTES
+    barriers += smem_table_bytes(config)
     raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
@@ -875,6 +906,8 @@ def config_problems(config: HopperConfig) -> list[str]:
                  f"{config.first_local_tiles * (config.tile_k // 64)} buffers, the ring has {config.fp16_buffers}")
     if not isinstance(config.pdl, bool):
         p.append(f"pdl must be a bool, got {config.pdl!r}")
+    if not isinstance(config.smem_tables, bool):
+        p.append(f"smem_tables must be a bool, got {config.smem_tables!r}")
     if config.y_tail16_step not in (16, 32, 64, 128) or isinstance(config.y_tail16_step, bool):
         p.append(f"y_tail16_step must be 16, 32, 64 or 128, got {config.y_tail16_step!r}")
     elif config.y_tail16_step != 16 and not config.y_tail16:
@@ -1021,6 +1054,9 @@ BACKGROUND_LOCAL2_CONFIG = replace(BACKGROUND_CONFIG, prepass_first_local=True, 
 # Session 12: the two builds of the default dispatch with programmatic dependent launch
 SPLIT_WARP_PDL_CONFIG = replace(SPLIT_WARP_CONFIG, pdl=True)
 FASTEST_STAGED_PDL_CONFIG = replace(FASTEST_STAGED_CONFIG, pdl=True)
+# Session 13: the default dispatch's builds with the device tables in shared memory
+SPLIT_WARP_ST_CONFIG = replace(SPLIT_WARP_CONFIG, smem_tables=True)
+FASTEST_STAGED_PDL_ST_CONFIG = replace(FASTEST_STAGED_PDL_CONFIG, smem_tables=True)
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
 # store or load sits between the kernel's first and last wgmma (none in the K loop).
@@ -1247,6 +1283,10 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # declared: every declared variant is compiled by each CPU run of the static tests and their
     # mutants; `profiling.ablation --config` builds them from their fields
     FASTEST_STAGED_PDL_CONFIG,
+    # issue 14, session 13: the default dispatch's two builds with the device tables in shared
+    # memory (smem_tables, label suffix "_st")
+    SPLIT_WARP_ST_CONFIG,
+    FASTEST_STAGED_PDL_ST_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

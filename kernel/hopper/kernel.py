@@ -73,6 +73,7 @@ from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_s
 from kernel.hopper import staging
 from kernel.hopper.config import HopperConfig
 from kernel.plan import SNAKE_ROWS_STEP
+from kernel.tables import GUARD_POINTER, GUARD_PREFIX, GUARD_SIZE
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
                                  TIMELINE_CTAS, TIMELINE_INDEX, TIMELINE_POINTS, TIMELINE_WORD0, Perturbation)
 from kernel.hopper.ablation import Ablation, check_ablation
@@ -152,6 +153,40 @@ HB_PUBLISHED = 20  # + fp16 buffer (4)
 HB_OUT_RAW, HB_OUT_Y = 0, 1  # producer warps: stages filled and not seen released (bit masks)
 HB_MAPS = 8  # producer warps: per issuing lane 0 / 1, a count then 4 entries (words 8-17)
 HB_MAP_WS = 18  # producer warps: per issuing lane 0 / 1, the prepass workspace's map (words 18-19)
+
+
+@cute.jit
+def copy_tables_to_smem(tidx: cutlass.Int32, threads: cutlass.Constexpr[int], srcs: tuple, dsts: tuple,
+                        reals: cutlass.Constexpr[tuple], leads: cutlass.Constexpr[tuple],
+                        fills: cutlass.Constexpr[tuple]):
+    """``smem_tables``: table t's ``reals[t]`` elements at ``srcs[t]`` (global) to ``dsts[t] +
+    leads[t]`` (shared), with ``leads[t]`` elements of ``fills[t]`` before them and after them;
+    element i by thread i mod ``threads``. Every load of a thread is issued before its first store
+    and none is under a branch (the index is clamped into the table, the fill chosen after the
+    load), so the whole copy is one round trip to memory: with a load and a store per branch,
+    ptxas kept each thread's three loads one after the other (three round trips, measured)."""
+    values = []
+    for t in cutlass.range_constexpr(len(reals)):
+        real, lead = reals[t], leads[t]
+        count = real + 2 * lead
+        src = cute.make_tensor(srcs[t], cute.make_layout(real))
+        for j in cutlass.range_constexpr((count + threads - 1) // threads):
+            r = tidx + j * threads - lead
+            x = src[cutlass.min(cutlass.max(r, cutlass.Int32(0)), cutlass.Int32(real - 1))]
+            v = src.element_type(fills[t])
+            if r >= 0:
+                if r < real:
+                    v = x
+            values.append(v)
+    n = 0
+    for t in cutlass.range_constexpr(len(reals)):
+        count = reals[t] + 2 * leads[t]
+        dst = cute.make_tensor(dsts[t], cute.make_layout(count))
+        for j in cutlass.range_constexpr((count + threads - 1) // threads):
+            i = tidx + j * threads
+            if i < count:
+                dst[i] = values[n]
+            n += 1
 
 
 @cute.jit
@@ -300,11 +335,18 @@ class HopperNvfp4GroupedGemm:
         self.smem_storage = None  # the kernel's SharedStorage, set while the kernel is traced
 
         epi_bytes = cfgmod.epilogue_stage_bytes_for(config, self.epi_rows) if self.staged_epilogue else 0
+        # smem_tables: the three device tables in shared memory, guard rows included (tables_to_smem)
+        self.smem_tables = config.smem_tables
+        table_words = cfgmod.smem_table_words(num_groups)
 
         @cute.struct
         class SharedStorage:
             bars: cute.struct.MemRange[cutlass.Int64, stages * 2]
             fp16_bars: cute.struct.MemRange[cutlass.Int64, fp16_bar_count]
+            if self.smem_tables:
+                t_ptrs: cute.struct.MemRange[cutlass.Int64, table_words["pointers"]]
+                t_sizes: cute.struct.MemRange[cutlass.Int32, table_words["sizes"]]
+                t_prefix: cute.struct.MemRange[cutlass.Int32, table_words["prefix"]]
             raw: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, raw_bytes], cfgmod.SMEM_ALIGN]
             sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, x_elems], cfgmod.SMEM_ALIGN]
             sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
@@ -676,6 +718,8 @@ class HopperNvfp4GroupedGemm:
             st_shared_u32(self.hb_base + (warp_idx * HB_WARP_WORDS + self.hb_lane) * 4, cutlass.Int32(0))
             cute.arch.barrier()
 
+        if cutlass.const_expr(self.smem_tables):
+            sizes_ptr, prefix_ptr, ptrs_ptr = self.tables_to_smem(storage, tidx, sizes_ptr, prefix_ptr, ptrs_ptr)
         m_sizes = cute.make_tensor(sizes_ptr, cute.make_layout((G, 4), stride=(4, 1)))
         m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
         m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
@@ -1148,6 +1192,25 @@ class HopperNvfp4GroupedGemm:
             cute.arch.cluster_arrive_relaxed()
             cute.arch.cluster_wait()
 
+
+    def tables_to_smem(self, storage, tidx, sizes_ptr, prefix_ptr, ptrs_ptr):
+        """``smem_tables``, every thread at the kernel's start (after griddepcontrol.wait: a kernel
+        may have written the tables): the sizes, tile prefix and pointer tables copied into shared
+        memory, element i of each (guard rows included) by thread i mod threads, all loads of a
+        thread independent of each other (one round trip for the CTA), then one CTA barrier.
+        The SMEM_TABLE_GUARD_ROWS rows before and after each table hold kernel.tables' guard
+        fills (GUARD_SIZE, GUARD_PREFIX, GUARD_POINTER), as a strict table's guard rows do in
+        global memory, so a read one slot past either end gets the same values in every build.
+        Returns the shared pointers of the real rows (slot 0). Traced inline."""
+        G = self.num_groups
+        R = cfgmod.SMEM_TABLE_GUARD_ROWS
+        dsts = (storage.t_sizes.data_ptr(), storage.t_prefix.data_ptr(), storage.t_ptrs.data_ptr())
+        widths = (4, 1, 5)
+        copy_tables_to_smem(tidx, self.threads, (sizes_ptr, prefix_ptr, ptrs_ptr), dsts, (4 * G, G + 1, 5 * G),
+                            tuple(R * w for w in widths), (GUARD_SIZE, GUARD_PREFIX, GUARD_POINTER))
+        out = [d + R * w for d, w in zip(dsts, widths)]
+        cute.arch.barrier()  # every table element stored before any thread reads one
+        return out[0], out[1], out[2]
 
     # ------------------------------------------------ y_source="prepass" (issue 14p)
     @cute.jit
