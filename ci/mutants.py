@@ -347,7 +347,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "the shared tables' guard rows hold zeros instead of kernel.tables' guard fills: a read one "
         "slot past a table gets a plausible empty group instead of a value that shows",
         "kernel/hopper/kernel.py",
-        "            v = src.element_type(fill)\n",
+        "            v = src.element_type(fills[t])\n",
         "            v = src.element_type(0)\n",
         "hopper",
         ["kernel/tests/test_hopper_smem_tables.py::test_copy_holds_the_table_between_its_guard_rows"],
