@@ -44,3 +44,22 @@ def test_missing_shapes_leave_dashes():
     data["benchmarks"] = [b for b in data["benchmarks"] if not b["name"].endswith("h90_a-bench4]")]
     row = {ln.split("|")[1].strip(): ln for ln in speed_table.table(data) if ln.startswith("| ")}
     assert "| - |" in row["h90_a"]
+
+
+def test_both_floors_the_runs_and_the_reference():
+    """/floor (run) divides by the floors the JSON carries, /floor (ref) by profiling.floors' fixed
+    reference floors, whatever the run measured: a run on a slower machine (floors 10 % higher)
+    moves the first and not the second."""
+    import math
+
+    data = _data()
+    for b in data["benchmarks"]:
+        e = b["extra_info"]
+        if "time_over_floor" in e:
+            e["time_over_floor"] /= 1.1  # this run's floors 1.1x the reference
+    row = {ln.split("|")[1].strip(): ln.split("|") for ln in speed_table.table(data) if ln.startswith("| ")}
+    g = math.exp(sum(math.log(B[s]) for s in B) / 4)
+    ref = math.exp(sum(math.log(f) for f in speed_table.reference_floors().values()) / 4)
+    assert abs(ref - 24.9) < 0.1  # bench1-4 76.1 / 38.1 / 16.3 / 8.2 us
+    cells = row["h90_b_r160"]
+    assert cells[7].strip() == f"{g / ref / 1.1:.2f}" and cells[8].strip() == f"{g / ref:.2f}"
