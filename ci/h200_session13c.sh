@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 14, session 13, the second call's tail (~8 min at h200_long.sh's own limits; session 13
-ran it at 40 / 60 s, too short to finish: no evidence): each input distribution and the
+# ran it at 40 / 60 s, too short to finish: no evidence): each input distribution and the
 # gpu-long run on the two _st builds (what a build needs before it can become the default, with
 # the README main command and the Hopper mutants):
 #   source .device/env.sh && bash ci/h200_session13c.sh      (logs under $OUT, or ./out)
