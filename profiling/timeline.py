@@ -9,9 +9,17 @@ prepass builds, the producer's first stage acquired and committed, the first and
 epilogue and the end of its stores, the producer's tail) into the build's device table. The
 launches run back to back over rotated input copies, as in the benchmark; each point is reported
 relative to the launch's earliest CTA start: the median and the largest over the CTAs, then the
-median over launches.
+median over launches. Two rows compare consecutive launches: ``period`` (this launch's first
+CTA start after the previous launch's, i.e. the time a launch costs in a long sequence, what the
+benchmark reports) and ``gap`` (this launch's first CTA start after the previous launch's last
+stamp: negative when the two overlap, as programmatic dependent launch lets them).
 
-    python -m profiling.timeline --variant LABEL [--variant LABEL2] --shape bench4 [--launches 20]
+``--graph`` captures the launches into a CUDA graph and replays it, as the benchmark does;
+without it they are launched from Python on a stream, and when the host is slower than the
+kernel each launch starts on an idle GPU (a large ``gap``): a shorter prologue then shows in
+full, where in a graph the next launch's start overlaps the previous one's tail.
+
+    python -m profiling.timeline --variant LABEL [--variant LABEL2] --shape bench4 [--launches 20] [--graph]
     python -m profiling.timeline --variant LABEL~no_epilogue --shape bench4
 
 Needs a CUDA GPU. Prints one markdown table per variant to stdout, progress to stderr. The
@@ -59,6 +67,27 @@ def summarize(launches: list[dict[str, tuple[int, float, float]]]) -> dict[str, 
     return out
 
 
+def sequence_rows(stamps_in_order: list[dict[str, list[int]]]) -> list[dict[str, tuple[int, float, float]]]:
+    """``launch_rows`` of consecutive launches (in launch order), each with two more points:
+    ``period`` (its earliest CTA start after the previous launch's, us) and ``gap`` (its earliest
+    CTA start after the previous launch's latest stamp of any point, us; negative: overlap).
+    The first launch of the sequence has neither (count 0); empty launches are left out."""
+    out = []
+    prev_start = prev_end = None
+    for stamps in stamps_in_order:
+        row = launch_rows(stamps)
+        if row is None:
+            continue
+        t0 = min(t for t in stamps["start"] if t)
+        end = max(t for values in stamps.values() for t in values if t)
+        nan = float("nan")
+        row["period"] = (1, (t0 - prev_start) / 1000.0, (t0 - prev_start) / 1000.0) if prev_start else (0, nan, nan)
+        row["gap"] = (1, (t0 - prev_end) / 1000.0, (t0 - prev_end) / 1000.0) if prev_end else (0, nan, nan)
+        prev_start, prev_end = t0, end
+        out.append(row)
+    return out
+
+
 def table(label: str, summary: dict[str, tuple[int, float, float]], ctas: int) -> str:
     lines = [f"`{label}` ({ctas} CTAs; us after the launch's first CTA start)", "",
              "| point | CTAs | median us | largest us |", "|---|---|---|---|"]
@@ -73,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="a declared Hopper label, or LABEL~PART for its ablated build (repeatable)")
     p.add_argument("--shape", default="bench4", help="a standard shape (profiling.floors)")
     p.add_argument("--launches", type=int, default=20, help="launches measured (back to back, rotated inputs)")
+    p.add_argument("--graph", action="store_true",
+                   help="replay the launches from a CUDA graph (as the benchmark), not from Python on a stream")
     args = p.parse_args(argv)
     if args.launches < 1:
         p.error("--launches must be >= 1")
@@ -104,19 +135,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         for q in prepared * 2:  # compile, tables, warm-up
             hopper.launch(q)
         torch.cuda.synchronize()
+        replayer = None
+        if args.graph:  # the stamps' tables are reset outside the graph, before each replay
+            replayer = timing.Replayer([lambda q=q: hopper.launch(q) for q in prepared], method="graph").prepare()
         rows = []
         while len(rows) < args.launches:
             for q in prepared:
                 q.delay_table.copy_(words)
             torch.cuda.synchronize()
-            for q in prepared:  # back to back, as the benchmark replays them
-                hopper.launch(q)
+            if replayer is not None:
+                replayer.replay()
+            else:
+                for q in prepared:  # back to back
+                    hopper.launch(q)
             torch.cuda.synchronize()
-            for q in prepared:
-                row = launch_rows(timeline_stamps(q.delay_table.cpu().tolist(), ctas))
-                if row is not None:
-                    rows.append(row)
-        print(f"  {v}: {len(rows)} launches", file=sys.stderr, flush=True)
+            rows += sequence_rows([timeline_stamps(q.delay_table.cpu().tolist(), ctas) for q in prepared])
+        mode = "CUDA-graph replay" if replayer is not None else "stream launches"
+        print(f"  {v}: {len(rows)} launches ({mode})", file=sys.stderr, flush=True)
         print(table(v, summarize(rows[:args.launches]), ctas))
         print()
     return 0

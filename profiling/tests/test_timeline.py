@@ -115,3 +115,27 @@ def test_labelled_builds_take_a_label_or_label_and_part():
         labelled_builds(["nope"])
     with pytest.raises(UnsupportedConfigError):
         labelled_builds([FASTEST_STAGED_CONFIG.label + "~no_prepass"])  # no phase 1 to leave out
+
+
+def test_sequence_rows_period_and_gap_between_consecutive_launches():
+    """Three launches: the second starts 10 us after the first (which ends at +12 us: a 2 us
+    overlap), the third 11 us after the second, 1 us after its end; an empty launch in between
+    is left out and does not reset the sequence. The first launch has no period or gap."""
+    from profiling.timeline import sequence_rows
+
+    def stamps(t0, end):
+        out = {name: [0, 0] for name, _ in TIMELINE_POINTS}
+        out["start"] = [t0, t0 + 300]
+        out["epilogue_last_end"] = [end - 500, end]
+        return out
+
+    empty = {name: [0, 0] for name, _ in TIMELINE_POINTS}
+    rows = sequence_rows([stamps(1_000_000, 1_012_000), empty, stamps(1_010_000, 1_020_000),
+                          stamps(1_021_000, 1_030_000)])
+    assert len(rows) == 3
+    assert rows[0]["period"][0] == 0 and math.isnan(rows[0]["gap"][1])
+    assert rows[1]["period"] == (1, 10.0, 10.0) and rows[1]["gap"] == (1, -2.0, -2.0)
+    assert rows[2]["period"] == (1, 11.0, 11.0) and rows[2]["gap"] == (1, 1.0, 1.0)
+    assert rows[1]["epilogue_last_end"] == (2, 9.75, 10.0)
+    s = summarize(rows)
+    assert s["period"] == (1, 10.5, 10.5) and s["gap"] == (1, -0.5, -0.5)
