@@ -343,6 +343,17 @@ MUTANTS: tuple[Mutant, ...] = (
         ["kernel/tests/test_hopper_smem_tables.py"],
     ),
     _m(
+        "hopper_static_cluster_y_no_start_sync",
+        "missing cluster sync after the y_cluster_decode barriers' init: the peer's first st.async "
+        "or remote arrive may reach a barrier not yet initialized, seen in the SASS on a CPU",
+        "kernel/hopper/kernel.py",
+        "            cute.arch.mbarrier_init_fence()  # fence.mbarrier_init.release.cluster\n"
+        "            cute.arch.cluster_arrive_relaxed()\n            cute.arch.cluster_wait()\n",
+        "            cute.arch.mbarrier_init_fence()  # fence.mbarrier_init.release.cluster\n",
+        "hopper-static",
+        ["kernel/tests/test_hopper_cluster_y.py::test_cluster_y_sass_structure"],
+    ),
+    _m(
         "hopper_smem_tables_no_guards",
         "the shared tables' guard rows hold zeros instead of kernel.tables' guard fills: a read one "
         "slot past a table gets a plausible empty group instead of a value that shows",
@@ -468,6 +479,9 @@ SYNC_VARIANTS = {
     # its build with phase 1's exit trimmed (prepass_lean_exit; measured, experimental): the
     # mutants of what only that build has (the prod mutants' code is shared with it)
     "lean": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsl_t64_es",
+    # session 13 (experimental): bench4's build with Y decoded once per 2-CTA cluster
+    # (y_cluster_decode): the cross-CTA landed / free protocol of consume_cluster_y
+    "c2d": "h90_m128n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_c2d_es_pdl",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -659,6 +673,15 @@ _SYNC_EDITS = (
     ("lean_split_wrong_lane", "warp-searched split read from the wrong lane: the shuffles take the "
      "next lane's candidate, not the lowest feasible one", "kernel/device_schedule.py",
      "        src = low % 32\n", "        src = (low + 1) % 32\n", ("lean",)),
+    ("cluster_y_no_landed_wait", "wait removed: a CTA's wgmma reads the Y sub-block its peer "
+     "decodes into it without waiting for the peer's st.async bytes to land", _K,
+     f"{_I24}mbarrier_wait_parity(bars + 8 * b, (gs // B) % 2)\n", "", ("c2d",)),
+    ("cluster_y_no_free_wait", "wait removed: the decoder overwrites its peer's copy of a Y buffer "
+     "before the peer's wgmma that reads it retired", _K,
+     f"{_I8}mbarrier_wait_parity(bars + 8 * (B + ba), ((ga // B) % 2) ^ 1)\n", "", ("c2d",)),
+    ("cluster_y_no_reuse_barrier", "barrier removed: the decoder overwrites its own copy of a Y "
+     "buffer before every one of its warps retired the wgmma that reads it", _K,
+     f"{_I8}# every warp here retired its wgmma of ga - B\n{_I8}consumers.arrive_and_wait()\n", "", ("c2d",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",

@@ -124,6 +124,12 @@ PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (0, 1, 2, 4)
 # HopperConfig.cluster_x: CTAs per cluster along X (N); 2 multicasts each fp16 Y box (prepass)
 CLUSTER_SIZES = (1, 2)
+# HopperConfig.y_cluster_decode: the Y ring's buffers (a sub-block decoded two ahead of its wgmma
+# goes into the buffer whose last wgmma retired one sub-block earlier in both CTAs), and its
+# mbarriers (landed and free per buffer)
+Y_CLUSTER_BUFFERS = 4
+Y_CLUSTER_AHEAD = 2
+Y_CLUSTER_BARRIER_BYTES = 2 * Y_CLUSTER_BUFFERS * 8
 # epilogue="smem": named barrier 4 + w syncs consumer warpgroup w's 128 threads around its staging
 # buffer (0: the CTA-wide barrier, 1: the consumers' Y barrier, 1 + w (w < 3): y_per_warpgroup's)
 EPILOGUE_BARRIER_ID0 = 4
@@ -191,6 +197,16 @@ class HopperConfig:
     # traffic halved). A group with an odd number of N blocks gives its last pair a "ghost"
     # member (N block past N: X zero-filled by TMA, every store predicated off). 1: no cluster
     cluster_x: int = 1
+    # issue 14, session 13 (experimental; cluster_x=2 on the cooperative register-X tile with Y
+    # decoded in shared memory, label "_c2d"): the two CTAs of a cluster run N blocks 2j, 2j+1 of
+    # the same M block, so they need the same fp16 Y. Rank r decodes the sub-blocks g with
+    # g % 2 == r (g counts the CTA's sub-blocks over all its tiles) into its own Y buffer and the
+    # peer's (st.shared::cluster), two sub-blocks ahead of the wgmma, in a ring of
+    # Y_CLUSTER_BUFFERS buffers: half of Y's decode per CTA. Per buffer an mbarrier "landed" (the
+    # peer's consumer warps' release arrivals after their stores) and "free" (the peer's consumer
+    # warps' arrivals after the wgmma that read the buffer retired). Both CTAs walk the same tiles
+    # (a ghost rank past N decodes its share like a real one)
+    y_cluster_decode: bool = False
     # issue 14, session 5 (experimental, y_source="prepass" with prepass_chunk > 0, the 128-row Y
     # tile): a group's last Y block of at most 64 rows runs as a 64-row tile (wgmma N = 64, the
     # first half of the accumulators; the Y box is still 128 rows: the rows past the group reach
@@ -462,6 +478,7 @@ class HopperConfig:
         sched += "h" if self.prepass_first_local else ""
         sched += f"{self.first_local_tiles}" if self.prepass_first_local and self.first_local_tiles != 1 else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
+        sched += "d" if self.y_cluster_decode else ""
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
         sched += "_t16" if self.y_tail16 else ""  # with schedule="snake"
@@ -592,6 +609,8 @@ def _smem_bytes_before_staging(config: HopperConfig) -> dict[str, int]:
         barriers += PREPASS_FLAGS_SLOT_BYTES
     if config.y_tail64:
         barriers += TAIL64_SHARE_BYTES
+    if config.y_cluster_decode:
+        barriers += Y_CLUSTER_BARRIER_BYTES
     barriers += smem_table_bytes(config)
     raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
     dq = dequant_buffer_bytes(config)
@@ -691,7 +710,10 @@ def config_problems(config: HopperConfig) -> list[str]:
     elif config.roles == "cooperative" and config.y_source != "prepass":
         if config.dequant_warpgroups != 0:
             p.append(f"dequant_warpgroups is for roles='split' only, got {config.dequant_warpgroups}")
-        if config.fp16_buffers not in (2, 3):
+        if config.y_cluster_decode is True:
+            if config.fp16_buffers != Y_CLUSTER_BUFFERS:
+                p.append(f"y_cluster_decode takes a ring of {Y_CLUSTER_BUFFERS} fp16 Y buffers, got {config.fp16_buffers}")
+        elif config.fp16_buffers not in (2, 3):
             p.append(f"roles='cooperative' takes 2 or 3 fp16 buffers, got {config.fp16_buffers}")
     elif config.y_source == "prepass":
         if config.dequant_warpgroups != 0:
@@ -792,11 +814,29 @@ def config_problems(config: HopperConfig) -> list[str]:
     if config.cluster_x not in CLUSTER_SIZES or isinstance(config.cluster_x, bool):
         p.append(f"cluster_x must be one of {CLUSTER_SIZES}, got {config.cluster_x!r}")
     elif config.cluster_x != 1:
-        if config.y_source != "prepass" or not config.prepass_chunk:
+        if config.y_cluster_decode is True:
+            pass  # its own rules below
+        elif config.y_source != "prepass" or not config.prepass_chunk:
             # the multicast Y ring is built into the 14q producer (produce_prepass_q) only
             p.append("cluster_x > 1 needs y_source='prepass' and prepass_chunk > 0 (Y boxes multicast in a cluster)")
         if config.mma_n % (8 * config.cluster_x):
             p.append(f"cluster_x {config.cluster_x} splits each Y box's {config.mma_n} rows into whole 8-row swizzle atoms")
+    if not isinstance(config.y_cluster_decode, bool):
+        p.append(f"y_cluster_decode must be a bool, got {config.y_cluster_decode!r}")
+    elif config.y_cluster_decode:
+        need = {
+            "cluster_x": (config.cluster_x, 2), "y_source": (config.y_source, "smem_decode"),
+            "x_operand": (config.x_operand, "regs"), "roles": (config.roles, "cooperative"),
+            "swapped": (config.swapped, True), "consumer_warpgroups": (config.consumer_warpgroups, 2),
+            "loader": (config.loader, "tma"), "dequant": (config.dequant, "prmt"),
+            "y_per_warpgroup": (config.y_per_warpgroup, False), "consumer_regs": (config.consumer_regs, 0),
+        }
+        for field, (got, want) in need.items():
+            if got != want:
+                p.append(f"y_cluster_decode is built with {field}={want!r}, got {got!r}")
+        if config.mma_n * 2 != 128 * config.consumer_warpgroups:
+            p.append(f"y_cluster_decode needs one Y unit per consumer thread a sub-block (mma_n 128), got mma_n "
+                     f"{config.mma_n}")
     if config.cluster_x != 1 and config.prepass_sync != "barrier":
         p.append("cluster_x > 1 is built with prepass_sync='barrier' only (flags and clusters not combined yet)")
     if not isinstance(config.y_tail64, bool):
@@ -1057,6 +1097,11 @@ FASTEST_STAGED_PDL_CONFIG = replace(FASTEST_STAGED_CONFIG, pdl=True)
 # Session 13: the default dispatch's builds with the device tables in shared memory
 SPLIT_WARP_ST_CONFIG = replace(SPLIT_WARP_CONFIG, smem_tables=True)
 FASTEST_STAGED_PDL_ST_CONFIG = replace(FASTEST_STAGED_PDL_CONFIG, smem_tables=True)
+# Session 13 (experimental): bench4's build with Y decoded once per 2-CTA cluster (half a sub-block's
+# Y per CTA on average, stored into both CTAs), 3 raw stages (4 Y buffers and 4 stages do not fit;
+# bench4 measured alike with 2 to 5 stages in session 12)
+CLUSTER_Y_CONFIG = replace(FASTEST_STAGED_PDL_CONFIG, cluster_x=2, y_cluster_decode=True, fp16_buffers=4,
+                           num_ab_stages=3)
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
 # store or load sits between the kernel's first and last wgmma (none in the K loop).
@@ -1287,6 +1332,9 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # memory (smem_tables, label suffix "_st")
     SPLIT_WARP_ST_CONFIG,
     FASTEST_STAGED_PDL_ST_CONFIG,
+    # issue 14, session 13: bench4's build with Y decoded once per 2-CTA cluster
+    # (y_cluster_decode, label "..._c2d_...")
+    CLUSTER_Y_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

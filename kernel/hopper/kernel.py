@@ -79,6 +79,10 @@ from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SK
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     timeline_stamp,
+    mapa_shared_u32,
+    mbarrier_arrive_expect_tx,
+    mbarrier_arrive_peer,
+    mbarrier_wait_parity,
     arrive_release_gpu,
     copy_y_staged_items,
     store_y_staged_item,
@@ -291,6 +295,9 @@ class HopperNvfp4GroupedGemm:
         # barrier init and syncs the cluster (every thread of both CTAs, before phase 1), so no
         # multicast or remote arrive reaches an uninitialized barrier
         self.cluster = config.cluster_x
+        # y_cluster_decode (session 13, experimental): the cluster shares the decode of Y
+        # (consume_cluster_y); its mbarriers, landed[b] then free[b], in ycl_bars
+        self.y_cluster = config.y_cluster_decode
         self.y_cta_rows = cfgmod.y_box_rows_per_cta(config)
         self.y_release_warps = self.cluster * self.consumer_warps
         self.y_cluster_vmnk = (1, self.cluster, 1, 1)
@@ -343,6 +350,8 @@ class HopperNvfp4GroupedGemm:
         class SharedStorage:
             bars: cute.struct.MemRange[cutlass.Int64, stages * 2]
             fp16_bars: cute.struct.MemRange[cutlass.Int64, fp16_bar_count]
+            if self.y_cluster:
+                ycl_bars: cute.struct.MemRange[cutlass.Int64, 2 * cfgmod.Y_CLUSTER_BUFFERS]
             if self.smem_tables:
                 t_ptrs: cute.struct.MemRange[cutlass.Int64, table_words["pointers"]]
                 t_sizes: cute.struct.MemRange[cutlass.Int32, table_words["sizes"]]
@@ -704,6 +713,20 @@ class HopperNvfp4GroupedGemm:
                 consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
             )
 
+        if cutlass.const_expr(self.y_cluster):
+            # landed[b]: this CTA's one expect_tx arrive per use plus the peer's st.async bytes;
+            # free[b]: one arrival per consumer warp of the peer CTA. The init fenced for the
+            # cluster, then every thread of both CTAs syncs before any remote store or arrive
+            # can reach them
+            if tidx == 0:
+                for b in cutlass.range_constexpr(cfgmod.Y_CLUSTER_BUFFERS):
+                    cute.arch.mbarrier_init(storage.ycl_bars.data_ptr() + b, 1)
+                    cute.arch.mbarrier_init(storage.ycl_bars.data_ptr() + cfgmod.Y_CLUSTER_BUFFERS + b,
+                                            self.consumer_warps)
+            cute.arch.mbarrier_init_fence()  # fence.mbarrier_init.release.cluster
+            cute.arch.cluster_arrive_relaxed()
+            cute.arch.cluster_wait()
+
         sX = None if self.x_in_regs else storage.sX.get_tensor(x_layout.outer, swizzle=x_layout.inner)
         sY = storage.sY.get_tensor(y_layout.outer, swizzle=y_layout.inner)
         raw_base = storage.raw.data_ptr().toint()
@@ -982,6 +1005,9 @@ class HopperNvfp4GroupedGemm:
                 # being the fp16 ring; the fragments above go unused)
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, fp16_pipe, raw_base, tidx,
                                            t_begin, t_end, t_step)
+            elif cutlass.const_expr(self.y_cluster):
+                self.consume_cluster_y(tiled_mma, thr_mma, acc, tCrY, tCcC, filler, m_prefix, m_sizes, m_ptrs, pipe,
+                                       raw_base, sy_base, tidx, t_begin, t_end, t_step)
             elif cutlass.const_expr(self.split):
                 fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
                 for tile in range(t_begin, t_end, t_step):
@@ -2226,6 +2252,145 @@ class HopperNvfp4GroupedGemm:
             self.poison_accumulator(acc)
 
     # ------------------------------------------------------------- consumer helpers
+    @cute.jit
+    def consume_cluster_y(self, tiled_mma, thr_mma, acc, tCrY, tCcC, filler, m_prefix, m_sizes, m_ptrs, pipe,
+                          raw_base, sy_base, tidx, t_begin, t_end, t_step):
+        """``y_cluster_decode``: the consumers of one CTA of a 2-CTA cluster. Both CTAs walk the
+        same tiles (N blocks 2j and 2j + 1 of one M block: the same Y); ``g`` counts the CTA's
+        sub-blocks over its tiles, equal in both. Sub-block g reads Y buffer g % B (B =
+        Y_CLUSTER_BUFFERS) in each CTA, filled by rank g % 2 in both CTAs: this CTA decodes the
+        sub-blocks of its parity, AHEAD sub-blocks before their wgmma (after issuing the wgmma of
+        g - AHEAD), into its buffer and the peer's. Per buffer b, this CTA's mbarriers: landed[b]
+        (for the buffers the peer fills: one expect_tx arrive of this CTA per use, and the bytes
+        of the peer's ``st.async`` stores, each completing its 16 bytes on it) and free[b] (for
+        the buffers this CTA fills: the peer's 8 consumer warps arrive after the wgmma that read
+        their copy of b retired). The decoder of g waits free for use g // B - 1 (sub-block
+        g - B, retired by the peer at its step g - B + 1, one step earlier), syncs its own
+        consumers (their wgmma of g - B retired), decodes into its buffer (``st.shared``) and the
+        peer's (``st.async``), fences the async proxy and syncs its consumers again (its own copy
+        is complete for its wgmmas). No memory barrier and no cluster-scope fence: the bytes are
+        counted, not released. The raw stages: the Y side waits a stage AHEAD
+        sub-blocks before the X side reads it; the X side releases it after its last X fragment
+        (every Y decode from it came earlier in this thread's order)."""
+        cfg = self.config
+        B = cfgmod.Y_CLUSTER_BUFFERS
+        AHEAD = cfgmod.Y_CLUSTER_AHEAD
+        rank = cutlass.Int32(cute.arch.block_idx_in_cluster())
+        peer = 1 - rank
+        bars = self.smem_storage.ycl_bars.data_ptr().toint()
+        peer_bars = mapa_shared_u32(bars, peer)
+        peer_delta = mapa_shared_u32(sy_base, peer) - sy_base
+        consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
+        x_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        y_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        g = cutlass.Int32(0)
+        for tile in range(t_begin, t_end, t_step):
+            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+            x_sf_row0, y_sf_row0 = self.sf_rows(m0, n0)
+            k_tiles = k // cfg.tile_k
+            steps = k_tiles * self.n_sub
+            self.reset_accumulator(acc)
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+            self.wgmma_fence()
+            # the tile's first raw stage, for its first AHEAD sub-blocks of Y
+            self.delay("consumer", "wait", "before")
+            pipe.consumer_wait(y_state)
+            self.delay("consumer", "wait", "after")
+            y_stage = raw_base + y_state.index * self.raw_stage_bytes
+            for j in cutlass.range_constexpr(AHEAD):
+                if (g + j) % 2 == rank:
+                    self.cluster_y_fill(g + j, j, y_stage, y_sf_row0, tidx, sy_base, bars, peer_bars, peer_delta,
+                                        consumers)
+            for kt in range(k_tiles):
+                x_stage = raw_base + x_state.index * self.raw_stage_bytes
+                for sb in cutlass.range_constexpr(self.n_sub):
+                    gs = g + kt * self.n_sub + sb
+                    b = gs % B
+                    if cutlass.const_expr(sb == self.n_sub - AHEAD):
+                        # the Y side moves to the next K tile's stage
+                        if kt + 1 < k_tiles:
+                            y_state.advance()
+                            self.delay("consumer", "wait", "before")
+                            pipe.consumer_wait(y_state)
+                            self.delay("consumer", "wait", "after")
+                    x_frag = self.x_fragment(thr_mma, tidx, x_stage, x_sf_row0, sb)
+                    if gs % 2 != rank:
+                        # the peer's copy of sub-block gs landed here: this use's expect_tx arrive
+                        # (one thread), then every thread waits for the phase
+                        self.delay("consumer", "fp16_wait", "before")
+                        if tidx == 0:
+                            mbarrier_arrive_expect_tx(bars + 8 * b, self.y_buf_bytes)
+                        mbarrier_wait_parity(bars + 8 * b, (gs // B) % 2)
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                        self.delay("consumer", "fp16_wait", "after")
+                    if cutlass.const_expr(sb == self.n_sub - 1):
+                        # the last read of this K tile's stage (its Y was decoded earlier)
+                        cute.arch.sync_warp()
+                        self.delay("consumer", "release", "before")
+                        pipe.consumer_release(x_state)
+                        self.delay("consumer", "release", "after")
+                        x_state.advance()
+                    self.wgmma_fence()  # the fragment registers were just written
+                    self.check_wgmma(None)
+                    self.fill_wgmma(filler, acc, tCrY, b, sb)
+                    for kb in cutlass.range_constexpr(SUB_K // 16):
+                        cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, b)], acc)
+                    self.commit_group(b)
+                    self.delay("consumer", "wgmma_wait", "before")
+                    self.wait_group(1)
+                    self.delay("consumer", "wgmma_wait", "after")
+                    if kt * self.n_sub + sb > 0:
+                        self.cluster_y_free(gs - 1, rank, peer_bars)
+                    if kt * self.n_sub + sb + AHEAD < steps:
+                        if gs % 2 == rank:
+                            y_stage = raw_base + y_state.index * self.raw_stage_bytes
+                            self.cluster_y_fill(gs + AHEAD, (sb + AHEAD) % self.n_sub, y_stage, y_sf_row0, tidx,
+                                                sy_base, bars, peer_bars, peer_delta, consumers)
+            self.delay("consumer", "wgmma_wait", "before")
+            self.wait_group(0)
+            self.delay("consumer", "wgmma_wait", "after")
+            self.cluster_y_free(g + steps - 1, rank, peer_bars)
+            self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+            self.poison_accumulator(acc)
+            g += steps
+            y_state.advance()  # past the tile's last stage (the X side released it)
+
+    @cute.jit
+    def cluster_y_free(self, gs: cutlass.Int32, rank: cutlass.Int32, peer_bars: cutlass.Int32):
+        """``y_cluster_decode``, after the wgmma of sub-block ``gs`` retired in this warp: if the
+        peer filled its buffer, this warp arrives on the peer's free[gs % B]."""
+        B = cfgmod.Y_CLUSTER_BUFFERS
+        if gs % 2 != rank:
+            cute.arch.sync_warp()
+            self.delay("consumer", "fp16_release", "before")
+            if cute.arch.lane_idx() == 0:
+                mbarrier_arrive_peer(peer_bars + 8 * (B + gs % B))
+            self.delay("consumer", "fp16_release", "after")
+
+    @cute.jit
+    def cluster_y_fill(self, ga: cutlass.Int32, sb: cutlass.Constexpr, y_stage, y_sf_row0, tidx, sy_base,
+                       bars: cutlass.Int32, peer_bars: cutlass.Int32, peer_delta: cutlass.Int32, consumers):
+        """``y_cluster_decode``: this CTA fills sub-block ``ga`` (K sub-block ``sb`` of the raw
+        stage ``y_stage``) into Y buffer ga % B of both CTAs (see :meth:`consume_cluster_y`)."""
+        B = cfgmod.Y_CLUSTER_BUFFERS
+        ba = ga % B
+        # the peer retired its wgmma of ga - B on its copy (parity trick: the first use passes)
+        self.delay("consumer", "bar_reuse", "before")
+        mbarrier_wait_parity(bars + 8 * (B + ba), ((ga // B) % 2) ^ 1)
+        # every warp here retired its wgmma of ga - B
+        consumers.arrive_and_wait()
+        self.delay("consumer", "bar_reuse", "after")
+        self.delay("consumer", "decode", "before")
+        if cutlass.const_expr(not self.ablates("y_dequant")):
+            # the peer's copy by st.async, each 16 bytes counted on the peer's landed[ba]
+            units = self.y_rs_units(tidx, y_stage, sy_base + ba * self.y_buf_bytes, y_sf_row0, sb)
+            dequant_y_units_rs(units, self.config.operand_exp_shift, (peer_delta, peer_bars + 8 * ba))
+        self.delay("consumer", "fence", "before")
+        cute.arch.fence_proxy("async.shared", space="cta")
+        self.delay("consumer", "fence", "after")
+        consumers.arrive_and_wait()  # this CTA's copy complete for its own wgmmas
+        self.delay("consumer", "bar_dequant", "after")
+
     @cute.jit
     def warp_release(self, fp16_pipe, state):
         """Release ``state``'s fp16 buffer once per warp (the empty barrier counts warps).

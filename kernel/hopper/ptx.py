@@ -401,12 +401,21 @@ _RS_DECLS = [
 ]
 
 
-def rs_y_units_asm(n_units: int, exp_shift: int) -> str:
+def rs_y_units_asm(n_units: int, exp_shift: int, peer: bool = False) -> str:
     """Y operand, unit = (row, a): operands per unit ``u`` (7 each): ``$(7u)`` address of the
     row's first sub-block chunk plus 4a, ``$(7u+1)`` of its second chunk plus 4a (both already
     swizzled), ``$(7u+2)`` the row's 4 scale bytes, ``$(7u+3..6)`` the fp16 destinations of
-    chunks 4a..4a+3. Words W[a], W[a+2], W[a+4], W[a+6] carry scales 0..3."""
+    chunks 4a..4a+3. Words W[a], W[a+2], W[a+4], W[a+6] carry scales 0..3.
+
+    ``peer`` (``y_cluster_decode``): two more operands after the units, ``$(7 n)`` the distance
+    from this CTA's shared window to the peer CTA's (``mapa`` of a buffer minus the buffer: a
+    shared::cluster address difference) and ``$(7 n + 1)`` the peer's mbarrier (shared::cluster
+    address); every 16-byte chunk is stored twice, here (``st.shared``) and at the same offset in
+    the peer CTA's buffer by ``st.async`` with ``complete_tx`` of its 16 bytes on the peer's
+    mbarrier (no fence, no arrive: the peer's barrier counts the bytes)."""
     lines = ["{", *_RS_DECLS]
+    if peer:
+        lines.insert(1, ".reg .b32 pa;")
     regs = ", ".join([f"w{u}_{t}, c{u}_{t}" for u in range(n_units) for t in range(4)] + [f"s{u}" for u in range(n_units)])
     pairs = ", ".join(f"q{u}_{t}_{j}" for u in range(n_units) for t in range(4) for j in range(4))
     lines.insert(1, f".reg .b32 {regs}, {pairs};")
@@ -428,6 +437,11 @@ def rs_y_units_asm(n_units: int, exp_shift: int) -> str:
                 lines += _scaled(f"q{u}_{t}_{j}", f"c{u}_{t}", exp_shift)
         for j in range(4):
             lines.append(f"st.shared.v4.b32 [${b + 3 + j}], {{q{u}_0_{j}, q{u}_1_{j}, q{u}_2_{j}, q{u}_3_{j}}};")
+        if peer:
+            for j in range(4):
+                lines.append(f"add.u32 pa, ${b + 3 + j}, ${7 * n_units};")
+                lines.append(f"st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [pa], "
+                             f"{{q{u}_0_{j}, q{u}_1_{j}, q{u}_2_{j}, q{u}_3_{j}}}, [${7 * n_units + 1}];")
     lines.append("}")
     return "\n".join(lines)
 
@@ -460,11 +474,52 @@ def rs_x_fragment_asm(exp_shift: int, prefetched: bool = False) -> str:
 
 
 @dsl_user_op
-def dequant_y_units_rs(units: list, exp_shift: int, *, loc=None, ip=None) -> None:
-    """``units``: tuples of 7 shared addresses, see :func:`rs_y_units_asm`."""
+def dequant_y_units_rs(units: list, exp_shift: int, peer=None, *, loc=None, ip=None) -> None:
+    """``units``: tuples of 7 shared addresses, see :func:`rs_y_units_asm`; ``peer``
+    (``y_cluster_decode``): (the peer CTA's shared window minus this one's, the peer's mbarrier
+    that counts the bytes), every chunk stored into both CTAs."""
     operands = [Int32(x).ir_value(loc=loc, ip=ip) for unit in units for x in unit]
+    if peer is not None:
+        operands += [Int32(x).ir_value(loc=loc, ip=ip) for x in peer]
     constraints = ",".join(["r"] * len(operands) + ["~{memory}"])
-    _inline_asm(rs_y_units_asm(len(units), exp_shift), constraints, operands, loc=loc, ip=ip)
+    _inline_asm(rs_y_units_asm(len(units), exp_shift, peer=peer is not None), constraints, operands,
+                loc=loc, ip=ip)
+
+
+@dsl_user_op
+def mapa_shared_u32(addr: Int32, rank: Int32, *, loc=None, ip=None) -> Int32:
+    """``mapa.shared::cluster``: the shared::cluster address of this CTA's shared address
+    ``addr`` in cluster CTA ``rank``."""
+    return _inline_asm_u32(1, "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r",
+                           _ir(loc, ip, (Int32, addr), (Int32, rank)), loc=loc, ip=ip)[0]
+
+
+@dsl_user_op
+def mbarrier_wait_parity(mbar: Int32, parity: Int32, *, loc=None, ip=None) -> None:
+    """Wait until the phase of parity ``parity`` of this CTA's mbarrier ``mbar`` completed
+    (``try_wait``'s default acquire, CTA scope: the bytes ``st.async`` counted on it, and the
+    arrivals' order). Parity 1 on a fresh barrier passes (the phase before the first)."""
+    _inline_asm(
+        "{\n.reg .pred p;\nYCL_WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+        "@!p bra YCL_WAIT;\n}",
+        "r,r,~{memory}", _ir(loc, ip, (Int32, mbar), (Int32, parity)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def mbarrier_arrive_peer(mbar_peer: Int32, *, loc=None, ip=None) -> None:
+    """One arrive (CTA-scope semantics, no fence) on the peer CTA's mbarrier at shared::cluster
+    address ``mbar_peer`` (:func:`mapa_shared_u32`): what a cluster pipeline's consumer release
+    does; it orders nothing but the count (the reads it reports were retired before it)."""
+    _inline_asm("mbarrier.arrive.shared::cluster.b64 _, [$0];", "r,~{memory}",
+                _ir(loc, ip, (Int32, mbar_peer)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def mbarrier_arrive_expect_tx(mbar: Int32, nbytes: int, *, loc=None, ip=None) -> None:
+    """This CTA's mbarrier ``mbar``: one arrive expecting ``nbytes`` more transaction bytes."""
+    _inline_asm(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {int(nbytes)};", "r,~{memory}",
+                _ir(loc, ip, (Int32, mbar)), loc=loc, ip=ip)
 
 
 @dsl_user_op

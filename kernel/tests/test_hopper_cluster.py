@@ -30,8 +30,10 @@ def test_cluster_labels_and_declared_variants():
     assert C2.label == PREC1X.label + "_c2" and config_problems(C2) == []
     # the axis is off by default: no other label carries it, every other variant unchanged
     assert [c for c in DECLARED_VARIANTS if "_c2" in c.label] == [c for c in DECLARED_VARIANTS if c.cluster_x == 2]
-    declared = {c.label for c in DECLARED_VARIANTS if c.cluster_x == 2}
+    declared = {c.label for c in DECLARED_VARIANTS if c.cluster_x == 2 and not c.y_cluster_decode}
     assert declared == {PREC1X.label + "_c2", PREC1X.label.replace("_b8_", "_b9_") + "_c2"}
+    # (the cluster that shares Y's decode instead, "_c2d": kernel/tests/test_hopper_cluster_y.py)
+    assert all("_c2d_" in c.label for c in DECLARED_VARIANTS if c.y_cluster_decode)
     assert all(c.cluster_x == 1 for c in DECLARED_VARIANTS if c not in {C2} and "_c2" not in c.label)
 
 

@@ -1,0 +1,67 @@
+"""GPU smoke test of Y decoded once per 2-CTA cluster (``y_cluster_decode``, label ``_c2d``,
+issue 14 session 13), before the properties: each ``_c2d`` build's C must be bit-identical to its
+twin without the cluster (``cluster_x=1``, the same tile, 2 fp16 buffers, 4 raw stages: the same
+operand values and wgmma order), with outputs NaN-filled before each launch, on problems that
+reach every part of the protocol: one K tile per tile (4 sub-blocks: the prologue's AHEAD
+sub-blocks and the loop's), an odd number of N blocks (a ghost rank past N that still decodes
+its share), several tiles per CTA (the Y ring and its barrier phases running on across tiles),
+ragged M and N, groups with M = 0, bench4's geometry, and launches repeated back to back. Run it
+under ``timeout``: a wrong barrier phase hangs.
+
+    python3 -m ci.cluster_y_smoke [LABEL ...]      (default: every declared y_cluster_decode build)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from kernel.hopper.config import FASTEST_STAGED_PDL_CONFIG
+
+CASES = [
+    [(128, 256, 256, 1)],  # one cluster tile, one K tile
+    [(100, 384, 512, 1)],  # three N blocks: a ghost rank
+    [(130, 257, 512, 1), (7, 130, 256, 1), (0, 128, 256, 1), (256, 646, 768, 1)],  # ragged, M = 0
+    [(96, 7168, 2048, 1)] * 8,  # 448 tiles: several cluster tiles per cluster
+    [(128, 4096, 1536, 1), (384, 4096, 1536, 1)],  # bench4
+]
+
+
+def twin_of(config):
+    """The build without the cluster: the same tile and stages as the production bench4 build."""
+    return dataclasses.replace(config, cluster_x=1, y_cluster_decode=False, fp16_buffers=2,
+                               num_ab_stages=FASTEST_STAGED_PDL_CONFIG.num_ab_stages)
+
+
+def main(argv=None) -> int:
+    import torch
+
+    import oracle
+    from ci.prepass_smoke import _differs, _nan_outputs
+    from kernel import hopper
+    from kernel.hopper.config import DECLARED_VARIANTS
+
+    argv = sys.argv[1:] if argv is None else argv
+    labels = argv or [c.label for c in DECLARED_VARIANTS if c.y_cluster_decode]
+    bad = 0
+    for label in labels:
+        build = next(c for c in DECLARED_VARIANTS if c.label == label)
+        twin = twin_of(build)
+        print(f"== {label} vs {twin.label}", flush=True)
+        for i, sizes in enumerate(CASES):
+            data = oracle.make_inputs(sizes, 400 + i, device="cuda")
+            want = [c.clone() for c in hopper.custom_kernel(data, config=twin)]
+            torch.cuda.synchronize()
+            for rep in range(3):
+                _nan_outputs(data)
+                got = hopper.custom_kernel(data, config=build)
+                if rep == 2:  # twice back to back, no synchronization between
+                    got = hopper.custom_kernel(data, config=build)
+                torch.cuda.synchronize()
+                bad += _differs(torch, f"case {i} rep {rep} {sizes[:2]}...", got, want)
+    print("cluster Y smoke:", "OK" if not bad else f"{bad} FAILED")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Y decoded once per 2-CTA cluster (``HopperConfig.y_cluster_decode``, label ``_c2d``, session 13).
+
+The two CTAs of a cluster run N blocks 2j and 2j + 1 of one M block and need the same fp16 Y.
+Rank r decodes the sub-blocks g with g % 2 == r, ``Y_CLUSTER_AHEAD`` sub-blocks before their
+wgmma, into its Y buffer g % B and the peer's (``st.async``, its bytes counted on the peer's
+``landed`` mbarrier); the peer's consumer warps arrive on the decoder's ``free`` mbarrier once
+the wgmma that read their copy retired (kernel.hopper.kernel ``consume_cluster_y``).
+
+On the CPU: the config's rules and budget; the SASS (the remote stores are ``STAS``, no memory
+barrier or cluster-scope fence in the loop, the cluster sync before the first remote access and
+after the last store, no spills); and the protocol itself, as a model: two CTAs stepped in random
+interleavings with wgmmas that retire at random later points, every wgmma checked to read the
+right sub-block in a buffer nobody overwrites before it retired, and no deadlock. The GPU runs the
+property suite on the build (``--variant`` with its label).
+"""
+
+import dataclasses
+import random
+
+import pytest
+
+from kernel.hopper.config import (CLUSTER_Y_CONFIG, DECLARED_VARIANTS, FASTEST_STAGED_PDL_CONFIG, Y_CLUSTER_AHEAD,
+                                  Y_CLUSTER_BUFFERS, config_problems, smem_bytes)
+
+
+# ---------------------------------------------------------------- config (no compile)
+def test_label_rules_and_budget():
+    c = CLUSTER_Y_CONFIG
+    assert "_c2d_" in c.label and c in DECLARED_VARIANTS and config_problems(c) == []
+    assert smem_bytes(c)["total"] <= 232448
+    for bad, why in [(dict(cluster_x=1), "cluster_x=2"), (dict(fp16_buffers=2), "ring of 4"),
+                     (dict(y_per_warpgroup=True), "y_per_warpgroup=False"), (dict(x_operand="smem"), "x_operand")]:
+        problems = config_problems(dataclasses.replace(c, **bad))
+        assert any(why in p for p in problems), (bad, problems)
+    # the prepass cluster builds keep their own rule
+    assert not any("y_cluster_decode" in p for p in config_problems(dataclasses.replace(c, y_cluster_decode=False)))
+    assert "y_cluster_decode" not in FASTEST_STAGED_PDL_CONFIG.label and not FASTEST_STAGED_PDL_CONFIG.y_cluster_decode
+
+
+# ------------------------------------------------------------------------- SASS (CPU compile)
+def _ins(config, tmp_path):
+    from kernel.hopper import static_build
+    from profiling import sass
+
+    build = static_build(config, tmp_path, num_groups=8)
+    ins = sass.kernel_code(build["cubin"])
+    usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
+    assert usage.stack_bytes == 0 and usage.local_bytes == 0, usage
+    return [i.opcode for i in ins]
+
+
+@pytest.mark.compile
+def test_cluster_y_sass_structure(tmp_path):
+    """Every fill site stores its unit's four 16-byte chunks locally (STS.128) and into the peer
+    (STAS.128, st.async): AHEAD prologue sites and one per sub-block of the K tile; no generic
+    store to the peer (ST.E), no GPU-scope memory barrier and no L1 invalidation after the start
+    sync (a cluster-scope release or acquire in the loop would put MEMBAR.ALL.GPU / CCTL.IVALL
+    there); the cluster sync (UCGABAR_WAIT) before the first remote store or arrive and again
+    after the last wgmma and C store; remote arrives (the free barriers) present; the twin
+    without the cluster has no STAS."""
+    ops = _ins(CLUSTER_Y_CONFIG, tmp_path / "c2d")
+
+    def where(prefix):
+        return [n for n, o in enumerate(ops) if o.startswith(prefix)]
+
+    sites = Y_CLUSTER_AHEAD + CLUSTER_Y_CONFIG.tile_k // 64
+    stas, sts = where("STAS.128"), where("STS.128")
+    assert len(stas) == 4 * sites and len(sts) >= 4 * sites, (len(stas), len(sts))
+    assert not where("ST.E"), "a generic store (to the peer?) in the build"
+    wait, arv = where("UCGABAR_WAIT"), where("UCGABAR_ARV")
+    assert len(wait) == len(arv) == 2, (wait, arv)
+    remote = where("SYNCS.ARRIVE.TRANS64.RED")
+    assert remote and wait[0] < min(stas + remote), "a remote access before the cluster's start sync"
+    assert arv[1] > max(where("HGMMA") + where("STG") + stas + remote), "the exit cluster sync is not last"
+    # the cluster waits' own acquire (an L1 invalidation right behind each) is all there is
+    late = [n for n in where("MEMBAR.ALL.GPU") + where("CCTL.IVALL") if not any(0 < n - w <= 3 for w in wait)]
+    assert not late, [(n, ops[n]) for n in late]
+    assert not where("MEMBAR.ALL.GPU")
+    assert not [o for o in _ins(FASTEST_STAGED_PDL_CONFIG, tmp_path / "twin") if o.startswith("STAS")]
+
+
+# ------------------------------------------------------------------------- the protocol, as a model
+class _Barrier:
+    """An mbarrier: ``count`` arrivals and the expected transaction bytes complete a phase."""
+
+    def __init__(self, count):
+        self.count, self.pending, self.tx, self.completed = count, count, 0, 0
+
+    def arrive(self, expect=0):
+        self.pending -= 1
+        self.tx += expect
+        self._check()
+
+    def bytes(self, n):
+        self.tx -= n
+        self._check()
+
+    def _check(self):
+        assert self.pending >= 0, "more arrivals than the barrier counts in one phase"
+        if self.pending == 0 and self.tx == 0:
+            self.completed += 1
+            self.pending = self.count
+
+    def done(self, parity):
+        """try_wait.parity: the phase of this parity completed (parity 1 passes on a fresh one)."""
+        return self.completed % 2 != parity
+
+
+def _cta(rank, model, tiles, B, ahead, chunks):
+    """The consumers of one CTA (one thread stands for all: the local named barriers are
+    trivial), as a generator yielding ``("wait", predicate)`` until it may go on; mirrors
+    consume_cluster_y's order. ``model`` holds both CTAs' buffers and barriers."""
+    me, peer = model[rank], model[1 - rank]
+
+    def wait(pred):
+        while not pred():
+            yield "blocked"
+
+    def fill(ga):
+        ba = ga % B
+        yield from wait(lambda: me["free"][ba].done(((ga // B) % 2) ^ 1))
+        # own copy: no wgmma of this CTA still reads the buffer (the local barrier's promise)
+        assert all(r[1] != ba for r in me["inflight"]), f"rank {rank} overwrites buffer {ba} under its own wgmma"
+        me["buf"][ba] = ga
+        for _ in range(chunks):  # the peer's copy, st.async chunk by chunk, each counted there
+            assert all(r[1] != ba for r in peer["inflight"]), f"rank {rank} overwrites the peer's buffer {ba}"
+            peer["buf"][ba] = ga
+            peer["landed"][ba].bytes(16)
+            yield "store"
+
+    def retire_one():
+        gs, b = me["inflight"].pop(0)
+        if gs % 2 != rank:  # the peer filled it: tell the peer the copy here is free
+            peer["free"][b].arrive()
+
+    g = 0
+    for steps in tiles:
+        for j in range(ahead):
+            if (g + j) % 2 == rank:
+                yield from fill(g + j)
+        for s in range(steps):
+            gs = g + s
+            b = gs % B
+            if gs % 2 != rank:
+                me["landed"][b].arrive(expect=16 * chunks)
+                yield from wait(lambda: me["landed"][b].done((gs // B) % 2))
+            assert me["buf"][b] == gs, f"rank {rank} reads buffer {b} holding {me['buf'][b]} for sub-block {gs}"
+            me["inflight"].append((gs, b))
+            yield "issue"
+            # wait_group(1): at most one group in flight (the hardware may retire earlier)
+            while len(me["inflight"]) > 1 or (me["inflight"] and model["rng"].random() < 0.3):
+                retire_one()
+                yield "retire"
+            if s + ahead < steps and gs % 2 == rank:
+                yield from fill(gs + ahead)
+        while me["inflight"]:  # wait_group(0)
+            retire_one()
+        g += steps
+    me["done"] = True
+
+
+def _run(tiles, seed, B=Y_CLUSTER_BUFFERS, ahead=Y_CLUSTER_AHEAD, chunks=4):
+    rng = random.Random(seed)
+    model = {"rng": rng}
+    for r in (0, 1):
+        model[r] = {"buf": [None] * B, "inflight": [], "done": False,
+                    "landed": [_Barrier(1) for _ in range(B)], "free": [_Barrier(1) for _ in range(B)]}  # one arrival per CTA here (8 warps in the kernel)
+    ctas = [_cta(r, model, tiles, B, ahead, chunks) for r in (0, 1)]
+    live = [0, 1]
+    stuck = 0
+    while live:
+        r = rng.choice(live)
+        try:
+            state = next(ctas[r])
+        except StopIteration:
+            live.remove(r)
+            continue
+        stuck = stuck + 1 if state == "blocked" else 0
+        assert stuck < 10_000, f"deadlock (seed {seed}, tiles {tiles})"
+    return model
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_protocol_reads_the_right_sub_block_and_never_deadlocks(seed):
+    """Random interleavings of the two CTAs, random tile lists (K tiles of 4 sub-blocks; a tile
+    of one K tile is shorter than AHEAD + B), random early retirement: every wgmma reads the
+    sub-block it expects, no store lands in a buffer a wgmma still reads, no barrier phase
+    overflows, and both CTAs finish."""
+    rng = random.Random(1000 + seed)
+    tiles = [4 * rng.randint(1, 6) for _ in range(rng.randint(1, 4))]
+    model = _run(tiles, seed)
+    assert model[0]["done"] and model[1]["done"]
+
+
+def test_the_model_catches_a_ring_one_buffer_short():
+    """The model is not vacuous: with the decode AHEAD sub-blocks ahead and only AHEAD buffers,
+    the decoder overwrites a buffer that a wgmma still reads (or the reader finds the wrong
+    sub-block) in some interleaving."""
+    failures = 0
+    for seed in range(40):
+        try:
+            _run([16, 8], seed, B=Y_CLUSTER_AHEAD)
+        except AssertionError:
+            failures += 1
+    assert failures > 0
+
+
+def test_the_gpu_smoke_compares_against_the_production_bench4_build():
+    """ci.cluster_y_smoke's twin of the declared build is the production bench4 build itself
+    (bit-identity against it is the claim), and its cases reach a ghost rank and one K tile."""
+    from ci.cluster_y_smoke import CASES, twin_of
+
+    assert twin_of(CLUSTER_Y_CONFIG) == FASTEST_STAGED_PDL_CONFIG
+    assert any(any(-(-n // 128) % 2 for _, n, _, _ in case) for case in CASES)  # odd N blocks
+    assert any(any(k == CLUSTER_Y_CONFIG.tile_k for _, _, k, _ in case) for case in CASES)
