@@ -34,31 +34,13 @@ def twin_of(config):
 
 
 def main(argv=None) -> int:
-    import torch
-
-    import oracle
-    from ci.prepass_smoke import _differs, _nan_outputs
-    from kernel import hopper
+    from ci.prepass_smoke import compare_with_twins
     from kernel.hopper.config import DECLARED_VARIANTS
 
     argv = sys.argv[1:] if argv is None else argv
     labels = argv or [c.label for c in DECLARED_VARIANTS if c.y_cluster_decode]
-    bad = 0
-    for label in labels:
-        build = next(c for c in DECLARED_VARIANTS if c.label == label)
-        twin = twin_of(build)
-        print(f"== {label} vs {twin.label}", flush=True)
-        for i, sizes in enumerate(CASES):
-            data = oracle.make_inputs(sizes, 400 + i, device="cuda")
-            want = [c.clone() for c in hopper.custom_kernel(data, config=twin)]
-            torch.cuda.synchronize()
-            for rep in range(3):
-                _nan_outputs(data)
-                got = hopper.custom_kernel(data, config=build)
-                if rep == 2:  # twice back to back, no synchronization between
-                    got = hopper.custom_kernel(data, config=build)
-                torch.cuda.synchronize()
-                bad += _differs(torch, f"case {i} rep {rep} {sizes[:2]}...", got, want)
+    builds = [next(c for c in DECLARED_VARIANTS if c.label == label) for label in labels]
+    bad = compare_with_twins([(c, twin_of(c)) for c in builds], CASES, 400, reps=3, back_to_back_last=True)
     print("cluster Y smoke:", "OK" if not bad else f"{bad} FAILED")
     return 1 if bad else 0
 

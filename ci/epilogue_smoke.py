@@ -23,29 +23,13 @@ CASES = [
 
 
 def main(argv=None) -> int:
-    import torch
-
-    import oracle
-    from ci.prepass_smoke import _differs, _nan_outputs
-    from kernel import hopper
+    from ci.prepass_smoke import compare_with_twins
     from kernel.hopper.config import DECLARED_VARIANTS
 
     argv = sys.argv[1:] if argv is None else argv
     labels = argv or [c.label for c in DECLARED_VARIANTS if c.epilogue == "smem"]
-    bad = 0
-    for label in labels:
-        staged = next(c for c in DECLARED_VARIANTS if c.label == label)
-        direct = dataclasses.replace(staged, epilogue="direct")
-        print(f"== {label} vs {direct.label}", flush=True)
-        for i, sizes in enumerate(CASES):
-            data = oracle.make_inputs(sizes, 300 + i, device="cuda")
-            want = [c.clone() for c in hopper.custom_kernel(data, config=direct)]
-            torch.cuda.synchronize()
-            for rep in range(2):
-                _nan_outputs(data)
-                got = hopper.custom_kernel(data, config=staged)
-                torch.cuda.synchronize()
-                bad += _differs(torch, f"case {i} rep {rep} {sizes[:2]}...", got, want)
+    staged = [next(c for c in DECLARED_VARIANTS if c.label == label) for label in labels]
+    bad = compare_with_twins([(c, dataclasses.replace(c, epilogue="direct")) for c in staged], CASES, 300)
     print("epilogue smoke:", "OK" if not bad else f"{bad} FAILED")
     return 1 if bad else 0
 

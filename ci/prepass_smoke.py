@@ -107,6 +107,33 @@ def _nan_outputs(data) -> None:
         g[2].fill_(float("nan"))
 
 
+def compare_with_twins(pairs, cases, seed0: int, reps: int = 2, back_to_back_last: bool = False) -> int:
+    """GPU: for each (build, twin) config pair and each case (a size list; inputs seeded
+    ``seed0 + i``), the build's C bit-identical to the twin's, ``reps`` times with the outputs
+    NaN-filled before each; ``back_to_back_last``: the last repetition launches the build twice
+    with no synchronization between. The number of differing runs (each printed)."""
+    import torch
+
+    import oracle
+    from kernel import hopper
+
+    bad = 0
+    for build, twin in pairs:
+        print(f"== {build.label} vs {twin.label}", flush=True)
+        for i, sizes in enumerate(cases):
+            data = oracle.make_inputs(sizes, seed0 + i, device="cuda")
+            want = [c.clone() for c in hopper.custom_kernel(data, config=twin)]
+            torch.cuda.synchronize()
+            for rep in range(reps):
+                _nan_outputs(data)
+                got = hopper.custom_kernel(data, config=build)
+                if back_to_back_last and rep == reps - 1:
+                    got = hopper.custom_kernel(data, config=build)
+                torch.cuda.synchronize()
+                bad += _differs(torch, f"case {i} rep {rep} {sizes[:2]}...", got, want)
+    return bad
+
+
 def _differs(torch, what: str, got, want) -> int:
     """Print whether ``got`` is bit-identical to ``want``; 1 when it differs."""
     same = len(got) == len(want) and all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(got, want))

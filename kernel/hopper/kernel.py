@@ -2307,9 +2307,11 @@ class HopperNvfp4GroupedGemm:
                     gs = g + kt * self.n_sub + sb
                     b = gs % B
                     if cutlass.const_expr(sb == self.n_sub - AHEAD):
-                        # the Y side moves to the next K tile's stage
+                        # the Y side moves to the next K tile's stage (past the tile's last one
+                        # after its last K tile: the next tile's first; only the wait depends on
+                        # a run-time value, no pipeline state is changed under a run-time branch)
+                        y_state.advance()
                         if kt + 1 < k_tiles:
-                            y_state.advance()
                             self.delay("consumer", "wait", "before")
                             pipe.consumer_wait(y_state)
                             self.delay("consumer", "wait", "after")
@@ -2343,8 +2345,8 @@ class HopperNvfp4GroupedGemm:
                         self.cluster_y_free(gs - 1, rank, peer_bars)
                     if kt * self.n_sub + sb + AHEAD < steps:
                         if gs % 2 == rank:
-                            y_stage = raw_base + y_state.index * self.raw_stage_bytes
-                            self.cluster_y_fill(gs + AHEAD, (sb + AHEAD) % self.n_sub, y_stage, y_sf_row0, tidx,
+                            ahead_stage = raw_base + y_state.index * self.raw_stage_bytes
+                            self.cluster_y_fill(gs + AHEAD, (sb + AHEAD) % self.n_sub, ahead_stage, y_sf_row0, tidx,
                                                 sy_base, bars, peer_bars, peer_delta, consumers)
             self.delay("consumer", "wgmma_wait", "before")
             self.wait_group(0)
@@ -2353,7 +2355,6 @@ class HopperNvfp4GroupedGemm:
             self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
             self.poison_accumulator(acc)
             g += steps
-            y_state.advance()  # past the tile's last stage (the X side released it)
 
     @cute.jit
     def cluster_y_free(self, gs: cutlass.Int32, rank: cutlass.Int32, peer_bars: cutlass.Int32):
