@@ -14,6 +14,6 @@ for SHAPE in bench4 bench3; do
     F="$OUT/timeline_${SHAPE}${MODE:+_graph}.md"
     timeout ${T_TL:-100} python3 -m profiling.timeline --variant "$RP" --variant "$RPS" --variant "$SW" --variant "$SWS" \
       --shape $SHAPE --launches 24 $MODE > "$F"
-    echo "== $SHAPE ${MODE:-stream}"; grep -E "^\`|producer_first_commit|phase1_done|epilogue_last_end|period|gap" "$F"
+    echo "== $SHAPE ${MODE:-stream}"; grep -E "^\`|tables_read|phase1_|producer_first_commit|epilogue_last_end|period|gap" "$F"
   done
 done

@@ -116,12 +116,16 @@ CHECK_RULES_WORD, CHECK_FIRST_WORD, CHECK_COUNT_WORD0 = 48, 49, 50
 # the timeline (``Perturbation.timeline``, profiling.timeline): after the table's TABLE_WORDS, one
 # u64 %globaltimer stamp (ns) per (CTA, point) for the first TIMELINE_CTAS CTAs, CTA-major, 0 =
 # not reached. "first" points keep the first stamp (a compare-and-swap from 0), the others the
-# last (a plain store). Who stamps: thread 0 ("start", "phase1_done": after phase 1's completion
-# barrier, prepass builds only), the producer warp's lane 0 (its first stage acquired and
+# last (a plain store). Who stamps: thread 0 ("start", "tables_read", "phase1_decoded" and
+# "phase1_passed" (prepass_chunk builds), "phase1_done": after phase 1's completion barrier,
+# prepass builds only), the producer warp's lane 0 (its first stage acquired and
 # committed, its tail), the first consumer thread (its first tile's epilogue, its last tile's
 # epilogue and the end of that epilogue's stores)
 TIMELINE_POINTS: tuple[tuple[str, str], ...] = (
     ("start", "last"),
+    ("tables_read", "last"),  # thread 0 has the tile total (the prologue's table reads done)
+    ("phase1_decoded", "last"),  # prepass_chunk builds, thread 0: its phase-1 chunks' stores issued
+    ("phase1_passed", "last"),  # prepass_chunk builds, thread 0: phase 1's grid barrier passed
     ("phase1_done", "last"),
     ("producer_first_acquire", "first"),
     ("producer_first_commit", "first"),

@@ -4,8 +4,9 @@
 this says what the fixed part is made of. The timeline build of a Hopper variant
 (``kernel.perturbation.timeline_perturbation``: production's schedule, no delay, no poison) has
 every CTA stamp the GPU's nanosecond clock at the points of
-``kernel.perturbation.TIMELINE_POINTS`` (its start, after phase 1's completion barrier on the
-prepass builds, the producer's first stage acquired and committed, the first and the last tile's
+``kernel.perturbation.TIMELINE_POINTS`` (its start, the prologue's table reads done, on the
+prepass builds thread 0's phase-1 chunks issued, phase 1's grid barrier passed and its CTA
+barrier, the producer's first stage acquired and committed, the first and the last tile's
 epilogue and the end of its stores, the producer's tail) into the build's device table. The
 launches run back to back over rotated input copies, as in the benchmark; each point is reported
 relative to the launch's earliest CTA start: the median and the largest over the CTAs, then the

@@ -747,6 +747,10 @@ class HopperNvfp4GroupedGemm:
         m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
         m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
         total = m_prefix[G]
+        if cutlass.const_expr(self.timeline):
+            if tidx == 0:
+                if total >= 0:  # (a use of the value: the stamp comes after the load returned)
+                    self.timeline_point("tables_read")
         if cutlass.const_expr(not self.tail64):
             t_begin, t_end, t_step = self.tile_range(total)
         # (y_tail64: the CTA's tiles are known after phase 1: balanced_setup, producer warp)
@@ -833,6 +837,10 @@ class HopperNvfp4GroupedGemm:
                 chunks = cutlass.Int32(0)  # profiling only: no item decoded (the Y boxes read stale rows)
             else:
                 chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base)
+            if cutlass.const_expr(self.timeline):
+                if tidx == 0:
+                    if chunks >= 0:  # its chunks' stores issued
+                        self.timeline_point("phase1_decoded")
             if cutlass.const_expr(self.ablates("phase2")):
                 # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
                 if warp_idx < self.producer_warp:
@@ -853,6 +861,8 @@ class HopperNvfp4GroupedGemm:
                             self.prepass_wait_done(ws, chunks)
                         else:
                             self.prepass_wait(ws, chunks)
+                        if cutlass.const_expr(self.timeline):
+                            self.timeline_point("phase1_passed")  # the grid barrier's spin ended
                 if cutlass.const_expr(first_local):
                     # the first tile's first K tile into the Y ring by this CTA itself; the
                     # producer awaits phase 1's completion before its first workspace box instead

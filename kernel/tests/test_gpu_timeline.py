@@ -65,5 +65,8 @@ def test_timeline_stamps_follow_the_kernel(config, ctas):
             assert all(s[p] for p in order + ["producer_tail"]), (cta, s)
             assert [s[p] for p in order] == sorted(s[p] for p in order), (cta, s)
             assert s["producer_tail"] >= s["producer_first_commit"]
+            assert s["start"] <= s["tables_read"] <= s["epilogue_first"], (cta, s)
             if prepass:
                 assert s["start"] <= s["phase1_done"] <= s["epilogue_first"], (cta, s)
+                if config.prepass_chunk:  # thread 0: its chunks, the grid barrier, the CTA barrier
+                    assert s["tables_read"] <= s["phase1_decoded"] <= s["phase1_passed"] <= s["phase1_done"], (cta, s)
