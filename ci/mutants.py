@@ -509,6 +509,11 @@ _PHASE1_FIRST_LOCAL = (
     f"{_I16}# from the two roles' own code it was undefined in PTX, and compute-sanitizer\n"
     f"{_I16}# synccheck aborted the launch on it)\n"
 )
+# the timeline build's stamp after thread 0's grid-barrier wait (constant-false in production)
+_PHASE1_PASSED_STAMP = (
+    f"{_I24}if cutlass.const_expr(self.timeline):\n"
+    f"{_I28}self.timeline_point(\"phase1_passed\")  # the grid barrier's spin ended\n"
+)
 _SYNC_EDITS = (
     # (name, kind, target, original, replacement, variant keys)
     ("no_proxy_fence", "fence removed: no generic->async proxy fence between the consumers' fp16 "
@@ -599,11 +604,12 @@ _SYNC_EDITS = (
      f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n"
      f"{_I16}elif cutlass.const_expr(not first_local):\n{_I20}if tidx == 0:\n"
      f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
-     f"{_I28}self.prepass_wait(ws, chunks)\n" + _PHASE1_FIRST_LOCAL + f"{_I16}cute.arch.barrier()\n",
+     f"{_I28}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP + _PHASE1_FIRST_LOCAL + f"{_I16}cute.arch.barrier()\n",
      f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}cute.arch.barrier()\n"
      f"{_I16}elif cutlass.const_expr(not first_local):\n{_I20}if tidx == 0:\n"
      f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
-     f"{_I28}self.prepass_wait(ws, chunks)\n{_I20}cute.arch.barrier()\n" + _PHASE1_FIRST_LOCAL, ("prod",)),
+     f"{_I28}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP + f"{_I20}cute.arch.barrier()\n"
+     + _PHASE1_FIRST_LOCAL, ("prod",)),
     ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
      "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K,
      f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n"
