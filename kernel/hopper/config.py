@@ -130,6 +130,31 @@ CLUSTER_SIZES = (1, 2)
 Y_CLUSTER_BUFFERS = 4
 Y_CLUSTER_AHEAD = 2
 Y_CLUSTER_BARRIER_BYTES = 2 * Y_CLUSTER_BUFFERS * 8
+
+
+# y_cluster_decode's schedule arithmetic, on a CTA's running sub-block count g (plain ints or the
+# kernel's Int32 values alike): the one place the kernel (consume_cluster_y) and the protocol's
+# model (kernel/tests/test_hopper_cluster_y.py) take it from
+def y_cluster_filler(g):
+    """The cluster rank that decodes sub-block g into both CTAs."""
+    return g % 2
+
+
+def y_cluster_buffer(g):
+    """The Y buffer sub-block g is read from, in each CTA."""
+    return g % Y_CLUSTER_BUFFERS
+
+
+def y_cluster_landed_parity(g):
+    """The parity of the landed[buffer] phase that completes when sub-block g has landed (its
+    buffer's use number g // B)."""
+    return (g // Y_CLUSTER_BUFFERS) % 2
+
+
+def y_cluster_free_parity(g):
+    """The parity the filler of sub-block g waits for on free[buffer]: the phase completed when
+    the peer retired the buffer's previous use (the phase before the first counts as done)."""
+    return ((g // Y_CLUSTER_BUFFERS) % 2) ^ 1
 # epilogue="smem": named barrier 4 + w syncs consumer warpgroup w's 128 threads around its staging
 # buffer (0: the CTA-wide barrier, 1: the consumers' Y barrier, 1 + w (w < 3): y_per_warpgroup's)
 EPILOGUE_BARRIER_ID0 = 4

@@ -2283,7 +2283,6 @@ class HopperNvfp4GroupedGemm:
         sub-blocks before the X side reads it; the X side releases it after its last X fragment
         (every Y decode from it came earlier in this thread's order)."""
         cfg = self.config
-        B = cfgmod.Y_CLUSTER_BUFFERS
         AHEAD = cfgmod.Y_CLUSTER_AHEAD
         rank = cutlass.Int32(cute.arch.block_idx_in_cluster())
         peer = 1 - rank
@@ -2308,14 +2307,14 @@ class HopperNvfp4GroupedGemm:
             self.delay("consumer", "wait", "after")
             y_stage = raw_base + y_state.index * self.raw_stage_bytes
             for j in cutlass.range_constexpr(AHEAD):
-                if (g + j) % 2 == rank:
+                if cfgmod.y_cluster_filler(g + j) == rank:
                     self.cluster_y_fill(g + j, j, y_stage, y_sf_row0, tidx, sy_base, bars, peer_bars, peer_delta,
                                         consumers)
             for kt in range(k_tiles):
                 x_stage = raw_base + x_state.index * self.raw_stage_bytes
                 for sb in cutlass.range_constexpr(self.n_sub):
                     gs = g + kt * self.n_sub + sb
-                    b = gs % B
+                    b = cfgmod.y_cluster_buffer(gs)
                     if cutlass.const_expr(sb == self.n_sub - AHEAD):
                         # the Y side moves to the next K tile's stage (past the tile's last one
                         # after its last K tile: the next tile's first; only the wait depends on
@@ -2326,13 +2325,13 @@ class HopperNvfp4GroupedGemm:
                             pipe.consumer_wait(y_state)
                             self.delay("consumer", "wait", "after")
                     x_frag = self.x_fragment(thr_mma, tidx, x_stage, x_sf_row0, sb)
-                    if gs % 2 != rank:
+                    if cfgmod.y_cluster_filler(gs) != rank:
                         # the peer's copy of sub-block gs landed here: this use's expect_tx arrive
                         # (one thread), then every thread waits for the phase
                         self.delay("consumer", "fp16_wait", "before")
                         if tidx == 0:
                             mbarrier_arrive_expect_tx(bars + 8 * b, self.y_buf_bytes)
-                        mbarrier_wait_parity(bars + 8 * b, (gs // B) % 2)
+                        mbarrier_wait_parity(bars + 8 * b, cfgmod.y_cluster_landed_parity(gs))
                         cute.arch.fence_proxy("async.shared", space="cta")
                         self.delay("consumer", "fp16_wait", "after")
                     if cutlass.const_expr(sb == self.n_sub - 1):
@@ -2354,7 +2353,7 @@ class HopperNvfp4GroupedGemm:
                     if kt * self.n_sub + sb > 0:
                         self.cluster_y_free(gs - 1, rank, peer_bars)
                     if kt * self.n_sub + sb + AHEAD < steps:
-                        if gs % 2 == rank:
+                        if cfgmod.y_cluster_filler(gs + AHEAD) == rank:
                             ahead_stage = raw_base + y_state.index * self.raw_stage_bytes
                             self.cluster_y_fill(gs + AHEAD, (sb + AHEAD) % self.n_sub, ahead_stage, y_sf_row0, tidx,
                                                 sy_base, bars, peer_bars, peer_delta, consumers)
@@ -2371,11 +2370,11 @@ class HopperNvfp4GroupedGemm:
         """``y_cluster_decode``, after the wgmma of sub-block ``gs`` retired in this warp: if the
         peer filled its buffer, this warp arrives on the peer's free[gs % B]."""
         B = cfgmod.Y_CLUSTER_BUFFERS
-        if gs % 2 != rank:
+        if cfgmod.y_cluster_filler(gs) != rank:
             cute.arch.sync_warp()
             self.delay("consumer", "fp16_release", "before")
             if cute.arch.lane_idx() == 0:
-                mbarrier_arrive_peer(peer_bars + 8 * (B + gs % B))
+                mbarrier_arrive_peer(peer_bars + 8 * (B + cfgmod.y_cluster_buffer(gs)))
             self.delay("consumer", "fp16_release", "after")
 
     @cute.jit
@@ -2384,10 +2383,10 @@ class HopperNvfp4GroupedGemm:
         """``y_cluster_decode``: this CTA fills sub-block ``ga`` (K sub-block ``sb`` of the raw
         stage ``y_stage``) into Y buffer ga % B of both CTAs (see :meth:`consume_cluster_y`)."""
         B = cfgmod.Y_CLUSTER_BUFFERS
-        ba = ga % B
+        ba = cfgmod.y_cluster_buffer(ga)
         # the peer retired its wgmma of ga - B on its copy (parity trick: the first use passes)
         self.delay("consumer", "bar_reuse", "before")
-        mbarrier_wait_parity(bars + 8 * (B + ba), ((ga // B) % 2) ^ 1)
+        mbarrier_wait_parity(bars + 8 * (B + ba), cfgmod.y_cluster_free_parity(ga))
         # every warp here retired its wgmma of ga - B
         consumers.arrive_and_wait()
         self.delay("consumer", "bar_reuse", "after")

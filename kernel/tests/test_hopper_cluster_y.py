@@ -19,6 +19,7 @@ import random
 
 import pytest
 
+from kernel.hopper import config as cfgmod
 from kernel.hopper.config import (CLUSTER_Y_CONFIG, DECLARED_VARIANTS, FASTEST_STAGED_PDL_CONFIG, Y_CLUSTER_AHEAD,
                                   Y_CLUSTER_BUFFERS, config_problems, smem_bytes)
 
@@ -106,19 +107,40 @@ class _Barrier:
         return self.completed % 2 != parity
 
 
+class _Schedule:
+    """The kernel's schedule arithmetic (kernel.hopper.config.y_cluster_*), or the same formulas
+    for another ring size (the model's negative check)."""
+
+    def __init__(self, B):
+        self.B = B
+
+    def filler(self, g):
+        return cfgmod.y_cluster_filler(g)
+
+    def buffer(self, g):
+        return cfgmod.y_cluster_buffer(g) if self.B == Y_CLUSTER_BUFFERS else g % self.B
+
+    def landed_parity(self, g):
+        return cfgmod.y_cluster_landed_parity(g) if self.B == Y_CLUSTER_BUFFERS else (g // self.B) % 2
+
+    def free_parity(self, g):
+        return cfgmod.y_cluster_free_parity(g) if self.B == Y_CLUSTER_BUFFERS else ((g // self.B) % 2) ^ 1
+
+
 def _cta(rank, model, tiles, B, ahead, chunks):
     """The consumers of one CTA (one thread stands for all: the local named barriers are
-    trivial), as a generator yielding ``("wait", predicate)`` until it may go on; mirrors
-    consume_cluster_y's order. ``model`` holds both CTAs' buffers and barriers."""
+    trivial), as a generator yielding until it may go on; mirrors consume_cluster_y's order,
+    with its schedule arithmetic. ``model`` holds both CTAs' buffers and barriers."""
     me, peer = model[rank], model[1 - rank]
+    sch = _Schedule(B)
 
     def wait(pred):
         while not pred():
             yield "blocked"
 
     def fill(ga):
-        ba = ga % B
-        yield from wait(lambda: me["free"][ba].done(((ga // B) % 2) ^ 1))
+        ba = sch.buffer(ga)
+        yield from wait(lambda: me["free"][ba].done(sch.free_parity(ga)))
         # own copy: no wgmma of this CTA still reads the buffer (the local barrier's promise)
         assert all(r[1] != ba for r in me["inflight"]), f"rank {rank} overwrites buffer {ba} under its own wgmma"
         me["buf"][ba] = ga
@@ -130,20 +152,20 @@ def _cta(rank, model, tiles, B, ahead, chunks):
 
     def retire_one():
         gs, b = me["inflight"].pop(0)
-        if gs % 2 != rank:  # the peer filled it: tell the peer the copy here is free
+        if sch.filler(gs) != rank:  # the peer filled it: tell the peer the copy here is free
             peer["free"][b].arrive()
 
     g = 0
     for steps in tiles:
         for j in range(ahead):
-            if (g + j) % 2 == rank:
+            if sch.filler(g + j) == rank:
                 yield from fill(g + j)
         for s in range(steps):
             gs = g + s
-            b = gs % B
-            if gs % 2 != rank:
+            b = sch.buffer(gs)
+            if sch.filler(gs) != rank:
                 me["landed"][b].arrive(expect=16 * chunks)
-                yield from wait(lambda: me["landed"][b].done((gs // B) % 2))
+                yield from wait(lambda: me["landed"][b].done(sch.landed_parity(gs)))
             assert me["buf"][b] == gs, f"rank {rank} reads buffer {b} holding {me['buf'][b]} for sub-block {gs}"
             me["inflight"].append((gs, b))
             yield "issue"
@@ -151,7 +173,7 @@ def _cta(rank, model, tiles, B, ahead, chunks):
             while len(me["inflight"]) > 1 or (me["inflight"] and model["rng"].random() < 0.3):
                 retire_one()
                 yield "retire"
-            if s + ahead < steps and gs % 2 == rank:
+            if s + ahead < steps and sch.filler(gs + ahead) == rank:
                 yield from fill(gs + ahead)
         while me["inflight"]:  # wait_group(0)
             retire_one()
@@ -213,3 +235,19 @@ def test_the_gpu_smoke_compares_against_the_production_bench4_build():
     assert twin_of(CLUSTER_Y_CONFIG) == FASTEST_STAGED_PDL_CONFIG
     assert any(any(-(-n // 128) % 2 for _, n, _, _ in case) for case in CASES)  # odd N blocks
     assert any(any(k == CLUSTER_Y_CONFIG.tile_k for _, _, k, _ in case) for case in CASES)
+
+
+def test_the_model_catches_a_wrong_parity():
+    """The model reads the kernel's schedule arithmetic: a free-barrier parity off by one phase
+    (the filler waits for the use before last) lets a fill overwrite a buffer a wgmma still reads,
+    or the reader find the wrong sub-block, in some interleaving."""
+    import unittest.mock
+
+    failures = 0
+    with unittest.mock.patch.object(cfgmod, "y_cluster_free_parity", lambda g: 1):  # always passes
+        for seed in range(40):
+            try:
+                _run([16, 8], seed)
+            except AssertionError:
+                failures += 1
+    assert failures > 0
