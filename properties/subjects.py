@@ -176,3 +176,9 @@ def _resolve(name: str, scope: Scope) -> list[SubjectVariant]:
         f"unknown subject {name!r}: use one of {', '.join(SUBJECT_NAMES)} or a path to a .py file "
         f"defining custom_kernel(data)"
     )
+
+
+def gpu_skip_reason(name: str = "hopper") -> str | None:
+    """Why ``name``'s GPU kernel cannot run on this machine (None where it can): what a GPU test
+    of that kernel skips with."""
+    return next(iter(resolve_subject(name))).skip_reason

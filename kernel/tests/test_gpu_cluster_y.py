@@ -13,20 +13,15 @@ from kernel.hopper.config import DECLARED_VARIANTS
 BUILDS = [c for c in DECLARED_VARIANTS if c.y_cluster_decode]
 
 
-def _skip_reason():
-    from properties.subjects import resolve_subject
-
-    return next(iter(resolve_subject("hopper"))).skip_reason
-
-
 @pytest.mark.gpu
 @pytest.mark.sm90
 @pytest.mark.parametrize("config", BUILDS, ids=[c.label for c in BUILDS])
 def test_cluster_y_build_is_bit_identical_to_its_twin(config):
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
     from ci.cluster_y_smoke import CASES, twin_of
     from ci.prepass_smoke import compare_with_twins
+    from properties.subjects import gpu_skip_reason
+
+    if gpu_skip_reason("hopper"):
+        pytest.skip(gpu_skip_reason("hopper"))
 
     assert compare_with_twins([(config, twin_of(config))], CASES, 400, reps=3, back_to_back_last=True) == 0

@@ -30,9 +30,9 @@ REPEATS = 4
 
 
 def _skip_reason():
-    from properties.subjects import resolve_subject
+    from properties.subjects import gpu_skip_reason
 
-    return next(iter(resolve_subject("hopper"))).skip_reason
+    return gpu_skip_reason("hopper")
 
 
 @pytest.mark.gpu
