@@ -681,10 +681,10 @@ _SYNC_EDITS = (
      "        src = low % 32\n", "        src = (low + 1) % 32\n", ("lean",)),
     ("cluster_y_no_landed_wait", "wait removed: a CTA's wgmma reads the Y sub-block its peer "
      "decodes into it without waiting for the peer's st.async bytes to land", _K,
-     f"{_I24}mbarrier_wait_parity(bars + 8 * b, cfgmod.y_cluster_landed_parity(gs))\n", "", ("c2d",)),
+     f"{_I24}cute.arch.mbarrier_wait(self.cluster_y_landed(b), cfgmod.y_cluster_landed_parity(gs))\n", "", ("c2d",)),
     ("cluster_y_no_free_wait", "wait removed: the decoder overwrites its peer's copy of a Y buffer "
      "before the peer's wgmma that reads it retired", _K,
-     f"{_I8}mbarrier_wait_parity(bars + 8 * (B + ba), cfgmod.y_cluster_free_parity(ga))\n", "", ("c2d",)),
+     f"{_I8}cute.arch.mbarrier_wait(self.cluster_y_free_bar(ba), cfgmod.y_cluster_free_parity(ga))\n", "", ("c2d",)),
     ("cluster_y_no_reuse_barrier", "barrier removed: the decoder overwrites its own copy of a Y "
      "buffer before every one of its warps retired the wgmma that reads it", _K,
      f"{_I8}# every warp here retired its wgmma of ga - B\n{_I8}consumers.arrive_and_wait()\n", "", ("c2d",)),

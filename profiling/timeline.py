@@ -82,8 +82,9 @@ def sequence_rows(stamps_in_order: list[dict[str, list[int]]]) -> list[dict[str,
         t0 = min(t for t in stamps["start"] if t)
         end = max(t for values in stamps.values() for t in values if t)
         nan = float("nan")
-        row["period"] = (1, (t0 - prev_start) / 1000.0, (t0 - prev_start) / 1000.0) if prev_start else (0, nan, nan)
-        row["gap"] = (1, (t0 - prev_end) / 1000.0, (t0 - prev_end) / 1000.0) if prev_end else (0, nan, nan)
+        first = prev_start is None
+        row["period"] = (0, nan, nan) if first else (1, (t0 - prev_start) / 1000.0, (t0 - prev_start) / 1000.0)
+        row["gap"] = (0, nan, nan) if first else (1, (t0 - prev_end) / 1000.0, (t0 - prev_end) / 1000.0)
         prev_start, prev_end = t0, end
         out.append(row)
     return out

@@ -134,27 +134,29 @@ Y_CLUSTER_BARRIER_BYTES = 2 * Y_CLUSTER_BUFFERS * 8
 
 # y_cluster_decode's schedule arithmetic, on a CTA's running sub-block count g (plain ints or the
 # kernel's Int32 values alike): the one place the kernel (consume_cluster_y) and the protocol's
-# model (kernel/tests/test_hopper_cluster_y.py) take it from
+# model (kernel/tests/test_hopper_cluster_y.py, which also runs it with other ring sizes) take it from
 def y_cluster_filler(g):
     """The cluster rank that decodes sub-block g into both CTAs."""
     return g % 2
 
 
-def y_cluster_buffer(g):
+def y_cluster_buffer(g, buffers: int = Y_CLUSTER_BUFFERS):
     """The Y buffer sub-block g is read from, in each CTA."""
-    return g % Y_CLUSTER_BUFFERS
+    return g % buffers
 
 
-def y_cluster_landed_parity(g):
+def y_cluster_landed_parity(g, buffers: int = Y_CLUSTER_BUFFERS):
     """The parity of the landed[buffer] phase that completes when sub-block g has landed (its
-    buffer's use number g // B)."""
-    return (g // Y_CLUSTER_BUFFERS) % 2
+    buffer's use number g // buffers)."""
+    return (g // buffers) % 2
 
 
-def y_cluster_free_parity(g):
-    """The parity the filler of sub-block g waits for on free[buffer]: the phase completed when
-    the peer retired the buffer's previous use (the phase before the first counts as done)."""
-    return ((g // Y_CLUSTER_BUFFERS) % 2) ^ 1
+def y_cluster_free_parity(g, buffers: int = Y_CLUSTER_BUFFERS):
+    """The parity the filler of sub-block g waits for on free[buffer]: the phase of the buffer's
+    previous use, retired by the peer (the phase before the first counts as done)."""
+    return y_cluster_landed_parity(g, buffers) ^ 1
+
+
 # epilogue="smem": named barrier 4 + w syncs consumer warpgroup w's 128 threads around its staging
 # buffer (0: the CTA-wide barrier, 1: the consumers' Y barrier, 1 + w (w < 3): y_per_warpgroup's)
 EPILOGUE_BARRIER_ID0 = 4
@@ -226,11 +228,11 @@ class HopperConfig:
     # decoded in shared memory, label "_c2d"): the two CTAs of a cluster run N blocks 2j, 2j+1 of
     # the same M block, so they need the same fp16 Y. Rank r decodes the sub-blocks g with
     # g % 2 == r (g counts the CTA's sub-blocks over all its tiles) into its own Y buffer and the
-    # peer's (st.shared::cluster), two sub-blocks ahead of the wgmma, in a ring of
-    # Y_CLUSTER_BUFFERS buffers: half of Y's decode per CTA. Per buffer an mbarrier "landed" (the
-    # peer's consumer warps' release arrivals after their stores) and "free" (the peer's consumer
-    # warps' arrivals after the wgmma that read the buffer retired). Both CTAs walk the same tiles
-    # (a ghost rank past N decodes its share like a real one)
+    # peer's (st.async), two sub-blocks ahead of the wgmma, in a ring of Y_CLUSTER_BUFFERS
+    # buffers: half of Y's decode per CTA. Per buffer an mbarrier "landed" (one expect_tx arrive
+    # of the reading CTA per use; the peer's st.async bytes complete it) and "free" (the peer's
+    # consumer warps' arrivals after the wgmma that read the buffer retired). Both CTAs walk the
+    # same tiles (a ghost rank past N decodes its share like a real one)
     y_cluster_decode: bool = False
     # issue 14, session 5 (experimental, y_source="prepass" with prepass_chunk > 0, the 128-row Y
     # tile): a group's last Y block of at most 64 rows runs as a 64-row tile (wgmma N = 64, the

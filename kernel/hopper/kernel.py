@@ -80,9 +80,6 @@ from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     timeline_stamp,
     mapa_shared_u32,
-    mbarrier_arrive_expect_tx,
-    mbarrier_arrive_peer,
-    mbarrier_wait_parity,
     arrive_release_gpu,
     copy_y_staged_items,
     store_y_staged_item,
@@ -720,9 +717,8 @@ class HopperNvfp4GroupedGemm:
             # can reach them
             if tidx == 0:
                 for b in cutlass.range_constexpr(cfgmod.Y_CLUSTER_BUFFERS):
-                    cute.arch.mbarrier_init(storage.ycl_bars.data_ptr() + b, 1)
-                    cute.arch.mbarrier_init(storage.ycl_bars.data_ptr() + cfgmod.Y_CLUSTER_BUFFERS + b,
-                                            self.consumer_warps)
+                    cute.arch.mbarrier_init(self.cluster_y_landed(b), 1)
+                    cute.arch.mbarrier_init(self.cluster_y_free_bar(b), self.consumer_warps)
             cute.arch.mbarrier_init_fence()  # fence.mbarrier_init.release.cluster
             cute.arch.cluster_arrive_relaxed()
             cute.arch.cluster_wait()
@@ -2286,8 +2282,8 @@ class HopperNvfp4GroupedGemm:
         AHEAD = cfgmod.Y_CLUSTER_AHEAD
         rank = cutlass.Int32(cute.arch.block_idx_in_cluster())
         peer = 1 - rank
-        bars = self.smem_storage.ycl_bars.data_ptr().toint()
-        peer_bars = mapa_shared_u32(bars, peer)
+        # the peer's landed barriers (st.async completes its bytes there) and its shared window
+        peer_landed = mapa_shared_u32(self.cluster_y_landed(0).toint(), peer)
         peer_delta = mapa_shared_u32(sy_base, peer) - sy_base
         consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
         x_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -2308,7 +2304,7 @@ class HopperNvfp4GroupedGemm:
             y_stage = raw_base + y_state.index * self.raw_stage_bytes
             for j in cutlass.range_constexpr(AHEAD):
                 if cfgmod.y_cluster_filler(g + j) == rank:
-                    self.cluster_y_fill(g + j, j, y_stage, y_sf_row0, tidx, sy_base, bars, peer_bars, peer_delta,
+                    self.cluster_y_fill(g + j, j, y_stage, y_sf_row0, tidx, sy_base, peer_landed, peer_delta,
                                         consumers)
             for kt in range(k_tiles):
                 x_stage = raw_base + x_state.index * self.raw_stage_bytes
@@ -2330,8 +2326,8 @@ class HopperNvfp4GroupedGemm:
                         # (one thread), then every thread waits for the phase
                         self.delay("consumer", "fp16_wait", "before")
                         if tidx == 0:
-                            mbarrier_arrive_expect_tx(bars + 8 * b, self.y_buf_bytes)
-                        mbarrier_wait_parity(bars + 8 * b, cfgmod.y_cluster_landed_parity(gs))
+                            cute.arch.mbarrier_arrive_and_expect_tx(self.cluster_y_landed(b), self.y_buf_bytes)
+                        cute.arch.mbarrier_wait(self.cluster_y_landed(b), cfgmod.y_cluster_landed_parity(gs))
                         cute.arch.fence_proxy("async.shared", space="cta")
                         self.delay("consumer", "fp16_wait", "after")
                     if cutlass.const_expr(sb == self.n_sub - 1):
@@ -2351,42 +2347,49 @@ class HopperNvfp4GroupedGemm:
                     self.wait_group(1)
                     self.delay("consumer", "wgmma_wait", "after")
                     if kt * self.n_sub + sb > 0:
-                        self.cluster_y_free(gs - 1, rank, peer_bars)
+                        self.cluster_y_free(gs - 1, rank, peer)
                     if kt * self.n_sub + sb + AHEAD < steps:
                         if cfgmod.y_cluster_filler(gs + AHEAD) == rank:
                             ahead_stage = raw_base + y_state.index * self.raw_stage_bytes
                             self.cluster_y_fill(gs + AHEAD, (sb + AHEAD) % self.n_sub, ahead_stage, y_sf_row0, tidx,
-                                                sy_base, bars, peer_bars, peer_delta, consumers)
+                                                sy_base, peer_landed, peer_delta, consumers)
             self.delay("consumer", "wgmma_wait", "before")
             self.wait_group(0)
             self.delay("consumer", "wgmma_wait", "after")
-            self.cluster_y_free(g + steps - 1, rank, peer_bars)
+            self.cluster_y_free(g + steps - 1, rank, peer)
             self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
             self.poison_accumulator(acc)
             g += steps
 
+    def cluster_y_landed(self, b):
+        """``y_cluster_decode``: this CTA's landed[b] mbarrier (a pointer)."""
+        return self.smem_storage.ycl_bars.data_ptr() + b
+
+    def cluster_y_free_bar(self, b):
+        """``y_cluster_decode``: this CTA's free[b] mbarrier (a pointer), after the landed ones."""
+        return self.smem_storage.ycl_bars.data_ptr() + cfgmod.Y_CLUSTER_BUFFERS + b
+
     @cute.jit
-    def cluster_y_free(self, gs: cutlass.Int32, rank: cutlass.Int32, peer_bars: cutlass.Int32):
+    def cluster_y_free(self, gs: cutlass.Int32, rank: cutlass.Int32, peer: cutlass.Int32):
         """``y_cluster_decode``, after the wgmma of sub-block ``gs`` retired in this warp: if the
-        peer filled its buffer, this warp arrives on the peer's free[gs % B]."""
-        B = cfgmod.Y_CLUSTER_BUFFERS
+        peer filled its buffer, this warp arrives on the peer's free[buffer of gs]."""
         if cfgmod.y_cluster_filler(gs) != rank:
             cute.arch.sync_warp()
             self.delay("consumer", "fp16_release", "before")
             if cute.arch.lane_idx() == 0:
-                mbarrier_arrive_peer(peer_bars + 8 * (B + cfgmod.y_cluster_buffer(gs)))
+                cute.arch.mbarrier_arrive(self.cluster_y_free_bar(cfgmod.y_cluster_buffer(gs)), peer)
             self.delay("consumer", "fp16_release", "after")
 
     @cute.jit
     def cluster_y_fill(self, ga: cutlass.Int32, sb: cutlass.Constexpr, y_stage, y_sf_row0, tidx, sy_base,
-                       bars: cutlass.Int32, peer_bars: cutlass.Int32, peer_delta: cutlass.Int32, consumers):
+                       peer_landed: cutlass.Int32, peer_delta: cutlass.Int32, consumers):
         """``y_cluster_decode``: this CTA fills sub-block ``ga`` (K sub-block ``sb`` of the raw
-        stage ``y_stage``) into Y buffer ga % B of both CTAs (see :meth:`consume_cluster_y`)."""
-        B = cfgmod.Y_CLUSTER_BUFFERS
+        stage ``y_stage``) into its Y buffer of both CTAs (see :meth:`consume_cluster_y`);
+        ``peer_landed``: the peer's landed[0] (shared::cluster address)."""
         ba = cfgmod.y_cluster_buffer(ga)
         # the peer retired its wgmma of ga - B on its copy (parity trick: the first use passes)
         self.delay("consumer", "bar_reuse", "before")
-        mbarrier_wait_parity(bars + 8 * (B + ba), cfgmod.y_cluster_free_parity(ga))
+        cute.arch.mbarrier_wait(self.cluster_y_free_bar(ba), cfgmod.y_cluster_free_parity(ga))
         # every warp here retired its wgmma of ga - B
         consumers.arrive_and_wait()
         self.delay("consumer", "bar_reuse", "after")
@@ -2394,7 +2397,7 @@ class HopperNvfp4GroupedGemm:
         if cutlass.const_expr(not self.ablates("y_dequant")):
             # the peer's copy by st.async, each 16 bytes counted on the peer's landed[ba]
             units = self.y_rs_units(tidx, y_stage, sy_base + ba * self.y_buf_bytes, y_sf_row0, sb)
-            dequant_y_units_rs(units, self.config.operand_exp_shift, (peer_delta, peer_bars + 8 * ba))
+            dequant_y_units_rs(units, self.config.operand_exp_shift, (peer_delta, peer_landed + 8 * ba))
         self.delay("consumer", "fence", "before")
         cute.arch.fence_proxy("async.shared", space="cta")
         self.delay("consumer", "fence", "after")

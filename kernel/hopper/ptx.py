@@ -495,34 +495,6 @@ def mapa_shared_u32(addr: Int32, rank: Int32, *, loc=None, ip=None) -> Int32:
 
 
 @dsl_user_op
-def mbarrier_wait_parity(mbar: Int32, parity: Int32, *, loc=None, ip=None) -> None:
-    """Wait until the phase of parity ``parity`` of this CTA's mbarrier ``mbar`` completed
-    (``try_wait``'s default acquire, CTA scope: the bytes ``st.async`` counted on it, and the
-    arrivals' order). Parity 1 on a fresh barrier passes (the phase before the first)."""
-    _inline_asm(
-        "{\n.reg .pred p;\nYCL_WAIT:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-        "@!p bra YCL_WAIT;\n}",
-        "r,r,~{memory}", _ir(loc, ip, (Int32, mbar), (Int32, parity)), loc=loc, ip=ip)
-
-
-@dsl_user_op
-def mbarrier_arrive_peer(mbar_peer: Int32, *, loc=None, ip=None) -> None:
-    """One arrive (CTA-scope semantics, no fence) on the peer CTA's mbarrier at shared::cluster
-    address ``mbar_peer`` (:func:`mapa_shared_u32`): what a cluster pipeline's consumer release
-    does; it orders nothing but the count (the reads it reports were retired before it)."""
-    _inline_asm("mbarrier.arrive.shared::cluster.b64 _, [$0];", "r,~{memory}",
-                _ir(loc, ip, (Int32, mbar_peer)), loc=loc, ip=ip)
-
-
-@dsl_user_op
-def mbarrier_arrive_expect_tx(mbar: Int32, nbytes: int, *, loc=None, ip=None) -> None:
-    """This CTA's mbarrier ``mbar``: one arrive expecting ``nbytes`` more transaction bytes."""
-    _inline_asm(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {int(nbytes)};", "r,~{memory}",
-                _ir(loc, ip, (Int32, mbar)), loc=loc, ip=ip)
-
-
-@dsl_user_op
 def dequant_x_fragment_rs(raw0: Int32, raw1: Int32, sf0: Int32, sf1: Int32, exp_shift: int, *, loc=None, ip=None) -> list:
     """The 16 u32 registers of this thread's X fragment for one sub-block (see the asm)."""
     operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in (raw0, raw1, sf0, sf1)]

@@ -21,7 +21,8 @@ def test_cluster_y_build_is_bit_identical_to_its_twin(config):
     from ci.prepass_smoke import compare_with_twins
     from properties.subjects import gpu_skip_reason
 
-    if gpu_skip_reason("hopper"):
-        pytest.skip(gpu_skip_reason("hopper"))
+    reason = gpu_skip_reason("hopper")
+    if reason:
+        pytest.skip(reason)
 
     assert compare_with_twins([(config, twin_of(config))], CASES, 400, reps=3, back_to_back_last=True) == 0

@@ -107,40 +107,23 @@ class _Barrier:
         return self.completed % 2 != parity
 
 
-class _Schedule:
-    """The kernel's schedule arithmetic (kernel.hopper.config.y_cluster_*), or the same formulas
-    for another ring size (the model's negative check)."""
-
-    def __init__(self, B):
-        self.B = B
-
-    def filler(self, g):
-        return cfgmod.y_cluster_filler(g)
-
-    def buffer(self, g):
-        return cfgmod.y_cluster_buffer(g) if self.B == Y_CLUSTER_BUFFERS else g % self.B
-
-    def landed_parity(self, g):
-        return cfgmod.y_cluster_landed_parity(g) if self.B == Y_CLUSTER_BUFFERS else (g // self.B) % 2
-
-    def free_parity(self, g):
-        return cfgmod.y_cluster_free_parity(g) if self.B == Y_CLUSTER_BUFFERS else ((g // self.B) % 2) ^ 1
-
-
 def _cta(rank, model, tiles, B, ahead, chunks):
     """The consumers of one CTA (one thread stands for all: the local named barriers are
     trivial), as a generator yielding until it may go on; mirrors consume_cluster_y's order,
     with its schedule arithmetic. ``model`` holds both CTAs' buffers and barriers."""
     me, peer = model[rank], model[1 - rank]
-    sch = _Schedule(B)
+    filler = cfgmod.y_cluster_filler
+
+    def buffer(g):
+        return cfgmod.y_cluster_buffer(g, B)
 
     def wait(pred):
         while not pred():
             yield "blocked"
 
     def fill(ga):
-        ba = sch.buffer(ga)
-        yield from wait(lambda: me["free"][ba].done(sch.free_parity(ga)))
+        ba = buffer(ga)
+        yield from wait(lambda: me["free"][ba].done(cfgmod.y_cluster_free_parity(ga, B)))
         # own copy: no wgmma of this CTA still reads the buffer (the local barrier's promise)
         assert all(r[1] != ba for r in me["inflight"]), f"rank {rank} overwrites buffer {ba} under its own wgmma"
         me["buf"][ba] = ga
@@ -152,20 +135,20 @@ def _cta(rank, model, tiles, B, ahead, chunks):
 
     def retire_one():
         gs, b = me["inflight"].pop(0)
-        if sch.filler(gs) != rank:  # the peer filled it: tell the peer the copy here is free
+        if filler(gs) != rank:  # the peer filled it: tell the peer the copy here is free
             peer["free"][b].arrive()
 
     g = 0
     for steps in tiles:
         for j in range(ahead):
-            if sch.filler(g + j) == rank:
+            if filler(g + j) == rank:
                 yield from fill(g + j)
         for s in range(steps):
             gs = g + s
-            b = sch.buffer(gs)
-            if sch.filler(gs) != rank:
+            b = buffer(gs)
+            if filler(gs) != rank:
                 me["landed"][b].arrive(expect=16 * chunks)
-                yield from wait(lambda: me["landed"][b].done(sch.landed_parity(gs)))
+                yield from wait(lambda: me["landed"][b].done(cfgmod.y_cluster_landed_parity(gs, B)))
             assert me["buf"][b] == gs, f"rank {rank} reads buffer {b} holding {me['buf'][b]} for sub-block {gs}"
             me["inflight"].append((gs, b))
             yield "issue"
@@ -173,7 +156,7 @@ def _cta(rank, model, tiles, B, ahead, chunks):
             while len(me["inflight"]) > 1 or (me["inflight"] and model["rng"].random() < 0.3):
                 retire_one()
                 yield "retire"
-            if s + ahead < steps and sch.filler(gs + ahead) == rank:
+            if s + ahead < steps and filler(gs + ahead) == rank:
                 yield from fill(gs + ahead)
         while me["inflight"]:  # wait_group(0)
             retire_one()
@@ -244,7 +227,7 @@ def test_the_model_catches_a_wrong_parity():
     import unittest.mock
 
     failures = 0
-    with unittest.mock.patch.object(cfgmod, "y_cluster_free_parity", lambda g: 1):  # always passes
+    with unittest.mock.patch.object(cfgmod, "y_cluster_free_parity", lambda g, buffers: 1):  # always passes
         for seed in range(40):
             try:
                 _run([16, 8], seed)
