@@ -29,7 +29,7 @@ CASES = [
 
 def twin_of(config):
     """The build without the cluster: the same tile and stages as the production bench4 build."""
-    return dataclasses.replace(config, cluster_x=1, y_cluster_decode=False, fp16_buffers=2,
+    return dataclasses.replace(config, cluster_x=1, y_cluster_decode=False, y_cluster_copy="st_async", fp16_buffers=2,
                                num_ab_stages=FASTEST_STAGED_PDL_CONFIG.num_ab_stages)
 
 

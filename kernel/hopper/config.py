@@ -130,6 +130,8 @@ CLUSTER_SIZES = (1, 2)
 Y_CLUSTER_BUFFERS = 4
 Y_CLUSTER_AHEAD = 2
 Y_CLUSTER_BARRIER_BYTES = 2 * Y_CLUSTER_BUFFERS * 8
+# HopperConfig.y_cluster_copy: how the decoder's copy reaches the peer CTA
+Y_CLUSTER_COPIES = ("st_async", "bulk")
 
 
 # y_cluster_decode's schedule arithmetic, on a CTA's running sub-block count g (plain ints or the
@@ -234,6 +236,15 @@ class HopperConfig:
     # consumer warps' arrivals after the wgmma that read the buffer retired). Both CTAs walk the
     # same tiles (a ghost rank past N decodes its share like a real one)
     y_cluster_decode: bool = False
+    # issue 14, session 14 (with y_cluster_decode): how the decoded sub-block reaches the peer.
+    # "st_async": every thread stores each of its 16-byte chunks into the peer too (st.async, its
+    # bytes counted on the peer's landed mbarrier), and the reader fences the async proxy after
+    # its wait; measured on the H200: each fence waits for the thread's remote stores, 1.9x slower
+    # per K than the build without the cluster. "bulk" (label letter "b"): the decoder stores its
+    # copy locally, fences and syncs, then one thread copies the 16-KB buffer into the peer's with
+    # cp.async.bulk (the copy engine, in the async proxy, bytes counted on the peer's landed
+    # mbarrier as a TMA load's are; the reader needs no fence)
+    y_cluster_copy: str = "st_async"
     # issue 14, session 5 (experimental, y_source="prepass" with prepass_chunk > 0, the 128-row Y
     # tile): a group's last Y block of at most 64 rows runs as a 64-row tile (wgmma N = 64, the
     # first half of the accumulators; the Y box is still 128 rows: the rows past the group reach
@@ -506,6 +517,7 @@ class HopperConfig:
         sched += f"{self.first_local_tiles}" if self.prepass_first_local and self.first_local_tiles != 1 else ""
         sched += "" if self.cluster_x == 1 else f"_c{self.cluster_x}"
         sched += "d" if self.y_cluster_decode else ""
+        sched += "b" if self.y_cluster_copy == "bulk" else ""
         sched += "" if self.consumer_regs == 0 else f"_r{self.consumer_regs}"
         sched += "_t64" if self.y_tail64 else ""
         sched += "_t16" if self.y_tail16 else ""  # with schedule="snake"
@@ -864,6 +876,10 @@ def config_problems(config: HopperConfig) -> list[str]:
         if config.mma_n * 2 != 128 * config.consumer_warpgroups:
             p.append(f"y_cluster_decode needs one Y unit per consumer thread a sub-block (mma_n 128), got mma_n "
                      f"{config.mma_n}")
+    if config.y_cluster_copy not in Y_CLUSTER_COPIES:
+        p.append(f"y_cluster_copy must be one of {Y_CLUSTER_COPIES}, got {config.y_cluster_copy!r}")
+    elif config.y_cluster_copy != "st_async" and config.y_cluster_decode is not True:
+        p.append(f"y_cluster_copy={config.y_cluster_copy!r} is for y_cluster_decode=True")
     if config.cluster_x != 1 and config.prepass_sync != "barrier":
         p.append("cluster_x > 1 is built with prepass_sync='barrier' only (flags and clusters not combined yet)")
     if not isinstance(config.y_tail64, bool):
@@ -1129,6 +1145,9 @@ FASTEST_STAGED_PDL_ST_CONFIG = replace(FASTEST_STAGED_PDL_CONFIG, smem_tables=Tr
 # bench4 measured alike with 2 to 5 stages in session 12)
 CLUSTER_Y_CONFIG = replace(FASTEST_STAGED_PDL_CONFIG, cluster_x=2, y_cluster_decode=True, fp16_buffers=4,
                            num_ab_stages=3)
+# Session 14: the same with the peer's copy sent by one cp.async.bulk per sub-block
+# (y_cluster_copy="bulk", label "..._c2db_...") instead of every thread's st.async stores
+CLUSTER_Y_BULK_CONFIG = replace(CLUSTER_Y_CONFIG, y_cluster_copy="bulk")
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
 # store or load sits between the kernel's first and last wgmma (none in the K loop).
@@ -1362,6 +1381,8 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # issue 14, session 13: bench4's build with Y decoded once per 2-CTA cluster
     # (y_cluster_decode, label "..._c2d_...")
     CLUSTER_Y_CONFIG,
+    # issue 14, session 14: its peer copy by cp.async.bulk (label "..._c2db_...")
+    CLUSTER_Y_BULK_CONFIG,
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

@@ -79,6 +79,7 @@ from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SK
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     timeline_stamp,
+    bulk_copy_to_peer,
     mapa_shared_u32,
     arrive_release_gpu,
     copy_y_staged_items,
@@ -2328,7 +2329,10 @@ class HopperNvfp4GroupedGemm:
                         if tidx == 0:
                             cute.arch.mbarrier_arrive_and_expect_tx(self.cluster_y_landed(b), self.y_buf_bytes)
                         cute.arch.mbarrier_wait(self.cluster_y_landed(b), cfgmod.y_cluster_landed_parity(gs))
-                        cute.arch.fence_proxy("async.shared", space="cta")
+                        if cutlass.const_expr(cfg.y_cluster_copy == "st_async"):
+                            # st.async wrote in the generic proxy; a bulk copy writes in the async
+                            # proxy, which the wgmma reads in (as after a TMA load)
+                            cute.arch.fence_proxy("async.shared", space="cta")
                         self.delay("consumer", "fp16_wait", "after")
                     if cutlass.const_expr(sb == self.n_sub - 1):
                         # the last read of this K tile's stage (its Y was decoded earlier)
@@ -2394,15 +2398,26 @@ class HopperNvfp4GroupedGemm:
         consumers.arrive_and_wait()
         self.delay("consumer", "bar_reuse", "after")
         self.delay("consumer", "decode", "before")
+        bulk = self.config.y_cluster_copy == "bulk"
         if cutlass.const_expr(not self.ablates("y_dequant")):
-            # the peer's copy by st.async, each 16 bytes counted on the peer's landed[ba]
             units = self.y_rs_units(tidx, y_stage, sy_base + ba * self.y_buf_bytes, y_sf_row0, sb)
-            dequant_y_units_rs(units, self.config.operand_exp_shift, (peer_delta, peer_landed + 8 * ba))
+            if cutlass.const_expr(bulk):
+                dequant_y_units_rs(units, self.config.operand_exp_shift)  # this CTA's copy only
+            else:
+                # the peer's copy by st.async, each 16 bytes counted on the peer's landed[ba]
+                dequant_y_units_rs(units, self.config.operand_exp_shift, (peer_delta, peer_landed + 8 * ba))
         self.delay("consumer", "fence", "before")
         cute.arch.fence_proxy("async.shared", space="cta")
         self.delay("consumer", "fence", "after")
-        consumers.arrive_and_wait()  # this CTA's copy complete for its own wgmmas
+        consumers.arrive_and_wait()  # this CTA's copy complete for its own wgmmas (and the copy engine)
         self.delay("consumer", "bar_dequant", "after")
+        if cutlass.const_expr(bulk):
+            # the peer's copy: the whole buffer by the copy engine, its bytes counted on the peer's
+            # landed[ba]. The source is read later, asynchronously: this CTA refills ba only after
+            # the peer's free[ba] arrivals, which follow its landed[ba] wait (the copy complete)
+            if tidx == 0:
+                src = sy_base + ba * self.y_buf_bytes
+                bulk_copy_to_peer(src + peer_delta, src, self.y_buf_bytes, peer_landed + 8 * ba)
 
     @cute.jit
     def warp_release(self, fp16_pipe, state):

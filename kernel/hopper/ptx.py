@@ -495,6 +495,19 @@ def mapa_shared_u32(addr: Int32, rank: Int32, *, loc=None, ip=None) -> Int32:
 
 
 @dsl_user_op
+def bulk_copy_to_peer(dst: Int32, src: Int32, size: Int32, mbar: Int32, *, loc=None, ip=None) -> None:
+    """``cp.async.bulk`` from this CTA's shared memory ``src`` to ``dst`` in a peer CTA's (a
+    shared::cluster address, :func:`mapa_shared_u32`), ``size`` bytes (a multiple of 16), each
+    completed on the peer's mbarrier ``mbar`` (shared::cluster). The copy engine reads and writes
+    in the async proxy: the writers of ``src`` fence (``fence.proxy.async``) and sync before one
+    thread issues it, and the peer's wgmma reads the bytes after its mbarrier wait, as after a TMA
+    load. Nothing tells this CTA when ``src`` was read: reuse it only after the peer says so."""
+    _inline_asm("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
+                "r,r,r,r,~{memory}", _ir(loc, ip, (Int32, dst), (Int32, src), (Int32, size), (Int32, mbar)),
+                loc=loc, ip=ip)
+
+
+@dsl_user_op
 def dequant_x_fragment_rs(raw0: Int32, raw1: Int32, sf0: Int32, sf1: Int32, exp_shift: int, *, loc=None, ip=None) -> list:
     """The 16 u32 registers of this thread's X fragment for one sub-block (see the asm)."""
     operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in (raw0, raw1, sf0, sf1)]

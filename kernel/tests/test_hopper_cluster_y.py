@@ -20,7 +20,7 @@ import random
 import pytest
 
 from kernel.hopper import config as cfgmod
-from kernel.hopper.config import (CLUSTER_Y_CONFIG, DECLARED_VARIANTS, FASTEST_STAGED_PDL_CONFIG, Y_CLUSTER_AHEAD,
+from kernel.hopper.config import (CLUSTER_Y_BULK_CONFIG, CLUSTER_Y_CONFIG, DECLARED_VARIANTS, FASTEST_STAGED_PDL_CONFIG, Y_CLUSTER_AHEAD,
                                   Y_CLUSTER_BUFFERS, config_problems, smem_bytes)
 
 
@@ -36,6 +36,12 @@ def test_label_rules_and_budget():
     # the prepass cluster builds keep their own rule
     assert not any("y_cluster_decode" in p for p in config_problems(dataclasses.replace(c, y_cluster_decode=False)))
     assert "y_cluster_decode" not in FASTEST_STAGED_PDL_CONFIG.label and not FASTEST_STAGED_PDL_CONFIG.y_cluster_decode
+    b = CLUSTER_Y_BULK_CONFIG
+    assert "_c2db_" in b.label and b in DECLARED_VARIANTS and config_problems(b) == []
+    assert dataclasses.replace(b, y_cluster_copy="st_async") == c
+    assert any("y_cluster_copy must be one of" in p for p in config_problems(dataclasses.replace(c, y_cluster_copy="tma")))
+    assert any("is for y_cluster_decode=True" in p
+               for p in config_problems(dataclasses.replace(FASTEST_STAGED_PDL_CONFIG, y_cluster_copy="bulk")))
 
 
 # ------------------------------------------------------------------------- SASS (CPU compile)
@@ -60,24 +66,52 @@ def test_cluster_y_sass_structure(tmp_path):
     after the last wgmma and C store; remote arrives (the free barriers) present; the twin
     without the cluster has no STAS."""
     ops = _ins(CLUSTER_Y_CONFIG, tmp_path / "c2d")
+    stas = _cluster_structure(ops, CLUSTER_Y_CONFIG)
+    assert len(stas) == 4 * _fill_sites(CLUSTER_Y_CONFIG), len(stas)
+    assert not [o for o in _ins(FASTEST_STAGED_PDL_CONFIG, tmp_path / "twin") if o.startswith("STAS")]
 
+
+@pytest.mark.compile
+def test_cluster_y_bulk_sass_structure(tmp_path):
+    """``y_cluster_copy="bulk"``: no STAS; one shared-to-shared bulk copy (UBLKCP.S.S) per fill
+    site, each right behind the fill's async-proxy fence and the consumers' barrier (the copy
+    engine reads every thread's chunks only after all were stored and fenced), and the same
+    cluster structure as the st.async build. The reader's fence after its landed wait is gone:
+    the build has one async-proxy fence per sub-block fewer than the st.async build."""
+    ops = _ins(CLUSTER_Y_BULK_CONFIG, tmp_path / "c2db")
+    copies = _cluster_structure(ops, CLUSTER_Y_BULK_CONFIG)
+    assert len(copies) == _fill_sites(CLUSTER_Y_BULK_CONFIG), copies
+    assert not [o for o in ops if o.startswith("STAS")]
+    for n in copies:
+        assert [o.split()[0] for o in ops[n - 2:n]] == ["FENCE.VIEW.ASYNC.S", "BAR.SYNC.DEFER_BLOCKING"], ops[n - 4:n + 1]
+    fences = sum(o.startswith("FENCE.VIEW.ASYNC") for o in ops)
+    st_fences = sum(o.startswith("FENCE.VIEW.ASYNC") for o in _ins(CLUSTER_Y_CONFIG, tmp_path / "c2d"))
+    assert st_fences - fences == CLUSTER_Y_CONFIG.tile_k // 64, (st_fences, fences)
+
+
+def _fill_sites(config):
+    return Y_CLUSTER_AHEAD + config.tile_k // 64
+
+
+def _cluster_structure(ops, config):
+    """The checks both peer copies share; returns the indices of the peer-copy instructions
+    (STAS.128 for st.async, UBLKCP.S.S for the bulk copy)."""
     def where(prefix):
         return [n for n, o in enumerate(ops) if o.startswith(prefix)]
 
-    sites = Y_CLUSTER_AHEAD + CLUSTER_Y_CONFIG.tile_k // 64
-    stas, sts = where("STAS.128"), where("STS.128")
-    assert len(stas) == 4 * sites and len(sts) >= 4 * sites, (len(stas), len(sts))
+    remote_copy = where("STAS.128" if config.y_cluster_copy == "st_async" else "UBLKCP.S.S")
+    assert len(where("STS.128")) >= 4 * _fill_sites(config), len(where("STS.128"))
     assert not where("ST.E"), "a generic store (to the peer?) in the build"
     wait, arv = where("UCGABAR_WAIT"), where("UCGABAR_ARV")
     assert len(wait) == len(arv) == 2, (wait, arv)
     remote = where("SYNCS.ARRIVE.TRANS64.RED")
-    assert remote and wait[0] < min(stas + remote), "a remote access before the cluster's start sync"
-    assert arv[1] > max(where("HGMMA") + where("STG") + stas + remote), "the exit cluster sync is not last"
+    assert remote_copy and remote and wait[0] < min(remote_copy + remote), "a remote access before the start sync"
+    assert arv[1] > max(where("HGMMA") + where("STG") + remote_copy + remote), "the exit cluster sync is not last"
     # the cluster waits' own acquire (an L1 invalidation right behind each) is all there is
     late = [n for n in where("MEMBAR.ALL.GPU") + where("CCTL.IVALL") if not any(0 < n - w <= 3 for w in wait)]
     assert not late, [(n, ops[n]) for n in late]
     assert not where("MEMBAR.ALL.GPU")
-    assert not [o for o in _ins(FASTEST_STAGED_PDL_CONFIG, tmp_path / "twin") if o.startswith("STAS")]
+    return remote_copy
 
 
 # ------------------------------------------------------------------------- the protocol, as a model
@@ -107,10 +141,13 @@ class _Barrier:
         return self.completed % 2 != parity
 
 
-def _cta(rank, model, tiles, B, ahead, chunks):
+def _cta(rank, model, tiles, B, ahead, chunks, copy):
     """The consumers of one CTA (one thread stands for all: the local named barriers are
     trivial), as a generator yielding until it may go on; mirrors consume_cluster_y's order,
-    with its schedule arithmetic. ``model`` holds both CTAs' buffers and barriers."""
+    with its schedule arithmetic. ``model`` holds both CTAs' buffers and barriers. ``copy``:
+    "st_async" stores the peer's copy chunk by chunk in the fill; "bulk" queues one copy of the
+    whole buffer, which the scheduler completes at a random later point (:func:`_land_copy`:
+    the source is read then, so a refill before it would send the wrong sub-block)."""
     me, peer = model[rank], model[1 - rank]
     filler = cfgmod.y_cluster_filler
 
@@ -127,6 +164,10 @@ def _cta(rank, model, tiles, B, ahead, chunks):
         # own copy: no wgmma of this CTA still reads the buffer (the local barrier's promise)
         assert all(r[1] != ba for r in me["inflight"]), f"rank {rank} overwrites buffer {ba} under its own wgmma"
         me["buf"][ba] = ga
+        if copy == "bulk":  # one thread issues the copy engine's transfer after the local barrier
+            model["copies"].append((rank, ba))
+            yield "store"
+            return
         for _ in range(chunks):  # the peer's copy, st.async chunk by chunk, each counted there
             assert all(r[1] != ba for r in peer["inflight"]), f"rank {rank} overwrites the peer's buffer {ba}"
             peer["buf"][ba] = ga
@@ -164,16 +205,30 @@ def _cta(rank, model, tiles, B, ahead, chunks):
     me["done"] = True
 
 
-def _run(tiles, seed, B=Y_CLUSTER_BUFFERS, ahead=Y_CLUSTER_AHEAD, chunks=4):
+def _land_copy(model, chunks):
+    """A queued bulk copy (any of them: the model does not assume they complete in order) reads
+    its source buffer now and lands in the peer's, counting its bytes on the peer's landed."""
+    rank, b = model["copies"].pop(model["rng"].randrange(len(model["copies"])))
+    peer = model[1 - rank]
+    assert all(r[1] != b for r in peer["inflight"]), f"rank {rank}'s copy overwrites the peer's buffer {b}"
+    peer["buf"][b] = model[rank]["buf"][b]
+    peer["landed"][b].bytes(16 * chunks)
+
+
+def _run(tiles, seed, B=Y_CLUSTER_BUFFERS, ahead=Y_CLUSTER_AHEAD, chunks=4, copy="st_async"):
     rng = random.Random(seed)
-    model = {"rng": rng}
+    model = {"rng": rng, "copies": []}
     for r in (0, 1):
         model[r] = {"buf": [None] * B, "inflight": [], "done": False,
                     "landed": [_Barrier(1) for _ in range(B)], "free": [_Barrier(1) for _ in range(B)]}  # one arrival per CTA here (8 warps in the kernel)
-    ctas = [_cta(r, model, tiles, B, ahead, chunks) for r in (0, 1)]
+    ctas = [_cta(r, model, tiles, B, ahead, chunks, copy) for r in (0, 1)]
     live = [0, 1]
     stuck = 0
-    while live:
+    while live or model["copies"]:
+        if model["copies"] and (not live or rng.random() < 0.25):
+            _land_copy(model, chunks)
+            stuck = 0
+            continue
         r = rng.choice(live)
         try:
             state = next(ctas[r])
@@ -185,26 +240,32 @@ def _run(tiles, seed, B=Y_CLUSTER_BUFFERS, ahead=Y_CLUSTER_AHEAD, chunks=4):
     return model
 
 
+COPIES = cfgmod.Y_CLUSTER_COPIES
+
+
+@pytest.mark.parametrize("copy", COPIES)
 @pytest.mark.parametrize("seed", range(40))
-def test_the_protocol_reads_the_right_sub_block_and_never_deadlocks(seed):
+def test_the_protocol_reads_the_right_sub_block_and_never_deadlocks(seed, copy):
     """Random interleavings of the two CTAs, random tile lists (K tiles of 4 sub-blocks; a tile
     of one K tile is shorter than AHEAD + B), random early retirement: every wgmma reads the
     sub-block it expects, no store lands in a buffer a wgmma still reads, no barrier phase
-    overflows, and both CTAs finish."""
+    overflows, and both CTAs finish; with the bulk copy, also every copy lands and no buffer is
+    refilled before its copy read it."""
     rng = random.Random(1000 + seed)
     tiles = [4 * rng.randint(1, 6) for _ in range(rng.randint(1, 4))]
-    model = _run(tiles, seed)
-    assert model[0]["done"] and model[1]["done"]
+    model = _run(tiles, seed, copy=copy)
+    assert model[0]["done"] and model[1]["done"] and not model["copies"]
 
 
-def test_the_model_catches_a_ring_one_buffer_short():
+@pytest.mark.parametrize("copy", COPIES)
+def test_the_model_catches_a_ring_one_buffer_short(copy):
     """The model is not vacuous: with the decode AHEAD sub-blocks ahead and only AHEAD buffers,
     the decoder overwrites a buffer that a wgmma still reads (or the reader finds the wrong
     sub-block) in some interleaving."""
     failures = 0
     for seed in range(40):
         try:
-            _run([16, 8], seed, B=Y_CLUSTER_AHEAD)
+            _run([16, 8], seed, B=Y_CLUSTER_AHEAD, copy=copy)
         except AssertionError:
             failures += 1
     assert failures > 0
@@ -220,17 +281,19 @@ def test_the_gpu_smoke_compares_against_the_production_bench4_build():
     assert any(any(k == CLUSTER_Y_CONFIG.tile_k for _, _, k, _ in case) for case in CASES)
 
 
-def test_the_model_catches_a_wrong_parity():
+@pytest.mark.parametrize("copy", COPIES)
+def test_the_model_catches_a_wrong_parity(copy):
     """The model reads the kernel's schedule arithmetic: a free-barrier parity off by one phase
     (the filler waits for the use before last) lets a fill overwrite a buffer a wgmma still reads,
-    or the reader find the wrong sub-block, in some interleaving."""
+    or the reader find the wrong sub-block (with the bulk copy: a refill before the copy read its
+    source), in some interleaving."""
     import unittest.mock
 
     failures = 0
     with unittest.mock.patch.object(cfgmod, "y_cluster_free_parity", lambda g, buffers: 1):  # always passes
         for seed in range(40):
             try:
-                _run([16, 8], seed)
+                _run([16, 8], seed, copy=copy)
             except AssertionError:
                 failures += 1
     assert failures > 0
