@@ -12,13 +12,8 @@ export OUT=${OUT:-out}; mkdir -p "$OUT"
 label() { python3 -c "import kernel.hopper.config as c; print(c.$1.label)"; }
 CY=$(label CLUSTER_Y_CONFIG); RP=$(label FASTEST_STAGED_PDL_CONFIG)
 t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
-stamp smoke
-timeout ${T_SMOKE:-120} python3 -m ci.cluster_y_smoke "$CY" 2>&1 | tail -20 | tee -a "$OUT/log.txt"
-rc=${PIPESTATUS[0]}; stamp "smoke rc=$rc"
-if [ "$rc" != 0 ]; then stamp "smoke failed (124: hung): the rest skipped"; exit 1; fi
-timeout ${T_PROPS:-110} python3 -m pytest -m properties --subject=hopper --variant="$CY" --hypothesis-profile=ci \
-  -k "test_subject_matches_oracle and not per_distribution or rejects" -p no:cacheprovider -q -rs -x 2>&1 \
-  | tail -3 | tee -a "$OUT/log.txt"
+source "$(dirname "$0")/h200_cluster_y_checks.sh"
+cluster_y_checks "$CY" || exit 1
 NVFP4_BENCH_FAMILIES=hopper NVFP4_BENCH_SHAPES=bench1,bench2,bench3,bench4 NVFP4_BENCH_VARIANTS="$RP,$CY" \
   timeout ${T_BENCH:-150} python3 -m pytest profiling/benchmarks/bench_gpu.py --benchmark-only \
   --benchmark-json="$OUT/bench_gpu.json" --benchmark-columns=median,iqr,rounds -p no:cacheprovider -q -rs 2>&1 | tail -1

@@ -11,13 +11,8 @@ export OUT=${OUT:-out}; mkdir -p "$OUT"
 label() { python3 -c "import kernel.hopper.config as c; print(c.$1.label)"; }
 CB=$(label CLUSTER_Y_BULK_CONFIG); RP=$(label FASTEST_STAGED_PDL_CONFIG); SW=$(label SPLIT_WARP_CONFIG)
 t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
-stamp smoke
-timeout ${T_SMOKE:-120} python3 -m ci.cluster_y_smoke "$CB" 2>&1 | tail -8 | tee -a "$OUT/log.txt"
-rc=${PIPESTATUS[0]}; stamp "smoke rc=$rc"
-if [ "$rc" != 0 ]; then stamp "smoke failed (124: hung): the rest skipped"; exit 1; fi
-timeout ${T_PROPS:-110} python3 -m pytest -m properties --subject=hopper --variant="$CB" --hypothesis-profile=ci \
-  -k "test_subject_matches_oracle and not per_distribution or rejects" -p no:cacheprovider -q -rs -x 2>&1 \
-  | tail -2 | tee -a "$OUT/log.txt"
+source "$(dirname "$0")/h200_cluster_y_checks.sh"
+cluster_y_checks "$CB" || exit 1
 stamp bench
 NVFP4_BENCH_FAMILIES=hopper NVFP4_BENCH_SHAPES=bench1,bench2,bench3,bench4 NVFP4_BENCH_VARIANTS="$SW,$RP,$CB" \
   timeout ${T_BENCH:-170} python3 -m pytest profiling/benchmarks/bench_gpu.py --benchmark-only \

@@ -354,6 +354,19 @@ MUTANTS: tuple[Mutant, ...] = (
         ["kernel/tests/test_hopper_cluster_y.py::test_cluster_y_sass_structure"],
     ),
     _m(
+        "hopper_static_cluster_y_no_reuse_barrier",
+        "missing consumers' barrier before a y_cluster_decode fill overwrites its own Y buffer (a "
+        "warp still reading it through a wgmma of the buffer's previous sub-block), seen in the SASS "
+        "on a CPU (the same edit, hopper_sync_cluster_y_no_reuse_barrier__c2d, survived every H200 "
+        "verdict: the race did not fire)",
+        "kernel/hopper/kernel.py",
+        "        # every warp here retired its wgmma of ga - B\n        consumers.arrive_and_wait()\n",
+        "",
+        "hopper-static",
+        ["kernel/tests/test_hopper_cluster_y.py::test_cluster_y_sass_structure",
+         "kernel/tests/test_hopper_cluster_y.py::test_cluster_y_bulk_sass_structure"],
+    ),
+    _m(
         "hopper_smem_tables_no_guards",
         "the shared tables' guard rows hold zeros instead of kernel.tables' guard fills: a read one "
         "slot past a table gets a plausible empty group instead of a value that shows",

@@ -94,7 +94,7 @@ def _fill_sites(config):
 
 
 def _cluster_structure(ops, config):
-    """The checks both peer copies share; returns the indices of the peer-copy instructions
+    """The checks both peer copies share (ops: opcodes, or opcode and operands); returns the indices of the peer-copy instructions
     (STAS.128 for st.async, UBLKCP.S.S for the bulk copy)."""
     def where(prefix):
         return [n for n, o in enumerate(ops) if o.startswith(prefix)]
@@ -111,6 +111,17 @@ def _cluster_structure(ops, config):
     late = [n for n in where("MEMBAR.ALL.GPU") + where("CCTL.IVALL") if not any(0 < n - w <= 3 for w in wait)]
     assert not late, [(n, ops[n]) for n in late]
     assert not where("MEMBAR.ALL.GPU")
+    # the reuse barrier: each fill's first store comes after the free wait and then the
+    # consumers' named barrier (every warp of this CTA retired its wgmma of the buffer's previous
+    # sub-block). The same edit in the production ring survived 50 examples on the H200 (its race
+    # needs one warpgroup's wgmma a whole sub-block behind the other's), so the SASS checks it
+    sts = where("STS.128")
+    fills = [n for i, n in enumerate(sts) if i == 0 or n - sts[i - 1] > 16]
+    assert len(fills) == _fill_sites(config), fills
+    for n in fills:
+        free_wait = max(w for w in where("SYNCS.PHASECHK.TRANS64.TRYWAIT") if w < n)
+        barriers = [b for b in where("BAR.SYNC") if free_wait < b < n]
+        assert barriers, f"fill at {n}: no consumers' barrier between its free wait ({free_wait}) and its stores"
     return remote_copy
 
 

@@ -531,8 +531,9 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     # zero-padded workspace build and the first-K-tile-local build; session 12: none, the
     # background build with a local first K tile is measured but not declared)
     assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 14
-    # session 12 (bench4's), session 13 (its cluster-decode build, "_c2d_es_pdl")
-    assert sum(c.label.endswith("_es_pdl") for c in DECLARED_VARIANTS) == 2
+    # session 12 (bench4's), session 13 (its cluster-decode build, "_c2d_es_pdl"), session 14 (the
+    # same with the bulk peer copy, "_c2db_es_pdl")
+    assert sum(c.label.endswith("_es_pdl") for c in DECLARED_VARIANTS) == 3
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}
