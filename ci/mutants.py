@@ -367,6 +367,18 @@ MUTANTS: tuple[Mutant, ...] = (
          "kernel/tests/test_hopper_cluster_y.py::test_cluster_y_bulk_sass_structure"],
     ),
     _m(
+        "hopper_static_in_flight_wait_lax",
+        "wgmma wait one group too lax in the Y-decoding build (wait_group(in_flight + 1): bench4's "
+        "production build then rewrites a Y buffer a wgmma of another warp may still read), seen in "
+        "the SASS on a CPU (the same edit, hopper_sync_wgmma_wait_lax__w2, is caught by the perturbed "
+        "property on the H200 only)",
+        "kernel/hopper/kernel.py",
+        "                            self.wait_group(cfg.wgmma_in_flight)\n",
+        "                            self.wait_group(cfg.wgmma_in_flight + 1)\n",
+        "hopper-static",
+        ["kernel/tests/test_hopper_schedule.py::test_in_flight_sass_structure"],
+    ),
+    _m(
         "hopper_smem_tables_no_guards",
         "the shared tables' guard rows hold zeros instead of kernel.tables' guard fills: a read one "
         "slot past a table gets a plausible empty group instead of a value that shows",
@@ -495,6 +507,10 @@ SYNC_VARIANTS = {
     # session 13 (experimental): bench4's build with Y decoded once per 2-CTA cluster
     # (y_cluster_decode): the cross-CTA landed / free protocol of consume_cluster_y
     "c2d": "h90_m128n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_c2d_es_pdl",
+    # session 15 (production): bench4's build with two wgmma groups in flight (wgmma_in_flight=2):
+    # 4 fp16 buffers indexed by the sub-block and one barrier per sub-block; the rest of its
+    # pipeline is rs's code
+    "w2": "h90_m128n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_w2_es_pdl",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -532,11 +548,11 @@ _SYNC_EDITS = (
     ("no_proxy_fence", "fence removed: no generic->async proxy fence between the consumers' fp16 "
      "stores and the wgmma that reads them (cooperative)", _K,
      f'{_I32}self.fence_fp16_stores(buf)\n{_I32}self.delay("consumer", "fence", "after")',
-     f'{_I32}self.delay("consumer", "fence", "after")', ("default", "rs")),
+     f'{_I32}self.delay("consumer", "fence", "after")', ("default", "rs", "w2")),
     ("no_publish_barrier", "barrier removed: the named barrier that publishes the fp16 buffers "
      "before wgmma (and ends the raw stage's reads before its release)", _K,
      f'{_I32}consumers.arrive_and_wait()\n{_I32}self.delay("consumer", "bar_dequant", "after")',
-     f'{_I32}self.delay("consumer", "bar_dequant", "after")', ("default", "rs")),
+     f'{_I32}self.delay("consumer", "bar_dequant", "after")', ("default", "rs", "w2")),
     ("no_reuse_barrier", "barrier removed: an fp16 buffer rewritten before every warp retired the "
      "wgmma that reads it", _K,
      f'{_I32}self.delay("consumer", "bar_reuse", "before")\n'
@@ -546,12 +562,16 @@ _SYNC_EDITS = (
      "first sub-block, while the later sub-blocks still read it", _K,
      f"{_I28}if cutlass.const_expr(sb == self.n_sub - 1):\n{_I32}self.poison_released_stage(tidx, stage, wtid)",
      f"{_I28}if cutlass.const_expr(sb == 0):\n{_I32}self.poison_released_stage(tidx, stage, wtid)", ("default", "rs")),
-    ("wgmma_wait_lax", "wgmma wait too lax: wait_group(2) lets the wgmma that read the buffer "
-     "about to be rewritten stay in flight", _K,
-     f'{_I28}self.wait_group(1)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
+    ("wgmma_wait_lax", "wgmma wait too lax: one group more left in flight (wait_group(2), w2: 3) lets the "
+     "wgmma that read the buffer about to be rewritten stay in flight", _K,
+     f'{_I28}self.wait_group(cfg.wgmma_in_flight)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
      f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):',
-     f'{_I28}self.wait_group(2)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
-     f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):', ("default", "rs")),
+     f'{_I28}self.wait_group(cfg.wgmma_in_flight + 1)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
+     f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):', ("default", "rs", "w2")),
+    ("in_flight_three_buffers", "ring too short for two groups in flight: sub-block 3 rewrites buffer 0, "
+     "which the wgmma three sub-blocks back may still read in another warp", _K,
+     f"{_I32}buf = sb % 4  # 4 buffers, 4 sub-blocks per K tile (config rule)",
+     f"{_I32}buf = sb % 3  # 4 buffers, 4 sub-blocks per K tile (config rule)", ("w2",)),
     ("consumer_wrong_parity", "wrong mbarrier phase: the consumers' raw-stage state starts with the "
      "producer's parity (the first waits pass on empty stages)", _K,
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)\n"
@@ -648,10 +668,10 @@ _SYNC_EDITS = (
      '"bar.warp.sync 0xffffffff;", "and.b32 c, $4, 7;"', '"and.b32 c, $4, 7;"', ("prod",)),
     ("y_ring_wait_lax", "wgmma wait too lax: wait_group(2) before releasing a Y ring buffer lets the "
      "wgmma that reads it stay in flight while the producer refills it", _K,
-     f"{_I20}self.wait_group(1)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
-     f"{_I20}if cutlass.const_expr(sb > 0):\n{_I20}    self.warp_release(y_pipe, retire_state)",
-     f"{_I20}self.wait_group(2)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
-     f"{_I20}if cutlass.const_expr(sb > 0):\n{_I20}    self.warp_release(y_pipe, retire_state)", ("prod",)),
+     f"{_I20}self.wait_group(in_flight)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
+     f"{_I20}if cutlass.const_expr(sb >= in_flight):\n{_I20}    self.warp_release(y_pipe, retire_state)",
+     f"{_I20}self.wait_group(in_flight + 1)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
+     f"{_I20}if cutlass.const_expr(sb >= in_flight):\n{_I20}    self.warp_release(y_pipe, retire_state)", ("prod",)),
     ("y_ring_empty_count_short", "wrong arrive count: the Y ring's empty barrier completes one warp "
      "early (the producer refills a Y buffer a warp's wgmma still reads)", _K,
      "y_pipe = self.y_ring(storage, self.y_release_warps, self.y_cluster_vmnk)\n",
@@ -664,8 +684,8 @@ _SYNC_EDITS = (
      "            tx_count=self.y_tx_bytes - 1024,\n", ("prod",)),
     ("tile_wait_lax", "accumulators read in flight: the tile's last wait is wait_group(1), so the "
      "epilogue may read accumulators the last wgmma group still writes", _K,
-     f"{_I12}self.wait_group(0)\n{_I12}self.warp_release(y_pipe, retire_state)\n",
-     f"{_I12}self.wait_group(1)\n{_I12}self.warp_release(y_pipe, retire_state)\n", ("prod",)),
+     f"{_I12}self.wait_group(0)\n{_I12}for _r in cutlass.range_constexpr(in_flight):",
+     f"{_I12}self.wait_group(1)\n{_I12}for _r in cutlass.range_constexpr(in_flight):", ("prod",)),
     ("epilogue_no_publish_barrier", "barrier removed: the staged epilogue reads its staging buffer "
      "before every thread of the warpgroup has written its stmatrix part", _K,
      "        bar.arrive_and_wait()  # the whole pass is in the buffer\n", "", ("prod",)),

@@ -162,6 +162,12 @@ def y_cluster_free_parity(g, buffers: int = Y_CLUSTER_BUFFERS):
 # epilogue="smem": named barrier 4 + w syncs consumer warpgroup w's 128 threads around its staging
 # buffer (0: the CTA-wide barrier, 1: the consumers' Y barrier, 1 + w (w < 3): y_per_warpgroup's)
 EPILOGUE_BARRIER_ID0 = 4
+# consumer_stagger > 0: named barriers STAGGER_BARRIER_ID0 and + 1, by the parity of the tile's
+# place in the CTA's tile list (warpgroup 0 arrives after its L-th sub-block, warpgroup 1 syncs
+# before its first). Two ids, because warpgroup 0 may arrive for the next tile before warpgroup 1
+# has synced for this one; it cannot arrive for the tile after that first (the Y ring of at most
+# two tiles' sub-blocks would need warpgroup 1's release of this tile's first box)
+STAGGER_BARRIER_ID0 = 12
 # epilogue="smem": columns of C per consumer warpgroup (its 64-row wgmma M slice, swapped), so a
 # staging row is 128 bytes: eight 16-byte chunks
 EPILOGUE_WG_COLS = 64
@@ -366,6 +372,23 @@ class HopperConfig:
     # The profiling timeline put 1.3-1.5 us of every launch before the producer's first load,
     # most of it that chain of global reads
     smem_tables: bool = False
+    # issue 14, session 15 (experimental; label suffix "_lag<L>"): the two consumer warpgroups of
+    # the prepass build kept out of step. Nothing else ties them together (each waits for the
+    # same X stages and Y boxes, releases them per warp and stages its own 64 columns of C), so
+    # they run in lockstep and both leave the tensor cores idle for the epilogue at once. With L >
+    # 0, warpgroup 1 starts each tile's K loop only after warpgroup 0 has issued that tile's first
+    # L sub-blocks (named barrier STAGGER_BARRIER_ID0 + the tile's parity: warpgroup 0 arrives,
+    # warpgroup 1 syncs), so one warpgroup's epilogue runs while the other one still multiplies
+    consumer_stagger: int = 0
+    # issue 14, session 15 (label suffix "_w2"): wgmma groups each consumer warp leaves in flight
+    # after issuing a sub-block's group (its wait_group), in the cooperative build that decodes Y
+    # into shared memory (y_source="smem_decode", X in registers). 1: the decode of sub-block
+    # g + 1 runs while only group g is queued. 2 (with 4 fp16 buffers, one barrier per
+    # sub-block): groups g - 1 and g are both queued, so the tensor pipe has two sub-blocks of
+    # work while the warps decode the next one; the buffer sub-block g + 1 overwrites was read
+    # by group g - 3, which every warp retired before the barrier of sub-block g. X's fragments
+    # of three sub-blocks are live at once (16 more registers per thread)
+    wgmma_in_flight: int = 1
     arch: str = "sm_90a"
 
     @property
@@ -501,6 +524,7 @@ class HopperConfig:
         sched += "" if self.producer_warps == 1 else f"_p{self.producer_warps}"
         sched += "" if self.load_unroll == 1 else f"_u{self.load_unroll}"
         sched += "" if self.x_operand == "smem" else "_rs"
+        sched += "" if self.wgmma_in_flight == 1 else f"_w{self.wgmma_in_flight}"
         sched += "_ywg" if self.y_per_warpgroup else ""
         sched += "_pre" if self.y_source == "prepass" else ""
         sched += f"c{self.prepass_chunk}" if self.prepass_chunk else ""
@@ -528,6 +552,7 @@ class HopperConfig:
         sched += "_xp" if self.x_prefetch else ""
         sched += "_pdl" if self.pdl else ""
         sched += "_st" if self.smem_tables else ""
+        sched += f"_lag{self.consumer_stagger}" if self.consumer_stagger else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -754,6 +779,10 @@ def config_problems(config: HopperConfig) -> list[str]:
         if config.y_cluster_decode is True:
             if config.fp16_buffers != Y_CLUSTER_BUFFERS:
                 p.append(f"y_cluster_decode takes a ring of {Y_CLUSTER_BUFFERS} fp16 Y buffers, got {config.fp16_buffers}")
+        elif config.wgmma_in_flight == 2:
+            if config.fp16_buffers != 4:
+                p.append(f"wgmma_in_flight=2 takes 4 fp16 buffers (group g + 1's buffer last read by group g - 3), "
+                         f"got {config.fp16_buffers}")
         elif config.fp16_buffers not in (2, 3):
             p.append(f"roles='cooperative' takes 2 or 3 fp16 buffers, got {config.fp16_buffers}")
     elif config.y_source == "prepass":
@@ -993,6 +1022,56 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"pdl must be a bool, got {config.pdl!r}")
     if not isinstance(config.smem_tables, bool):
         p.append(f"smem_tables must be a bool, got {config.smem_tables!r}")
+    n_sub = config.tile_k // 64
+    if config.wgmma_in_flight not in (1, 2) or isinstance(config.wgmma_in_flight, bool):
+        p.append(f"wgmma_in_flight must be 1 or 2, got {config.wgmma_in_flight!r}")
+    elif config.wgmma_in_flight == 2 and config.y_source == "prepass":
+        # the prepass consumers (consume_x_regs_y_ring): a Y box is released once the group two
+        # sub-blocks later has been issued and the one that read it retired
+        need = {
+            "roles": (config.roles, "cooperative"), "x_operand": (config.x_operand, "regs"),
+            "x_prefetch": (config.x_prefetch, False), "cluster_x": (config.cluster_x, 1),
+            "y_tail16": (config.y_tail16, False),
+        }
+        for field, (got, want) in need.items():
+            if got != want:
+                p.append(f"wgmma_in_flight=2 with y_source='prepass' is built with {field}={want!r}, got {got!r}")
+        if config.fp16_buffers < 4:
+            p.append(f"wgmma_in_flight=2 with y_source='prepass' needs a Y ring of 4 or more buffers (two in flight, "
+                     f"one waited for, one filling), got {config.fp16_buffers}")
+    elif config.wgmma_in_flight == 2:
+        need = {
+            "roles": (config.roles, "cooperative"), "y_source": (config.y_source, "smem_decode"),
+            "x_operand": (config.x_operand, "regs"), "y_per_warpgroup": (config.y_per_warpgroup, False),
+            "y_cluster_decode": (config.y_cluster_decode, False),
+        }
+        for field, (got, want) in need.items():
+            if got != want:
+                p.append(f"wgmma_in_flight=2 is built with {field}={want!r}, got {got!r}")
+        if n_sub % 4:
+            p.append(f"wgmma_in_flight=2 indexes its 4 fp16 buffers by the sub-block (tile_k 256), got tile_k "
+                     f"{config.tile_k}")
+    if not isinstance(config.consumer_stagger, int) or isinstance(config.consumer_stagger, bool) \
+            or not 0 <= config.consumer_stagger <= n_sub:
+        p.append(f"consumer_stagger must be an int in 0..{n_sub} (sub-blocks of one K tile), got "
+                 f"{config.consumer_stagger!r}")
+    elif config.consumer_stagger:
+        need = {
+            "y_source": (config.y_source, "prepass"), "x_operand": (config.x_operand, "regs"),
+            "roles": (config.roles, "cooperative"), "consumer_warpgroups": (config.consumer_warpgroups, 2),
+            "cluster_x": (config.cluster_x, 1), "prepass_decoders": (config.prepass_decoders, 0),
+            "prepass_first_local": (config.prepass_first_local, False), "x_prefetch": (config.x_prefetch, False),
+        }
+        for field, (got, want) in need.items():
+            if got != want:
+                p.append(f"consumer_stagger is built with {field}={want!r}, got {got!r}")
+        if not config.prepass_chunk:
+            p.append("consumer_stagger is built on the chunked prepass (prepass_chunk > 0)")
+        if not n_sub <= config.fp16_buffers <= 2 * n_sub:
+            # at least one K tile's boxes (warpgroup 0 reaches its L-th sub-block before warpgroup
+            # 1 releases any), at most two (the two barrier ids suffice)
+            p.append(f"consumer_stagger needs {n_sub}..{2 * n_sub} Y buffers (one to two K tiles' sub-blocks), "
+                     f"got {config.fp16_buffers}")
     if config.y_tail16_step not in (16, 32, 64, 128) or isinstance(config.y_tail16_step, bool):
         p.append(f"y_tail16_step must be 16, 32, 64 or 128, got {config.y_tail16_step!r}")
     elif config.y_tail16_step != 16 and not config.y_tail16:
@@ -1150,6 +1229,21 @@ CLUSTER_Y_CONFIG = replace(FASTEST_STAGED_PDL_CONFIG, cluster_x=2, y_cluster_dec
 # Session 14: the same with the peer's copy sent by one cp.async.bulk per sub-block
 # (y_cluster_copy="bulk", label "..._c2db_...") instead of every thread's st.async stores
 CLUSTER_Y_BULK_CONFIG = replace(CLUSTER_Y_CONFIG, y_cluster_copy="bulk")
+# Session 15 (not declared): the production prepass build with its two consumer warpgroups kept
+# two sub-blocks out of step (consumer_stagger, label suffix "_lag2"), so their epilogues do not
+# leave the tensor cores idle together. H200: bit-identical, ci property passed; lags 1-4 no
+# faster (122.8 / 73.3 / 29.9 / 17.2 us at lag 2 against 122.1 / 71.7 / 29.9 / 17.2): the
+# epilogue is 0.3-3.4 us of the prepass build (its no_epilogue ablation)
+STAGGER_CONFIG = replace(SPLIT_WARP_CONFIG, consumer_stagger=2)
+# Session 15: bench4's build with two wgmma groups in flight while the warps decode the next
+# sub-block (wgmma_in_flight=2, 4 fp16 Y buffers, one barrier per sub-block; 3 raw stages: 4 with
+# the 4 buffers leave 16-row epilogue passes)
+IN_FLIGHT_CONFIG = replace(FASTEST_STAGED_PDL_CONFIG, fp16_buffers=4, wgmma_in_flight=2, num_ab_stages=3)
+# Session 15 (not declared): the production prepass build with two wgmma groups in flight (its Y
+# boxes released two sub-blocks later). H200: bit-identical, ci property passed; k_slope on bench4
+# 8.99 + 1.348 us per 256 K against 8.92 + 1.354, bench_gpu 126.4 / 74.9 / 31.3 / 17.8 against
+# 125.0 / 77.1 / 30.7 / 17.4: its tensor pipe is fed already
+SPLIT_WARP_W2_CONFIG = replace(SPLIT_WARP_CONFIG, wgmma_in_flight=2)
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
 # store or load sits between the kernel's first and last wgmma (none in the K loop).
@@ -1157,16 +1251,18 @@ SPILL_ALLOWANCE: dict[str, tuple[int, str]] = {
     TAIL16_CONFIG.label: (4, "one epilogue address (the staged epilogue's column offset, per thread) held across the "
                              "tile loop at the 168-register cap with eight wgmma branches: stored once before the "
                              "tile loop, loaded once per tile after its K loop"),
+    IN_FLIGHT_CONFIG.label: (12, "three epilogue values held across the tile's K loop at the 168-register cap with "
+                                 "three X fragments live: stored before the K loop, loaded after its last wgmma"),
 }
 # Session 7 (experimental): the next sub-block's raw X bytes and Y box waited for before the
 # wgmma wait (measured: no gain beyond noise)
 X_PREFETCH_CONFIG = replace(MIXED_TAIL_STAGED_CONFIG, x_prefetch=True)
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
     DEFAULT_CONFIG,
-    # session 12: the bench4 build with programmatic dependent launch (its twin without it,
-    # FASTEST_STAGED_CONFIG, experimental): 16.94 / 17.14 / 17.18 us against 17.52 / 17.76 /
-    # 17.78 in three H200 runs (kernel/hopper/dispatch.py)
-    FASTEST_STAGED_PDL_CONFIG,
+    # session 15: the bench4 build with two wgmma groups in flight (wgmma_in_flight=2; in place
+    # of session 12's FASTEST_STAGED_PDL_CONFIG, now experimental): 16.56 / 16.48 us against
+    # 17.15 / 16.90 in two H200 runs (kernel/hopper/dispatch.py)
+    IN_FLIGHT_CONFIG,
     SPLIT_WARP_CONFIG,
 )
 
@@ -1385,6 +1481,9 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     CLUSTER_Y_CONFIG,
     # issue 14, session 14: its peer copy by cp.async.bulk (label "..._c2db_...")
     CLUSTER_Y_BULK_CONFIG,
+    # (issue 14, session 15: the production prepass build with its consumer warpgroups out of
+    # step, STAGGER_CONFIG, and with two wgmma groups in flight, SPLIT_WARP_W2_CONFIG, measured
+    # correct and no faster, are not declared: kernel/tests/test_hopper_schedule.py compiles them)
 )
 
 # The rest of the declared matrix: run with --variant=all (or by label) and in nightly runs.

@@ -1084,6 +1084,8 @@ class HopperNvfp4GroupedGemm:
                             buf = sb % 2
                             if cutlass.const_expr(self.fp16_buffers == 3):
                                 buf = fp16_buf.index
+                            if cutlass.const_expr(cfg.wgmma_in_flight == 2):
+                                buf = sb % 4  # 4 buffers, 4 sub-blocks per K tile (config rule)
                             if cutlass.const_expr(self.y_per_wg):
                                 buf = ybuf0 + sb % 2  # this warpgroup's ring
                             self.delay("consumer", "decode", "before")
@@ -1125,7 +1127,7 @@ class HopperNvfp4GroupedGemm:
                             else:
                                 self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, buf, filler, sb, (hb_warp0, hb_warps))
                             self.delay("consumer", "wgmma_wait", "before")
-                            self.wait_group(1)
+                            self.wait_group(cfg.wgmma_in_flight)
                             self.delay("consumer", "wgmma_wait", "after")
                             if cutlass.const_expr(self.ablates("y_sync")):
                                 pass  # profiling only
@@ -1137,8 +1139,9 @@ class HopperNvfp4GroupedGemm:
                                 self.poison_free_fp16_buffer(tidx, consumers, sx_base, sy_base, (sb + 1) % 2, wtid, ybuf0)
                             else:
                                 # no second barrier: the buffer written next was last read by the
-                                # wgmma three sub-blocks back, which every warp retired (its
-                                # wait_group(1)) before the barrier this warp passed last
+                                # wgmma three sub-blocks back (four with wgmma_in_flight=2), which
+                                # every warp retired (its wait_group(1), or (2)) before the barrier
+                                # this warp passed last
                                 fp16_buf.advance()
                         state.advance()
                     self.wait_group(0)
@@ -2098,7 +2101,10 @@ class HopperNvfp4GroupedGemm:
         ``roles="split"`` with X in registers (``y_pipe`` the dequant warpgroups' fp16 ring): per
         64-K sub-block decode the X fragment from the raw stage (releasing the stage after the last one), wait for Y's fp16 box, issue the
         wgmmas, and release the previous sub-block's Y buffer once its wgmmas retired (one
-        group in flight). No named barrier: each warp arrives on the empty mbarriers itself.
+        group in flight; ``wgmma_in_flight=2``: the buffer two sub-blocks back, two groups). No
+        named barrier: each warp arrives on the empty mbarriers itself; ``consumer_stagger``
+        (not declared) adds one per tile between the two warpgroups (warpgroup 1 starts the
+        tile after warpgroup 0 issued its first ``consumer_stagger`` sub-blocks).
 
         ``y_tail64`` (``sy_iter``: the Y ring's storage): a tile with at most 64 Y rows issues
         m64n64k16 wgmmas (``mma64``) on the first 64 rows of the same 128-row Y buffer (the ring
@@ -2146,9 +2152,20 @@ class HopperNvfp4GroupedGemm:
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
         retire_state = ystate.clone()
+        lag = cfg.consumer_stagger
+        in_flight = cfg.wgmma_in_flight
+        if cutlass.const_expr(lag):
+            stagger_wg = cute.arch.make_warp_uniform(cute.arch.warp_idx()) // 4
         for tile in range(t_begin, t_end, t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
             x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
+            if cutlass.const_expr(lag):
+                # consumer_stagger: this tile's barrier (by its parity in the CTA's list)
+                stagger_bar = pipeline.NamedBarrier(
+                    barrier_id=cfgmod.STAGGER_BARRIER_ID0 + ((tile - t_begin) // t_step) % 2,
+                    num_threads=self.consumer_threads)
+                if stagger_wg == 1:
+                    stagger_bar.arrive_and_wait()  # warpgroup 0 has issued this tile's first lag sub-blocks
             if cutlass.const_expr(self.tail64):
                 rows64 = m - m0 <= self.half_n  # a 64-row tile (run-time, per tile)
             self.reset_accumulator(acc)
@@ -2219,6 +2236,9 @@ class HopperNvfp4GroupedGemm:
                             cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
                         self.commit_group(ystate.index)
                     ystate.advance()
+                    if cutlass.const_expr(lag and sb == lag - 1):
+                        if kt == 0 and stagger_wg == 0:
+                            stagger_bar.arrive()  # warpgroup 1 may start this tile
                     if cutlass.const_expr(self.x_prefetch):
                         # the next sub-block's raw X bytes and Y box while this group runs and
                         # before waiting for the previous one (registers of their own)
@@ -2232,11 +2252,11 @@ class HopperNvfp4GroupedGemm:
                             self.x_raw_into(raw_regs, tidx, raw_base + next_state.index * self.raw_stage_bytes,
                                             x_sf_row0, 0)
                             self.y_ring_wait(y_pipe, ystate)
-                    # the previous sub-block's wgmma has retired: its Y buffer is free
+                    # the wgmma group in_flight sub-blocks back has retired: its Y buffer is free
                     self.delay("consumer", "wgmma_wait", "before")
-                    self.wait_group(1)
+                    self.wait_group(in_flight)
                     self.delay("consumer", "wgmma_wait", "after")
-                    if cutlass.const_expr(sb > 0):
+                    if cutlass.const_expr(sb >= in_flight):
                         self.warp_release(y_pipe, retire_state)
                         retire_state.advance()
                     elif kt > 0:
@@ -2245,8 +2265,9 @@ class HopperNvfp4GroupedGemm:
                 state.advance()
             self.delay("consumer", "wgmma_wait", "before")
             self.wait_group(0)
-            self.warp_release(y_pipe, retire_state)
-            retire_state.advance()
+            for _r in cutlass.range_constexpr(in_flight):  # a tile has >= 4 sub-blocks: in_flight unreleased
+                self.warp_release(y_pipe, retire_state)
+                retire_state.advance()
             if cutlass.const_expr(late_coords):
                 # issue 14q, 3 consumer warpgroups at the 128-register launch cap: the epilogue's
                 # coordinates from a fresh (opaque) thread index, so none stays live across the

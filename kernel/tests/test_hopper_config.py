@@ -518,8 +518,11 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     # production: the fastest tile's twin; the mixed tile's twin gave its place to the same tile
     # with phase 1's items staged as well (session 7), and that one to its build with the
     # balanced split searched by a warp (session 10); its lean-exit build is experimental
-    # (session 12: the fastest tile's twin is production with programmatic dependent launch)
-    assert dataclasses.replace(staged[0], pdl=True) in PRODUCTION_VARIANTS and staged[0] in EXPERIMENTAL_VARIANTS
+    # (session 12: the fastest tile's twin is production with programmatic dependent launch;
+    # session 15: that one's build with two wgmma groups in flight, the pdl twin experimental)
+    pdl_twin = dataclasses.replace(staged[0], pdl=True)
+    assert pdl_twin in EXPERIMENTAL_VARIANTS and staged[0] in EXPERIMENTAL_VARIANTS
+    assert dataclasses.replace(pdl_twin, wgmma_in_flight=2, fp16_buffers=4, num_ab_stages=3) in PRODUCTION_VARIANTS
     assert staged[1] in EXPERIMENTAL_VARIANTS
     phase1 = dataclasses.replace(staged[1], prepass_store="staged")
     assert phase1 in EXPERIMENTAL_VARIANTS and dataclasses.replace(phase1, prepass_lean_exit=True) in EXPERIMENTAL_VARIANTS
@@ -532,8 +535,8 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     # background build with a local first K tile is measured but not declared)
     assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 14
     # session 12 (bench4's), session 13 (its cluster-decode build, "_c2d_es_pdl"), session 14 (the
-    # same with the bulk peer copy, "_c2db_es_pdl")
-    assert sum(c.label.endswith("_es_pdl") for c in DECLARED_VARIANTS) == 3
+    # same with the bulk peer copy, "_c2db_es_pdl"), session 15 (two wgmma groups in flight, "_w2_es_pdl")
+    assert sum(c.label.endswith("_es_pdl") for c in DECLARED_VARIANTS) == 4
     fast, t64 = staged
     assert smem_bytes(fast) == {"barriers": 64, "raw_stages": 147456, "dequant_buffers": 32768,
                                 "epilogue_staging": 2 * 128 * 128, "total": 183360 + SMEM_ALIGN + 32768}

@@ -1,5 +1,6 @@
 """The Hopper per-shape dispatch table (kernel/hopper/dispatch.py): plain Python, no GPU."""
 
+import dataclasses
 import pytest
 
 from kernel.hopper import DECLARED_VARIANTS, FASTEST_CONFIG, config_problems
@@ -64,13 +65,14 @@ def test_the_default_runs_the_measured_choice_and_only_production_variants():
     2-warpgroup tile, bench1-3 and any other shape the mixed-tail prepass tile, both with C staged
     through shared memory since session 6, the prepass tile's phase 1 staged too since session 7,
     its balanced split searched by the producer warp's 32 lanes since session 10, bench4's with
-    programmatic dependent launch since session 12), remembered per
+    programmatic dependent launch since session 12 and two wgmma groups in flight since session
+    15), remembered per
     size list, every choice a production variant; malformed data gets the fallback (whose
     validation raises the typed error)."""
     import importlib
 
     launch = importlib.import_module("kernel.hopper.launch")  # (kernel.hopper.launch is also a function name)
-    from kernel.hopper.config import (FASTEST_STAGED_PDL_CONFIG as FASTEST_CONFIG,
+    from kernel.hopper.config import (IN_FLIGHT_CONFIG as FASTEST_CONFIG,
                                       SPLIT_WARP_CONFIG as MIXED_TAIL_CONFIG, PRODUCTION_VARIANTS)
     from kernel.hopper.dispatch import DEFAULT_TABLE
 
@@ -108,11 +110,20 @@ def test_the_lean_table_is_measured_but_not_the_default():
     from kernel.hopper.config import PHASE1_STAGED_CONFIG, SPLIT_WARP_CONFIG
     from kernel.hopper.dispatch import MEASURED_TABLE, PDL_TABLE, PHASE1_STAGED_TABLE, SPLIT_WARP_TABLE
 
-    # (session 12: the same prepass build; bench4's build with programmatic dependent launch)
-    assert DEFAULT_TABLE is MEASURED_TABLE is PDL_TABLE
-    assert {k: v for k, v in PDL_TABLE.entries.items() if k != "bench4"} == \
-        {k: v for k, v in SPLIT_WARP_TABLE.entries.items() if k != "bench4"}
+    # (session 12: the same prepass build; bench4's build with programmatic dependent launch;
+    # session 15: that build with two wgmma groups in flight, its twin no longer production)
+    from kernel.hopper.config import FASTEST_STAGED_PDL_CONFIG, IN_FLIGHT_CONFIG
+    from kernel.hopper.dispatch import IN_FLIGHT_TABLE
+
+    assert DEFAULT_TABLE is MEASURED_TABLE is IN_FLIGHT_TABLE
+    for table in (PDL_TABLE, IN_FLIGHT_TABLE):
+        assert {k: v for k, v in table.entries.items() if k != "bench4"} == \
+            {k: v for k, v in SPLIT_WARP_TABLE.entries.items() if k != "bench4"}
     assert PDL_TABLE.entries["bench4"] == SPLIT_WARP_TABLE.entries["bench4"] + "_pdl"
+    assert IN_FLIGHT_TABLE.entries["bench4"] == IN_FLIGHT_CONFIG.label
+    assert IN_FLIGHT_CONFIG == dataclasses.replace(FASTEST_STAGED_PDL_CONFIG, wgmma_in_flight=2, fp16_buffers=4,
+                                                   num_ab_stages=3)
+    assert IN_FLIGHT_CONFIG in PRODUCTION_VARIANTS and FASTEST_STAGED_PDL_CONFIG not in PRODUCTION_VARIANTS
     assert {c for c in DEFAULT_TABLE.configs() if c.y_source == "prepass"} == {SPLIT_WARP_CONFIG}
     assert SPLIT_WARP_CONFIG in PRODUCTION_VARIANTS and PHASE1_STAGED_CONFIG not in PRODUCTION_VARIANTS
     assert PHASE1_STAGED_CONFIG not in DEFAULT_TABLE.configs()

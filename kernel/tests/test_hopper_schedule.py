@@ -1,0 +1,181 @@
+"""The consumers' schedule options of session 15: two wgmma groups in flight
+(``HopperConfig.wgmma_in_flight``, label ``_w2``; bench4's production build since session 15) and
+the two consumer warpgroups kept out of step (``consumer_stagger``, label ``_lag<L>``; measured,
+not declared).
+
+On the CPU: the config rules and labels; the Y-decoding build's buffer-reuse rule as a model (the
+kernel's per-sub-block sequence of decode, fence, barriers, wgmma issue and wait, for every warp,
+with a happens-before check of each buffer rewrite against the wgmma that read it last, in every
+warp); and the SASS (the wait depth, one consumers' barrier per sub-block, the stagger's
+arrive/sync pair). The GPU side: ``ci.schedule_smoke`` (bit-identical to the twin without the
+option) and the property suite on the production build.
+"""
+
+import dataclasses
+import itertools
+
+import pytest
+
+from kernel.hopper import config as cfgmod
+from kernel.hopper.config import (DECLARED_VARIANTS, FASTEST_STAGED_PDL_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS,
+                                  SPLIT_WARP_CONFIG, SPLIT_WARP_W2_CONFIG, STAGGER_CONFIG, config_problems,
+                                  smem_bytes)
+
+
+# ---------------------------------------------------------------- config (no compile)
+def test_in_flight_rules_and_label():
+    c = IN_FLIGHT_CONFIG
+    assert c in PRODUCTION_VARIANTS and config_problems(c) == [] and smem_bytes(c)["total"] <= 232448
+    assert c.label == FASTEST_STAGED_PDL_CONFIG.label.replace("_s4_wg2_", "_s3_wg2_b4_").replace("_rs_", "_rs_w2_")
+    for bad, why in [(dict(fp16_buffers=3), "takes 4 fp16 buffers"), (dict(fp16_buffers=2), "takes 4 fp16 buffers"),
+                     (dict(wgmma_in_flight=3), "wgmma_in_flight must be 1 or 2"),
+                     (dict(wgmma_in_flight=True), "wgmma_in_flight must be 1 or 2"),
+                     (dict(fp16_buffers=2, y_per_warpgroup=True), "y_per_warpgroup=False"),
+                     (dict(x_operand="smem"), "x_operand='regs'")]:
+        problems = config_problems(dataclasses.replace(c, **bad))
+        assert any(why in p for p in problems), (bad, problems)
+    # the prepass build's twin: its own rule (a Y ring of at least 4 boxes)
+    assert config_problems(SPLIT_WARP_W2_CONFIG) == [] and "_rs_w2_pre" in SPLIT_WARP_W2_CONFIG.label
+    assert any("Y ring of 4 or more" in p for p in config_problems(dataclasses.replace(SPLIT_WARP_W2_CONFIG, fp16_buffers=3)))
+    assert any("x_prefetch=False" in p for p in config_problems(dataclasses.replace(SPLIT_WARP_W2_CONFIG, x_prefetch=True)))
+
+
+def test_stagger_rules_and_label():
+    c = STAGGER_CONFIG
+    assert config_problems(c) == [] and c.label == SPLIT_WARP_CONFIG.label + "_lag2"
+    assert c not in DECLARED_VARIANTS and SPLIT_WARP_W2_CONFIG not in DECLARED_VARIANTS
+    n_sub = c.tile_k // 64
+    assert all(config_problems(dataclasses.replace(c, consumer_stagger=lag)) == [] for lag in range(n_sub + 1))
+    for bad, why in [(dict(consumer_stagger=n_sub + 1), "consumer_stagger must be an int"),
+                     (dict(consumer_stagger=True), "consumer_stagger must be an int"),
+                     (dict(fp16_buffers=2 * n_sub + 1), "Y buffers"), (dict(fp16_buffers=n_sub - 1), "Y buffers"),
+                     (dict(x_prefetch=True), "x_prefetch=False")]:
+        problems = config_problems(dataclasses.replace(c, **bad))
+        assert any(why in p for p in problems), (bad, problems)
+    problems = config_problems(dataclasses.replace(FASTEST_STAGED_PDL_CONFIG, consumer_stagger=2))
+    assert any("y_source='prepass'" in p for p in problems), problems
+    # two barrier ids of their own: none of the kernel's other named barriers
+    used = {0, 1, 2, 3, cfgmod.DECODER_BARRIER_ID, cfgmod.DECODER_HANDOFF_BARRIER_ID, cfgmod.SHARE_BARRIER_ID,
+            cfgmod.LOCAL_BARRIER_ID} | {cfgmod.EPILOGUE_BARRIER_ID0 + w for w in range(3)}
+    ids = {cfgmod.STAGGER_BARRIER_ID0, cfgmod.STAGGER_BARRIER_ID0 + 1}
+    assert not ids & used and max(ids) < 16
+
+
+# ------------------------------------------------- the Y-decoding build's buffer reuse, as a model
+def consumer_sequence(buffers: int, in_flight: int, sub_blocks: int):
+    """One consumer warp's events over ``sub_blocks`` sub-blocks of the cooperative build that
+    decodes Y into shared memory (kernel.hopper.kernel, the ``x_in_regs`` branch), as the kernel
+    orders them: write Y(g) into buffer g % buffers, fence, consumers' barrier ("bar", g), issue
+    wgmma g, wait_group(in_flight) (it retires group g - in_flight), and, with the two-buffer
+    ping-pong only, a second consumers' barrier ("bar2", g). The tile's last wait_group(0) comes
+    after them. Events: (kind, sub-block)."""
+    seq = []
+    for g in range(sub_blocks):
+        seq += [("write", g), ("bar", g), ("issue", g)]
+        if g - in_flight >= 0:
+            seq.append(("retire", g - in_flight))
+        if buffers == 2:
+            seq.append(("bar2", g))
+    seq += [("retire", j) for j in range(max(0, sub_blocks - in_flight), sub_blocks)]
+    return seq
+
+
+def unsafe_rewrites(buffers: int, in_flight: int, sub_blocks: int = 16, warps: int = 8):
+    """Rewrites of a buffer (sub-block g into buffer g % buffers) that do not happen after every
+    warp's retirement of the wgmma that read it last (sub-block g - buffers). Happens-before: a
+    warp's program order, and a barrier instance (every consumer warp arrives; none leaves
+    before all arrived) from each warp's events before its arrival to every warp's events after
+    it. Each warp runs the same sequence, so an event of warp w' happens before an event of
+    warp w != w' iff some barrier lies between them in the sequence; for w' == w program order
+    suffices. A retirement is placed at the wait that guarantees it (the latest it can be)."""
+    seq = consumer_sequence(buffers, in_flight, sub_blocks)
+    pos = {e: i for i, e in enumerate(seq)}
+    barriers = [i for i, (kind, _g) in enumerate(seq) if kind in ("bar", "bar2")]
+    bad = []
+    for g in range(buffers, sub_blocks):
+        retire, write = pos[("retire", g - buffers)], pos[("write", g)]
+        own = retire < write
+        others = any(retire < b < write for b in barriers)
+        if not own or (warps > 1 and not others):
+            bad.append(g)
+    return bad
+
+
+def test_model_finds_the_race_of_a_ring_too_short_for_its_wait():
+    """The model is not vacuous: the two bugs of the session-15 H200 mutants are unsafe in it
+    (hopper_sync_wgmma_wait_lax__w2: one group more in flight; hopper_sync_in_flight_three_buffers__w2:
+    three buffers with two groups in flight), as are the ping-pong without its second barrier's
+    reasoning applied to three groups, while every schedule the kernel builds is safe."""
+    assert unsafe_rewrites(buffers=4, in_flight=3)
+    assert unsafe_rewrites(buffers=3, in_flight=2)
+    assert unsafe_rewrites(buffers=2, in_flight=2)
+    for buffers, in_flight in [(2, 1), (3, 1), (4, 2)]:
+        assert unsafe_rewrites(buffers, in_flight) == [], (buffers, in_flight)
+
+
+@pytest.mark.parametrize("buffers, in_flight", list(itertools.product((2, 3, 4, 5), (1, 2, 3))))
+def test_config_rules_accept_only_schedules_the_model_finds_safe(buffers, in_flight):
+    """Every (fp16 buffers, groups in flight) pair the config rules accept for the Y-decoding
+    build is safe in the model (the rules may reject more: 5 buffers, 3 groups)."""
+    config = dataclasses.replace(FASTEST_STAGED_PDL_CONFIG, fp16_buffers=buffers, wgmma_in_flight=in_flight,
+                                 num_ab_stages=3)
+    if config_problems(config) == []:
+        assert unsafe_rewrites(buffers, in_flight) == []
+
+
+# ------------------------------------------------------------------------- SASS (CPU compile)
+def _code(config, tmp_path):
+    from kernel.hopper import static_build
+    from profiling import sass
+
+    build = static_build(config, tmp_path, num_groups=8)
+    return sass.kernel_code(build["cubin"])
+
+
+def _k_loop(ins):
+    """Instructions from the first HGMMA to the tile's wait_group(0) (the K loop's body, in code
+    order: its first sub-block's barrier and fragment are above the first HGMMA)."""
+    first = next(i for i, x in enumerate(ins) if x.opcode.startswith("HGMMA"))
+    last = next(i for i, x in enumerate(ins) if i > first and x.opcode.startswith("WARPGROUP.DEPBAR")
+                and x.operands == "gsb0, 0x0")
+    return ins[first:last + 1]
+
+
+@pytest.mark.compile
+def test_in_flight_sass_structure(tmp_path):
+    """bench4's production build: every wgmma wait in the K loop leaves two groups in flight
+    (WARPGROUP.DEPBAR.LE gsb0, 0x2; none laxer), one consumers' barrier (id 1, 256 threads) per
+    sub-block where the two-buffer twin has two, and no local memory between its first and last wgmma
+    (the spill allowance's values are stored before the K loop and loaded after it)."""
+    ins = _code(IN_FLIGHT_CONFIG, tmp_path / "w2")
+    loop = _k_loop(ins)
+    n_sub = IN_FLIGHT_CONFIG.tile_k // 64
+    waits = [x.operands for x in loop if x.opcode.startswith("WARPGROUP.DEPBAR")]
+    assert waits == ["gsb0, 0x2"] * n_sub + ["gsb0, 0x0"], waits
+    bars = [x for x in loop if x.opcode.startswith("BAR.SYNC") and x.operands == "0x1, 0x100"]
+    assert len(bars) == n_sub - 1, [x.operands for x in loop if x.opcode.startswith("BAR")]
+    mmas = [i for i, x in enumerate(ins) if x.opcode.startswith("HGMMA")]
+    assert not [x for x in ins[mmas[0]:mmas[-1]] if x.opcode.startswith(("STL", "LDL"))]
+    twin = _k_loop(_code(dataclasses.replace(IN_FLIGHT_CONFIG, wgmma_in_flight=1, fp16_buffers=2), tmp_path / "twin"))
+    twin_bars = [x for x in twin if x.opcode.startswith("BAR.SYNC") and x.operands == "0x1, 0x100"]
+    assert len(twin_bars) == 2 * n_sub - 1, len(twin_bars)
+    assert [x.operands for x in twin if x.opcode.startswith("WARPGROUP.DEPBAR")] == ["gsb0, 0x1"] * n_sub + ["gsb0, 0x0"]
+
+
+@pytest.mark.compile
+def test_stagger_and_prepass_in_flight_builds_compile(tmp_path):
+    """The two measured, undeclared builds still compile without spills: the stagger's pair (one
+    BAR.ARV and one BAR.SYNC on a run-time id, 256 threads, the sync ahead of the K loop's first
+    wgmma) and the prepass build's two-group waits."""
+    ins = _code(STAGGER_CONFIG, tmp_path / "lag")
+    assert not [x for x in ins if x.opcode.startswith(("STL", "LDL"))]
+    arv = [i for i, x in enumerate(ins) if x.opcode.startswith("BAR.ARV") and x.operands.endswith(", 0x100")]
+    sync = [i for i, x in enumerate(ins) if x.opcode.startswith("BAR.SYNC") and x.operands.startswith("R")
+            and x.operands.endswith(", 0x100")]
+    assert len(arv) == 1 and len(sync) == 1, (arv, sync)
+    first_mma = next(i for i, x in enumerate(ins) if x.opcode.startswith("HGMMA"))
+    assert sync[0] < first_mma < arv[0]
+    ins = _code(SPLIT_WARP_W2_CONFIG, tmp_path / "prew2")
+    assert not [x for x in ins if x.opcode.startswith(("STL", "LDL"))]
+    waits = [x.operands for x in _k_loop(ins) if x.opcode.startswith("WARPGROUP.DEPBAR")]
+    assert len(waits) > 1 and set(waits[:-1]) == {"gsb0, 0x2"}, waits
