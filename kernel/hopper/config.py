@@ -129,7 +129,8 @@ CLUSTER_SIZES = (1, 2)
 # mbarriers (landed and free per buffer)
 Y_CLUSTER_BUFFERS = 4
 Y_CLUSTER_AHEAD = 2
-Y_CLUSTER_BARRIER_BYTES = 2 * Y_CLUSTER_BUFFERS * 8
+MBARRIER_BYTES = 8  # one mbarrier object in shared memory
+Y_CLUSTER_BARRIER_BYTES = 2 * Y_CLUSTER_BUFFERS * MBARRIER_BYTES
 # HopperConfig.y_cluster_copy: how the decoder's copy reaches the peer CTA
 Y_CLUSTER_COPIES = ("st_async", "bulk")
 

@@ -2390,6 +2390,11 @@ class HopperNvfp4GroupedGemm:
         """``y_cluster_decode``: this CTA's landed[b] mbarrier (a pointer)."""
         return self.smem_storage.ycl_bars.data_ptr() + b
 
+    def cluster_y_peer_landed(self, peer_landed0, b):
+        """``y_cluster_decode``: the peer's landed[b] (a shared::cluster address), from its
+        landed[0] (``peer_landed0``, mapped once per kernel)."""
+        return peer_landed0 + cfgmod.MBARRIER_BYTES * b
+
     def cluster_y_free_bar(self, b):
         """``y_cluster_decode``: this CTA's free[b] mbarrier (a pointer), after the landed ones."""
         return self.smem_storage.ycl_bars.data_ptr() + cfgmod.Y_CLUSTER_BUFFERS + b
@@ -2426,7 +2431,8 @@ class HopperNvfp4GroupedGemm:
                 dequant_y_units_rs(units, self.config.operand_exp_shift)  # this CTA's copy only
             else:
                 # the peer's copy by st.async, each 16 bytes counted on the peer's landed[ba]
-                dequant_y_units_rs(units, self.config.operand_exp_shift, (peer_delta, peer_landed + 8 * ba))
+                dequant_y_units_rs(units, self.config.operand_exp_shift,
+                                   (peer_delta, self.cluster_y_peer_landed(peer_landed, ba)))
         self.delay("consumer", "fence", "before")
         cute.arch.fence_proxy("async.shared", space="cta")
         self.delay("consumer", "fence", "after")
@@ -2438,7 +2444,7 @@ class HopperNvfp4GroupedGemm:
             # the peer's free[ba] arrivals, which follow its landed[ba] wait (the copy complete)
             if tidx == 0:
                 src = sy_base + ba * self.y_buf_bytes
-                bulk_copy_to_peer(src + peer_delta, src, self.y_buf_bytes, peer_landed + 8 * ba)
+                bulk_copy_to_peer(src + peer_delta, src, self.y_buf_bytes, self.cluster_y_peer_landed(peer_landed, ba))
 
     @cute.jit
     def warp_release(self, fp16_pipe, state):

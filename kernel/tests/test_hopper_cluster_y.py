@@ -56,8 +56,14 @@ def _ins(config, tmp_path):
     return [i.opcode for i in ins]
 
 
+@pytest.fixture(scope="module")
+def c2d_ops(tmp_path_factory):
+    """The st.async build's opcodes, compiled once for the tests of both peer copies."""
+    return _ins(CLUSTER_Y_CONFIG, tmp_path_factory.mktemp("c2d"))
+
+
 @pytest.mark.compile
-def test_cluster_y_sass_structure(tmp_path):
+def test_cluster_y_sass_structure(c2d_ops, tmp_path):
     """Every fill site stores its unit's four 16-byte chunks locally (STS.128) and into the peer
     (STAS.128, st.async): AHEAD prologue sites and one per sub-block of the K tile; no generic
     store to the peer (ST.E), no GPU-scope memory barrier and no L1 invalidation after the start
@@ -65,14 +71,14 @@ def test_cluster_y_sass_structure(tmp_path):
     there); the cluster sync (UCGABAR_WAIT) before the first remote store or arrive and again
     after the last wgmma and C store; remote arrives (the free barriers) present; the twin
     without the cluster has no STAS."""
-    ops = _ins(CLUSTER_Y_CONFIG, tmp_path / "c2d")
+    ops = c2d_ops
     stas = _cluster_structure(ops, CLUSTER_Y_CONFIG)
     assert len(stas) == 4 * _fill_sites(CLUSTER_Y_CONFIG), len(stas)
     assert not [o for o in _ins(FASTEST_STAGED_PDL_CONFIG, tmp_path / "twin") if o.startswith("STAS")]
 
 
 @pytest.mark.compile
-def test_cluster_y_bulk_sass_structure(tmp_path):
+def test_cluster_y_bulk_sass_structure(c2d_ops, tmp_path):
     """``y_cluster_copy="bulk"``: no STAS; one shared-to-shared bulk copy (UBLKCP.S.S) per fill
     site, each right behind the fill's async-proxy fence and the consumers' barrier (the copy
     engine reads every thread's chunks only after all were stored and fenced), and the same
@@ -85,7 +91,7 @@ def test_cluster_y_bulk_sass_structure(tmp_path):
     for n in copies:
         assert [o.split()[0] for o in ops[n - 2:n]] == ["FENCE.VIEW.ASYNC.S", "BAR.SYNC.DEFER_BLOCKING"], ops[n - 4:n + 1]
     fences = sum(o.startswith("FENCE.VIEW.ASYNC") for o in ops)
-    st_fences = sum(o.startswith("FENCE.VIEW.ASYNC") for o in _ins(CLUSTER_Y_CONFIG, tmp_path / "c2d"))
+    st_fences = sum(o.startswith("FENCE.VIEW.ASYNC") for o in c2d_ops)
     assert st_fences - fences == CLUSTER_Y_CONFIG.tile_k // 64, (st_fences, fences)
 
 
