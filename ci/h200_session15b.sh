@@ -16,10 +16,8 @@ import dataclasses as d, json, kernel.hopper.config as c
 b = c.HopperConfig(); x = d.replace(c.IN_FLIGHT_CONFIG, num_ab_stages=4)
 print(json.dumps({f.name: getattr(x, f.name) for f in d.fields(x) if getattr(x, f.name) != getattr(b, f.name)}))")
 t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
-stamp smoke
-timeout ${T_SMOKE:-150} python3 -m ci.schedule_smoke "$W2" 2>&1 | grep -v "bit-identical$" | tail -12 | tee -a "$OUT/log.txt"
-rc=${PIPESTATUS[0]}; stamp "smoke rc=$rc"
-if [ "$rc" != 0 ]; then stamp "smoke failed (124: hung): the rest skipped"; exit 1; fi
+source "$(dirname "$0")/h200_gates.sh"
+smoke_gate ci.schedule_smoke "$W2" || exit 1
 stamp ablation
 timeout ${T_ABL:-200} python3 -m profiling.ablation --variant "$RP" --variant "$W2" --config "$W2S4" \
   --shapes bench1,bench2,bench3,bench4 --samples 9 --build-timeout 90 2>&1 | tail -6 | tee "$OUT/w2.md"
@@ -27,12 +25,7 @@ stamp slope
 timeout ${T_SLOPE:-120} python3 -m profiling.k_slope --variant "$RP" --variant "$W2" --variant "$RP~no_y_dequant" \
   --variant "$W2~no_y_dequant" --shape bench4 --ks 512,1536,6144 --samples 9 2>&1 | tail -7 | tee "$OUT/k_slope.md"
 stamp properties
-timeout ${T_PROPS:-110} python3 -m pytest -m properties --subject=hopper --variant="$W2" --hypothesis-profile=ci \
-  -k "test_subject_matches_oracle and not per_distribution or rejects" -p no:cacheprovider -q -rs -x 2>&1 \
-  | tail -2 | tee -a "$OUT/log.txt"
+ci_property "$W2"
 stamp bench
-NVFP4_BENCH_FAMILIES=hopper NVFP4_BENCH_SHAPES=bench1,bench2,bench3,bench4 NVFP4_BENCH_VARIANTS="$SW,$RP,$W2" \
-  timeout ${T_BENCH:-170} python3 -m pytest profiling/benchmarks/bench_gpu.py --benchmark-only \
-  --benchmark-json="$OUT/bench_gpu.json" --benchmark-columns=median,iqr,rounds -p no:cacheprovider -q -rs 2>&1 | tail -1
-python3 -m profiling.benchmarks.speed_table "$OUT/bench_gpu.json" 2>&1 | head -7 | tee "$OUT/speed_table.md"
+bench_with_cublas "$SW,$RP,$W2"
 stamp done

@@ -271,9 +271,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "hopper_wrong_stage_index",
         "consumer reads the wrong pipeline stage (stage index off by one)",
         "kernel/hopper/kernel.py",
-        "stage = raw_base + state.index * self.raw_stage_bytes\n                        for sb in cutlass.range_constexpr(self.n_sub):\n                            buf = sb % 2",
+        "stage = raw_base + state.index * self.raw_stage_bytes\n                        for sb in cutlass.range_constexpr(self.n_sub):\n"
+        "                            # 2 or 4 buffers divide",
         "stage = raw_base + ((state.index + 1) % self.stages) * self.raw_stage_bytes\n"
-        "                        for sb in cutlass.range_constexpr(self.n_sub):\n                            buf = sb % 2",
+        "                        for sb in cutlass.range_constexpr(self.n_sub):\n                            # 2 or 4 buffers divide",
         "hopper",
         HOPPER_PROPERTY,
     ),
@@ -570,8 +571,8 @@ _SYNC_EDITS = (
      f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):', ("default", "rs", "w2")),
     ("in_flight_three_buffers", "ring too short for two groups in flight: sub-block 3 rewrites buffer 0, "
      "which the wgmma three sub-blocks back may still read in another warp", _K,
-     f"{_I32}buf = sb % 4  # 4 buffers, 4 sub-blocks per K tile (config rule)",
-     f"{_I32}buf = sb % 3  # 4 buffers, 4 sub-blocks per K tile (config rule)", ("w2",)),
+     f"{_I28}buf = sb % self.fp16_buffers\n",
+     f"{_I28}buf = sb % (self.fp16_buffers - 1)\n", ("w2",)),
     ("consumer_wrong_parity", "wrong mbarrier phase: the consumers' raw-stage state starts with the "
      "producer's parity (the first waits pass on empty stages)", _K,
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)\n"

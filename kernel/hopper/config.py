@@ -388,7 +388,8 @@ class HopperConfig:
     # sub-block): groups g - 1 and g are both queued, so the tensor pipe has two sub-blocks of
     # work while the warps decode the next one; the buffer sub-block g + 1 overwrites was read
     # by group g - 3, which every warp retired before the barrier of sub-block g. X's fragments
-    # of three sub-blocks are live at once (16 more registers per thread)
+    # of three sub-blocks are live at once (bench4's build: 168 registers and 12 bytes of spills
+    # outside the K loop, against 163 and none with one group)
     wgmma_in_flight: int = 1
     arch: str = "sm_90a"
 
@@ -734,6 +735,13 @@ def smem_bytes(config: HopperConfig) -> dict[str, int]:
     return out
 
 
+def _built_with(what: str, config: "HopperConfig", **want) -> list[str]:
+    """The problems of ``config`` for an option built only with these field values: one line per
+    field that differs ("WHAT is built with FIELD=WANT, got GOT")."""
+    return [f"{what} is built with {field}={value!r}, got {getattr(config, field)!r}"
+            for field, value in want.items() if getattr(config, field) != value]
+
+
 def config_problems(config: HopperConfig) -> list[str]:
     """Every rule ``config`` breaks (empty when it can be built)."""
     p: list[str] = []
@@ -782,6 +790,7 @@ def config_problems(config: HopperConfig) -> list[str]:
                 p.append(f"y_cluster_decode takes a ring of {Y_CLUSTER_BUFFERS} fp16 Y buffers, got {config.fp16_buffers}")
         elif config.wgmma_in_flight == 2:
             if config.fp16_buffers != 4:
+                # group g + 1's buffer was last read by group g - 3: in_flight + 2 buffers
                 p.append(f"wgmma_in_flight=2 takes 4 fp16 buffers (group g + 1's buffer last read by group g - 3), "
                          f"got {config.fp16_buffers}")
         elif config.fp16_buffers not in (2, 3):
@@ -895,16 +904,9 @@ def config_problems(config: HopperConfig) -> list[str]:
     if not isinstance(config.y_cluster_decode, bool):
         p.append(f"y_cluster_decode must be a bool, got {config.y_cluster_decode!r}")
     elif config.y_cluster_decode:
-        need = {
-            "cluster_x": (config.cluster_x, 2), "y_source": (config.y_source, "smem_decode"),
-            "x_operand": (config.x_operand, "regs"), "roles": (config.roles, "cooperative"),
-            "swapped": (config.swapped, True), "consumer_warpgroups": (config.consumer_warpgroups, 2),
-            "loader": (config.loader, "tma"), "dequant": (config.dequant, "prmt"),
-            "y_per_warpgroup": (config.y_per_warpgroup, False), "consumer_regs": (config.consumer_regs, 0),
-        }
-        for field, (got, want) in need.items():
-            if got != want:
-                p.append(f"y_cluster_decode is built with {field}={want!r}, got {got!r}")
+        p += _built_with("y_cluster_decode", config, cluster_x=2, y_source="smem_decode", x_operand="regs",
+                         roles="cooperative", swapped=True, consumer_warpgroups=2, loader="tma", dequant="prmt",
+                         y_per_warpgroup=False, consumer_regs=0)
         if config.mma_n * 2 != 128 * config.consumer_warpgroups:
             p.append(f"y_cluster_decode needs one Y unit per consumer thread a sub-block (mma_n 128), got mma_n "
                      f"{config.mma_n}")
@@ -1029,43 +1031,25 @@ def config_problems(config: HopperConfig) -> list[str]:
     elif config.wgmma_in_flight == 2 and config.y_source == "prepass":
         # the prepass consumers (consume_x_regs_y_ring): a Y box is released once the group two
         # sub-blocks later has been issued and the one that read it retired
-        need = {
-            "roles": (config.roles, "cooperative"), "x_operand": (config.x_operand, "regs"),
-            "x_prefetch": (config.x_prefetch, False), "cluster_x": (config.cluster_x, 1),
-            "y_tail16": (config.y_tail16, False),
-        }
-        for field, (got, want) in need.items():
-            if got != want:
-                p.append(f"wgmma_in_flight=2 with y_source='prepass' is built with {field}={want!r}, got {got!r}")
+        p += _built_with("wgmma_in_flight=2 with y_source='prepass'", config, roles="cooperative", x_operand="regs",
+                         x_prefetch=False, cluster_x=1, y_tail16=False)
         if config.fp16_buffers < 4:
             p.append(f"wgmma_in_flight=2 with y_source='prepass' needs a Y ring of 4 or more buffers (two in flight, "
                      f"one waited for, one filling), got {config.fp16_buffers}")
     elif config.wgmma_in_flight == 2:
-        need = {
-            "roles": (config.roles, "cooperative"), "y_source": (config.y_source, "smem_decode"),
-            "x_operand": (config.x_operand, "regs"), "y_per_warpgroup": (config.y_per_warpgroup, False),
-            "y_cluster_decode": (config.y_cluster_decode, False),
-        }
-        for field, (got, want) in need.items():
-            if got != want:
-                p.append(f"wgmma_in_flight=2 is built with {field}={want!r}, got {got!r}")
-        if n_sub % 4:
-            p.append(f"wgmma_in_flight=2 indexes its 4 fp16 buffers by the sub-block (tile_k 256), got tile_k "
-                     f"{config.tile_k}")
+        p += _built_with("wgmma_in_flight=2", config, roles="cooperative", y_source="smem_decode", x_operand="regs",
+                         y_per_warpgroup=False, y_cluster_decode=False)
+        if config.fp16_buffers > 0 and n_sub % config.fp16_buffers:
+            p.append(f"wgmma_in_flight=2 indexes its {config.fp16_buffers} fp16 buffers by the sub-block (tile_k "
+                     f"256), got tile_k {config.tile_k}")
     if not isinstance(config.consumer_stagger, int) or isinstance(config.consumer_stagger, bool) \
             or not 0 <= config.consumer_stagger <= n_sub:
         p.append(f"consumer_stagger must be an int in 0..{n_sub} (sub-blocks of one K tile), got "
                  f"{config.consumer_stagger!r}")
     elif config.consumer_stagger:
-        need = {
-            "y_source": (config.y_source, "prepass"), "x_operand": (config.x_operand, "regs"),
-            "roles": (config.roles, "cooperative"), "consumer_warpgroups": (config.consumer_warpgroups, 2),
-            "cluster_x": (config.cluster_x, 1), "prepass_decoders": (config.prepass_decoders, 0),
-            "prepass_first_local": (config.prepass_first_local, False), "x_prefetch": (config.x_prefetch, False),
-        }
-        for field, (got, want) in need.items():
-            if got != want:
-                p.append(f"consumer_stagger is built with {field}={want!r}, got {got!r}")
+        p += _built_with("consumer_stagger", config, y_source="prepass", x_operand="regs", roles="cooperative",
+                         consumer_warpgroups=2, cluster_x=1, prepass_decoders=0, prepass_first_local=False,
+                         x_prefetch=False)
         if not config.prepass_chunk:
             p.append("consumer_stagger is built on the chunked prepass (prepass_chunk > 0)")
         if not n_sub <= config.fp16_buffers <= 2 * n_sub:

@@ -1081,11 +1081,10 @@ class HopperNvfp4GroupedGemm:
                         self.delay("consumer", "wait", "after")
                         stage = raw_base + state.index * self.raw_stage_bytes
                         for sb in cutlass.range_constexpr(self.n_sub):
-                            buf = sb % 2
+                            # 2 or 4 buffers divide the K tile's sub-blocks: static; 3 do not
+                            buf = sb % self.fp16_buffers
                             if cutlass.const_expr(self.fp16_buffers == 3):
                                 buf = fp16_buf.index
-                            if cutlass.const_expr(cfg.wgmma_in_flight == 2):
-                                buf = sb % 4  # 4 buffers, 4 sub-blocks per K tile (config rule)
                             if cutlass.const_expr(self.y_per_wg):
                                 buf = ybuf0 + sb % 2  # this warpgroup's ring
                             self.delay("consumer", "decode", "before")
@@ -1142,7 +1141,8 @@ class HopperNvfp4GroupedGemm:
                                 # wgmma three sub-blocks back (four with wgmma_in_flight=2), which
                                 # every warp retired (its wait_group(1), or (2)) before the barrier
                                 # this warp passed last
-                                fp16_buf.advance()
+                                if cutlass.const_expr(self.fp16_buffers == 3):
+                                    fp16_buf.advance()
                         state.advance()
                     self.wait_group(0)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
@@ -2265,7 +2265,7 @@ class HopperNvfp4GroupedGemm:
                 state.advance()
             self.delay("consumer", "wgmma_wait", "before")
             self.wait_group(0)
-            for _r in cutlass.range_constexpr(in_flight):  # a tile has >= 4 sub-blocks: in_flight unreleased
+            for _r in cutlass.range_constexpr(in_flight):  # a tile's last in_flight boxes (it has >= n_sub of them)
                 self.warp_release(y_pipe, retire_state)
                 retire_state.advance()
             if cutlass.const_expr(late_coords):

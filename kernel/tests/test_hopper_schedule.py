@@ -80,7 +80,7 @@ def consumer_sequence(buffers: int, in_flight: int, sub_blocks: int):
     return seq
 
 
-def unsafe_rewrites(buffers: int, in_flight: int, sub_blocks: int = 16, warps: int = 8):
+def unsafe_rewrites(buffers: int, in_flight: int, sub_blocks: int = 16):
     """Rewrites of a buffer (sub-block g into buffer g % buffers) that do not happen after every
     warp's retirement of the wgmma that read it last (sub-block g - buffers). Happens-before: a
     warp's program order, and a barrier instance (every consumer warp arrives; none leaves
@@ -94,9 +94,9 @@ def unsafe_rewrites(buffers: int, in_flight: int, sub_blocks: int = 16, warps: i
     bad = []
     for g in range(buffers, sub_blocks):
         retire, write = pos[("retire", g - buffers)], pos[("write", g)]
-        own = retire < write
-        others = any(retire < b < write for b in barriers)
-        if not own or (warps > 1 and not others):
+        own = retire < write  # this warp's own reader
+        others = any(retire < b < write for b in barriers)  # the other consumer warps' readers
+        if not (own and others):
             bad.append(g)
     return bad
 
@@ -104,8 +104,8 @@ def unsafe_rewrites(buffers: int, in_flight: int, sub_blocks: int = 16, warps: i
 def test_model_finds_the_race_of_a_ring_too_short_for_its_wait():
     """The model is not vacuous: the two bugs of the session-15 H200 mutants are unsafe in it
     (hopper_sync_wgmma_wait_lax__w2: one group more in flight; hopper_sync_in_flight_three_buffers__w2:
-    three buffers with two groups in flight), as are the ping-pong without its second barrier's
-    reasoning applied to three groups, while every schedule the kernel builds is safe."""
+    three buffers with two groups in flight), as is the two-buffer ping-pong with two groups in
+    flight, while every schedule the kernel builds is safe."""
     assert unsafe_rewrites(buffers=4, in_flight=3)
     assert unsafe_rewrites(buffers=3, in_flight=2)
     assert unsafe_rewrites(buffers=2, in_flight=2)
