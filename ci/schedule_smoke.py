@@ -1,6 +1,7 @@
 """GPU smoke test of the consumers' schedule options (issue 14 session 15), before the
-properties: the warpgroups kept out of step (``consumer_stagger``, label ``_lag<L>``) and two
-wgmma groups in flight (``wgmma_in_flight=2``, label ``_w2``). Neither changes a wgmma chain, so
+properties: the warpgroups kept out of step (``consumer_stagger``, label ``_lag<L>``), two
+wgmma groups in flight (``wgmma_in_flight=2``, label ``_w2``), and (session 16) phase 1 in a
+launch of its own (``prepass_kernel_warps``, label letter ``k``). None changes a wgmma chain, so
 each build's C must be bit-identical to its twin without the option, with outputs NaN-filled
 before each launch, on problems that reach every part of the schedule: one K tile per tile and
 many tiles per CTA (the stagger's warpgroup 0 arrives for the next tile before warpgroup 1 has
@@ -32,7 +33,12 @@ CASES = [
 
 def twin_of(config):
     """The same build in lockstep, with one wgmma group in flight (the Y-decoding build: and its
-    2 fp16 buffers; the prepass build keeps its Y ring)."""
+    2 fp16 buffers; the prepass build keeps its Y ring), and phase 1 inside the GEMM's launch
+    (``prepass_kernel_warps``; with the staged stores of the production build)."""
+    from kernel.hopper.config import phase1_inside_twin
+
+    if config.prepass_kernel_warps:
+        config = phase1_inside_twin(config)
     if config.wgmma_in_flight != 1:
         buffers = config.fp16_buffers if config.y_source == "prepass" else 2
         config = dataclasses.replace(config, wgmma_in_flight=1, fp16_buffers=buffers)
@@ -42,12 +48,11 @@ def twin_of(config):
 def builds_of(labels, lags):
     """The builds of ``labels``: declared variants, or configs kernel.hopper.config names but does
     not declare (measured, e.g. ``STAGGER_CONFIG``)."""
-    from kernel.hopper import config as cfgmod
-    from kernel.hopper.config import DECLARED_VARIANTS, HopperConfig, check_config
+    from kernel.hopper.config import DECLARED_VARIANTS, check_config, named_configs
 
-    named = [c for c in vars(cfgmod).values() if isinstance(c, HopperConfig)]
-    by_label = {c.label: c for c in list(DECLARED_VARIANTS) + named}
-    labels = labels or [c.label for c in DECLARED_VARIANTS if c.consumer_stagger or c.wgmma_in_flight != 1]
+    by_label = named_configs()
+    labels = labels or [c.label for c in DECLARED_VARIANTS
+                        if c.consumer_stagger or c.wgmma_in_flight != 1 or c.prepass_kernel_warps]
     unknown = [x for x in labels if x not in by_label]
     if unknown:
         raise SystemExit(f"unknown variant(s) {unknown}")

@@ -53,18 +53,18 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
     """The builds to time: each variant and config, then (``ablate``) its ablated twins, only
     those of ``parts`` when given (e.g. ``["no_epilogue"]``)."""
     from kernel.hopper.ablation import PARTS
-    from kernel.hopper.config import DECLARED_VARIANTS, HopperConfig, check_config
+    from kernel.hopper.config import HopperConfig, check_config, named_configs
 
     if parts is not None:
         unknown = [p for p in parts if p not in PARTS]
         if unknown or not ablate:
             raise SystemExit(f"--parts takes --ablate and parts of {', '.join(PARTS)}; got {', '.join(parts)}")
 
-    by_label = {c.label: c for c in DECLARED_VARIANTS}
+    by_label = named_configs()
     out = []
     for label in variants:
         if label not in by_label:
-            raise SystemExit(f"unknown variant {label!r}; declared: {', '.join(by_label)}")
+            raise SystemExit(f"unknown variant {label!r}; known: {', '.join(by_label)}")
         out.append(by_label[label])
     for text in configs:
         out.append(HopperConfig(**json.loads(text)))
@@ -84,16 +84,22 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
 
 
 def labelled_builds(variants: Sequence[str]) -> dict[str, Build]:
-    """``LABEL`` or ``LABEL~PART`` (a declared Hopper label, and the ablation part its build
-    leaves out) -> its Build, keyed by the text given (profiling.k_slope, profiling.timeline).
-    Raises ValueError naming an unknown label; an ablation the config cannot take raises
-    UnsupportedConfigError (check_ablation)."""
-    from kernel.hopper.config import DECLARED_VARIANTS
+    """``LABEL`` or ``LABEL~PART`` (a Hopper label, declared or named by kernel.hopper.config, or
+    HopperConfig fields as JSON; and the ablation part its build leaves out) -> its Build, keyed by the text given
+    (profiling.k_slope, profiling.timeline). Raises ValueError naming an unknown label; an
+    ablation the config cannot take raises UnsupportedConfigError (check_ablation)."""
+    from kernel.hopper.config import named_configs
 
-    configs = {c.label: c for c in DECLARED_VARIANTS}
+    from kernel.hopper.config import HopperConfig, check_config
+
+    configs = named_configs()
     builds = {}
     for text in variants:
         label, _, part = text.partition("~")
+        if label.startswith("{"):  # HopperConfig fields as JSON, as profiling.ablation --config
+            config = HopperConfig(**json.loads(label))
+            check_config(config)
+            configs[label] = config
         if label not in configs:
             raise ValueError(f"unknown variant {label!r}")
         ablation = Ablation(part) if part else None

@@ -40,7 +40,8 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, fl
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profiling.k_slope", description=__doc__.split("\n\n")[0])
-    p.add_argument("--variant", action="append", required=True, help="a declared Hopper label (repeatable)")
+    p.add_argument("--variant", action="append", required=True,
+                   help="a Hopper label, declared or named by kernel.hopper.config, or its fields as JSON (repeatable)")
     p.add_argument("--shape", default="bench4", help="a standard shape: its M per group and N are kept")
     p.add_argument("--ks", default="512,1536,3072,6144", help="comma-separated K values (multiples of 256)")
     p.add_argument("--samples", type=int, default=15)
@@ -83,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|" + "---|" * (len(ks) + 3))
     for label in args.variant:
         a, b, r = fit_line([k / K_TILE for k in ks], times[label])
-        print(f"| `{label}` | " + " | ".join(f"{t:.2f}" for t in times[label]) + f" | {a:.2f} | {b:.3f} | {r:.2f} |")
+        name = builds[label][0].label + (label[label.index("~"):] if "~" in label else "")
+        print(f"| `{name}` | " + " | ".join(f"{t:.2f}" for t in times[label]) + f" | {a:.2f} | {b:.3f} | {r:.2f} |")
     return 0
 
 

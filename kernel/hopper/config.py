@@ -106,6 +106,14 @@ PREPASS_BATCH = 4
 PREPASS_STAGED_WARP_BYTES = 32 * 128  # prepass_store="staged": one 128-byte item slot per lane
 # prepass_decoders > 0: warps of phase 1 in the background, at most (the CTA stays at 384 threads)
 PREPASS_DECODERS_MAX = 3
+# prepass_kernel_warps: the phase-1 launch's warps per CTA (at most one per SM sub-partition) and
+# its register cap. The GEMM's 9 warps put 3 on one sub-partition (16384 registers each): 3 x 160
+# + 32 registers per thread fill it, so a 4-warp phase-1 CTA at 32 registers fits beside a GEMM
+# CTA of up to 160 registers (the budget test: kernel/tests/test_hopper_phase1_kernel.py)
+PHASE1_KERNEL_WARPS_MAX = 4
+PHASE1_KERNEL_REGS = 56
+PHASE1_KERNEL_BATCH = 2  # items each thread loads at once (4 spill at 56 registers)
+SM_SUBPARTITION_REGISTERS = 16384
 # prepass_decoders > 0: named barrier ids of the decoder warps' chunk barrier and of the hand-off
 # (producer warp -> decoder warps) that orders the producer's generation read before the CTA
 # counts through phase 1 (see EPILOGUE_BARRIER_ID0 for the others)
@@ -331,6 +339,29 @@ class HopperConfig:
     # warps' item slots in a region of their own (the Y ring is in use). 0: phase 1 on every
     # thread before phase 2
     prepass_decoders: int = 0
+    # issue 14, session 16 (experimental; label "k<W>" after the prepass letters): phase 1 in a
+    # launch of its own, on the same stream right before the GEMM's. The phase-1 grid (W warps per
+    # CTA, PHASE1_KERNEL_REGS registers, no shared memory) waits for the stream's previous kernel
+    # (griddepcontrol.wait), then lets the GEMM's grid launch at once (launch_dependents) and
+    # decodes Y into the workspace. The GEMM's CTAs fit beside its CTAs on each SM, so they run
+    # their prologue, the balanced split and the first tile's X stages while phase 1 decodes;
+    # only the producer waits (griddepcontrol.wait: phase 1's grid complete, its stores
+    # visible) before its first Y box. In place of the in-kernel phase 1 and its grid barrier.
+    # What the GEMM reads before that wait (the group tables, the tensor maps, B and its scales)
+    # is safe: its grid launches only after every phase-1 CTA passed its own wait for the
+    # stream's previous kernel. With prepass_sync="flags" (session 17, label letters "f...k"):
+    # phase 1 decodes K-chunk-major and publishes the readiness flags, and the GEMM's producer
+    # waits per K chunk on its Y block's flags instead of phase 1's whole grid, so the K loop
+    # starts once the first K chunk is decoded; the GEMM reads the generation, waits for phase
+    # 1's grid only at its end (every claim made) and counts its CTAs through (the last one
+    # resets the claims and advances the generation: kernel.hopper.workspace).
+    # 0: phase 1 inside the GEMM's launch
+    prepass_kernel_warps: int = 0
+    # with prepass_kernel_warps: when the GEMM's grid lets the next launch (the next call's phase
+    # 1) start its CTAs beside its own: "start" (at its start), "late" (each CTA once its producer
+    # has issued its last load), "exit" (never: at its completion). A waiting CTA beside the
+    # GEMM's holds one warp per sub-partition in griddepcontrol.wait during the K loop
+    prepass_kernel_trigger: str = "late"
     # issue 14, session 11 (experimental; y_source="prepass" with prepass_chunk > 0 and the
     # completion barrier; label letter "z" after the prepass letters): each group's workspace rows
     # start at a multiple of the smallest Y tile (64 rows with y_tail64, else mma_n), and the rows
@@ -540,6 +571,7 @@ class HopperConfig:
         sched += "m" if self.prepass_map_early else ""
         sched += "q" if self.prepass_claim_first else ""
         sched += f"g{self.prepass_decoders}" if self.prepass_decoders else ""
+        sched += f"k{self.prepass_kernel_warps}{self.prepass_kernel_trigger[0]}" if self.prepass_kernel_warps else ""
         sched += "z" if self.y_row_pad else ""
         sched += "h" if self.prepass_first_local else ""
         sched += f"{self.first_local_tiles}" if self.prepass_first_local and self.first_local_tiles != 1 else ""
@@ -708,6 +740,38 @@ def epilogue_stage_bytes_for(config: HopperConfig, rows: int) -> int:
     return config.consumer_warpgroups * rows * EPILOGUE_WG_COLS * 2
 
 
+SMEM_PER_SM_BYTES = 233472  # sm_90: 228 KiB of shared memory per SM
+SMEM_PER_CTA_OVERHEAD = 2048  # a CuTe DSL CTA: 1 KiB of static shared memory + 1 KiB the driver reserves
+
+
+def phase1_staged_bytes(config: HopperConfig) -> int:
+    """``prepass_kernel_warps``: the staged stores' item slots of one phase-1 CTA (32 per warp),
+    or none."""
+    if not config.prepass_kernel_warps or config.prepass_store != "staged":
+        return 0
+    return config.prepass_kernel_warps * PREPASS_STAGED_WARP_BYTES
+
+
+PHASE1_FLAGS_SLOT_BYTES = 16  # prepass_sync="flags": the claim (2) and generation slots of a phase-1 CTA
+
+
+def phase1_launch_smem(config: HopperConfig) -> int:
+    """``prepass_kernel_warps``: dynamic shared memory of one phase-1 CTA: its staged item slots,
+    then (flags) its claim and generation slots."""
+    if not config.prepass_kernel_warps:
+        return 0
+    flags = PHASE1_FLAGS_SLOT_BYTES if config.prepass_sync == "flags" else 0
+    return phase1_staged_bytes(config) + flags
+
+
+def smem_capacity(config: HopperConfig) -> int:
+    """Dynamic shared memory the GEMM's CTA may take: the per-block limit, or with
+    ``prepass_kernel_warps`` what leaves room for one phase-1 CTA on the same SM."""
+    if not config.prepass_kernel_warps:
+        return SMEM_CAPACITY_BYTES
+    return min(SMEM_CAPACITY_BYTES, SMEM_PER_SM_BYTES - 2 * SMEM_PER_CTA_OVERHEAD - phase1_launch_smem(config))
+
+
 def epilogue_stage_rows(config: HopperConfig) -> int:
     """``epilogue="smem"``: rows of C one staging pass holds (0 with ``epilogue="direct"``): the
     tile's ``mma_n`` rows (one pass) when that fits shared memory beside everything else, else
@@ -719,7 +783,7 @@ def epilogue_stage_rows(config: HopperConfig) -> int:
         return 0
     before = _smem_bytes_before_staging(config)["total"]
     rows = config.mma_n
-    while rows > 16 and before + SMEM_ALIGN + epilogue_stage_bytes_for(config, rows) > SMEM_CAPACITY_BYTES:
+    while rows > 16 and before + SMEM_ALIGN + epilogue_stage_bytes_for(config, rows) > smem_capacity(config):
         rows //= 2
     return rows
 
@@ -920,9 +984,10 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"y_tail64 must be a bool, got {config.y_tail64!r}")
     elif config.y_tail64:
         if config.y_source != "prepass" or not config.prepass_chunk or (config.prepass_sync != "barrier"
-                                                                        and not config.prepass_decoders):
+                                                                        and not config.prepass_decoders
+                                                                        and not config.prepass_kernel_warps):
             p.append("y_tail64 needs y_source='prepass', prepass_chunk > 0 and prepass_sync='barrier' "
-                     "(or the background phase 1, prepass_decoders > 0)")
+                     "(or phase 1 beside phase 2: prepass_decoders > 0 or prepass_kernel_warps > 0)")
         if config.cluster_x != 1:
             p.append("y_tail64 is built without clusters (cluster_x=1)")
         if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
@@ -931,10 +996,12 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"prepass_store must be 'direct' or 'staged', got {config.prepass_store!r}")
     elif config.prepass_store == "staged":
         if config.y_source != "prepass" or not config.prepass_chunk or (config.prepass_sync != "barrier"
-                                                                        and not config.prepass_decoders):
+                                                                        and not config.prepass_decoders
+                                                                        and not config.prepass_kernel_warps):
             p.append("prepass_store='staged' is built for y_source='prepass' with prepass_chunk > 0 and "
-                     "prepass_sync='barrier' (or the background phase 1, prepass_decoders > 0)")
-        elif not config.prepass_decoders and (  # (the decoder warps stage in a region of their own)
+                     "prepass_sync='barrier' (or phase 1 beside phase 2: prepass_decoders > 0 or "
+                     "prepass_kernel_warps > 0)")
+        elif not config.prepass_decoders and not config.prepass_kernel_warps and (  # (their own region)
                 (config.threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config)):
             p.append(f"prepass_store='staged' stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
                      f"{config.threads // 32} warps need more than its {config.fp16_buffers} buffers")
@@ -963,6 +1030,21 @@ def config_problems(config: HopperConfig) -> list[str]:
         if config.y_tail64 and not config.prepass_split_warp:
             p.append("prepass_decoders with y_tail64 needs prepass_split_warp (the consumers wait for the "
                      "producer warp's split at the start: the warp search keeps that short)")
+    if not isinstance(config.prepass_kernel_warps, int) or isinstance(config.prepass_kernel_warps, bool) \
+            or not 0 <= config.prepass_kernel_warps <= PHASE1_KERNEL_WARPS_MAX:
+        p.append(f"prepass_kernel_warps must be an int in 0..{PHASE1_KERNEL_WARPS_MAX}, got "
+                 f"{config.prepass_kernel_warps!r}")
+    elif config.prepass_kernel_warps:
+        p += _built_with("prepass_kernel_warps (phase 1 in a launch of its own)", config, y_source="prepass",
+                         cluster_x=1, prepass_lean_exit=False,
+                         prepass_x_before=False, prepass_count_after=False, prepass_first_local=False,
+                         prepass_decoders=0, pdl=False, smem_tables=False)
+        if not config.prepass_chunk:
+            p.append("prepass_kernel_warps is built on the chunked phase 1 (prepass_chunk > 0)")
+        if config.prepass_kernel_trigger not in ("start", "late", "exit"):
+            p.append(f"prepass_kernel_trigger must be 'start', 'late' or 'exit', got {config.prepass_kernel_trigger!r}")
+    elif config.prepass_kernel_trigger != "late":
+        p.append("prepass_kernel_trigger is prepass_kernel_warps's (phase 1 in a launch of its own)")
     if not isinstance(config.prepass_split_warp, bool):
         p.append(f"prepass_split_warp must be a bool, got {config.prepass_split_warp!r}")
     elif config.prepass_split_warp and (not config.y_tail64 or not config.prepass_chunk or config.prepass_lean_exit):
@@ -1093,10 +1175,12 @@ def config_problems(config: HopperConfig) -> list[str]:
             f"warps need {config.acc_regs_per_thread} accumulators + {MMA_OVERHEAD_REGS} = {need}"
         )
     sm = smem_bytes(config)
-    if sm["total"] > SMEM_CAPACITY_BYTES:
+    if sm["total"] > smem_capacity(config):
         raw_stage = raw_stage_layout(config)["bytes"]
+        beside = (f" (the room beside a phase-1 CTA of {phase1_launch_smem(config)} B)"
+                  if config.prepass_kernel_warps else "")
         p.append(
-            f"shared memory {sm['total']} B > {SMEM_CAPACITY_BYTES} B: {config.num_ab_stages} stages x "
+            f"shared memory {sm['total']} B > {smem_capacity(config)} B{beside}: {config.num_ab_stages} stages x "
             f"{raw_stage} B raw FP4+scales = {sm['raw_stages']} B, + {sm['dequant_buffers']} B fp16 "
             f"operand buffers ({config.fp16_buffers} x ({config.mma_m}+{config.mma_n}x{config.y_copies}) rows x "
             f"{DEQUANT_SUB_K} x 2 B), + {sm['barriers']} B barriers + {3 * SMEM_ALIGN} B alignment"
@@ -1229,6 +1313,20 @@ IN_FLIGHT_CONFIG = replace(FASTEST_STAGED_PDL_CONFIG, fp16_buffers=4, wgmma_in_f
 # 8.99 + 1.348 us per 256 K against 8.92 + 1.354, bench_gpu 126.4 / 74.9 / 31.3 / 17.8 against
 # 125.0 / 77.1 / 30.7 / 17.4: its tensor pipe is fed already
 SPLIT_WARP_W2_CONFIG = replace(SPLIT_WARP_CONFIG, wgmma_in_flight=2)
+# Session 16: the production prepass build with phase 1 in a launch of its own, 4 warps per CTA,
+# beside the GEMM's CTAs (prepass_kernel_warps; direct stores: that launch has no shared memory)
+PHASE1_KERNEL_CONFIG = replace(SPLIT_WARP_CONFIG, prepass_store="direct", prepass_kernel_warps=4)
+# ... with phase 1's staged stores (its 4 warps' item slots: 16 KB, so the GEMM takes 3 raw stages
+# and stages C in 64-row passes)
+PHASE1_KERNEL_STAGED_CONFIG = replace(SPLIT_WARP_CONFIG, num_ab_stages=3, prepass_kernel_warps=4)
+# ... and each with the next launch let in at the GEMM's start or at its completion instead
+PHASE1_KERNEL_START_CONFIG = replace(PHASE1_KERNEL_CONFIG, prepass_kernel_trigger="start")
+PHASE1_KERNEL_EXIT_CONFIG = replace(PHASE1_KERNEL_CONFIG, prepass_kernel_trigger="exit")
+PHASE1_KERNEL_STAGED_EXIT_CONFIG = replace(PHASE1_KERNEL_STAGED_CONFIG, prepass_kernel_trigger="exit")
+# Session 17: the same with readiness flags (the GEMM's producer waits per K chunk, not for the
+# phase-1 grid): direct stores at 4 raw stages, and the staged stores at 3
+PHASE1_FLAGS_CONFIG = replace(PHASE1_KERNEL_EXIT_CONFIG, prepass_sync="flags")
+PHASE1_FLAGS_STAGED_CONFIG = replace(PHASE1_KERNEL_STAGED_EXIT_CONFIG, prepass_sync="flags")
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
 # none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
 # store or load sits between the kernel's first and last wgmma (none in the K loop).
@@ -1466,6 +1564,14 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     CLUSTER_Y_CONFIG,
     # issue 14, session 14: its peer copy by cp.async.bulk (label "..._c2db_...")
     CLUSTER_Y_BULK_CONFIG,
+    # issue 14, session 16: the production prepass build with phase 1 in a launch of its own
+    # beside the GEMM's CTAs, its stores staged, the next launch let in at the GEMM's completion
+    # (prepass_kernel_warps, label "..._prec1xswk4e_..."): the fastest of the five measured
+    # (PHASE1_KERNEL_*_CONFIG), no faster than production on bench1-3 nor than _w2 on bench4
+    PHASE1_KERNEL_STAGED_EXIT_CONFIG,
+    # (issue 14, session 17: the own-launch builds with readiness flags, PHASE1_FLAGS_CONFIG and
+    # PHASE1_FLAGS_STAGED_CONFIG, measured correct and slower, are not declared:
+    # kernel/tests/test_hopper_phase1_kernel.py compiles them)
     # (issue 14, session 15: the production prepass build with its consumer warpgroups out of
     # step, STAGGER_CONFIG, and with two wgmma groups in flight, SPLIT_WARP_W2_CONFIG, measured
     # correct and no faster, are not declared: kernel/tests/test_hopper_schedule.py compiles them)
@@ -1476,3 +1582,18 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = tuple(c for c in _DECLARED_MAT
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 
 STATIC_MATRIX: tuple[HopperConfig, ...] = DECLARED_VARIANTS
+
+
+def named_configs() -> dict[str, HopperConfig]:
+    """Label -> config of every declared variant and of every config this module names without
+    declaring it (measured builds: the session scripts, profiling.k_slope and ci.schedule_smoke
+    take their labels too)."""
+    named = [c for c in globals().values() if isinstance(c, HopperConfig)]
+    return {c.label: c for c in list(DECLARED_VARIANTS) + named}
+
+
+def phase1_inside_twin(config: HopperConfig) -> HopperConfig:
+    """``prepass_kernel_warps`` > 0: the same build with phase 1 inside the GEMM's launch (the
+    production build's staged stores): its results are the same bits."""
+    return replace(config, prepass_kernel_warps=0, prepass_kernel_trigger=HopperConfig.prepass_kernel_trigger,
+                   prepass_store="staged", prepass_sync="barrier")

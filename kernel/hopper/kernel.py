@@ -307,6 +307,10 @@ class HopperNvfp4GroupedGemm:
         self.prepass_flags = config.prepass_sync == "flags"
         if self.prepass_flags:
             fp16_bar_count += 1
+        # prepass_kernel_warps (session 16): phase 1 in the launch before this one (phase1_kernel);
+        # with flags (session 17) this launch only waits on them: its phase 1 is not inline
+        self.own_launch = config.prepass_kernel_warps != 0
+        self.inline_flags = self.prepass_flags and not self.own_launch
         # y_tail64 (session 5, experimental): a tile whose Y rows are at most 64 (m - m0 <= 64, a
         # group's last Y block) runs wgmma N = 64 on the first half of the 128-row Y buffer and of
         # the accumulators; tiles come from the balanced schedule (kernel.plan): this CTA's
@@ -403,7 +407,62 @@ class HopperNvfp4GroupedGemm:
             launch["cluster"] = (self.cluster, 1, 1)
         if self.config.pdl:
             launch["use_pdl"] = True  # griddepcontrol in the kernel (HopperConfig.pdl)
+        if self.config.prepass_kernel_warps:
+            # phase 1's own launch first (HopperConfig.prepass_kernel_warps); both with the
+            # programmatic-serialization attribute, so each may start beside its predecessor
+            sizes_ptr, _prefix, ptrs_ptr, _tmaps, _delays, ws_ptr = pointers
+            threads = 32 * self.config.prepass_kernel_warps
+            self.phase1_kernel(sizes_ptr, ptrs_ptr, ws_ptr).launch(
+                grid=(num_ctas, 1, 1), block=(threads, 1, 1), stream=stream, use_pdl=True,
+                # the register cap: 65536 / (threads x min blocks) = PHASE1_KERNEL_REGS; the
+                # carveout: all shared memory, the GEMM's CTAs' configuration (an SM changes it
+                # only when it is empty, so a smaller one would keep them off its SM)
+                max_number_threads=[threads, 1, 1],
+                min_blocks_per_mp=65536 // (threads * cfgmod.PHASE1_KERNEL_REGS),
+                preferred_smem_carveout=100,
+            )
+            launch["use_pdl"] = True
         self.kernel(tiled_mma, x_layout, y_layout, *pointers).launch(**launch)
+
+    @cute.kernel
+    def phase1_kernel(self, sizes_ptr: cute.Pointer, ptrs_ptr: cute.Pointer, ws_ptr: cute.Pointer):
+        """``prepass_kernel_warps``: phase 1 in a launch of its own. Every thread waits for the
+        stream's previous kernel first (its writes of A and its scales visible, its reads of the
+        workspace done), and only then lets the GEMM's grid launch: so whatever the GEMM reads
+        before its own wait (tables, tensor maps, B) was complete before it started."""
+        cute.arch.griddepcontrol_wait()
+        cute.arch.griddepcontrol_launch_dependents()
+        tidx, _, _ = cute.arch.thread_idx()
+        G = self.num_groups
+        m_sizes = cute.make_tensor(sizes_ptr, cute.make_layout((G, 4), stride=(4, 1)))
+        m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
+        staged = self.config.prepass_store == "staged"
+        scratch = cutlass.Int32(0)
+        if cutlass.const_expr(cfgmod.phase1_launch_smem(self.config)):
+            smem = cutlass.memory.SmemAllocator()
+            scratch = smem.allocate_array(cutlass.Uint8, cfgmod.phase1_launch_smem(self.config),
+                                          byte_alignment=128).toint()
+        if cutlass.const_expr(self.prepass_flags):
+            # K-chunk-major items and readiness flags (flags_phase1 on this launch's threads and
+            # CTA barrier; its claim and generation slots after the staged item slots). No count
+            # through here: the GEMM's CTAs read the generation and advance it
+            # (own_launch_count_through)
+            threads = 32 * self.config.prepass_kernel_warps
+            warp_slots = scratch + (cutlass.Int32(tidx) // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
+            self.flags_phase1(cutlass.Int32(tidx), threads, m_sizes, m_ptrs, ws_ptr.toint(),
+                              scratch + cfgmod.phase1_staged_bytes(self.config), warp_slots, staged, False,
+                              cfgmod.PHASE1_KERNEL_BATCH)
+        else:
+            self.phase1_own_decode(cutlass.Int32(tidx), m_sizes, m_ptrs, ws_ptr.toint(), scratch)
+
+    @cute.jit
+    def own_launch_count_through(self, ws: cutlass.Int64, gen: cutlass.Int32):
+        """``prepass_kernel_warps`` with flags, the producer warp after its last Y box and the
+        rings' tails: wait for phase 1's grid (complete: every claim made), then lane 0 counts this
+        CTA through; the last CTA through resets the claims and advances the generation
+        (``if_thread0_count_through``), after every CTA of this grid read it."""
+        cute.arch.griddepcontrol_wait()
+        if_thread0_count_through(cute.arch.lane_idx(), ws, gen)
 
     # ---------------------------------------------------------------------- device side
     def y_ring(self, storage, release_warps: int, cta_layout_vmnk: tuple):
@@ -667,6 +726,11 @@ class HopperNvfp4GroupedGemm:
             # frees (they wait here in turn). What overlaps: the launch and the CTAs' dispatch
             cute.arch.griddepcontrol_wait()
             cute.arch.griddepcontrol_launch_dependents()
+        elif cutlass.const_expr(cfg.prepass_kernel_warps and cfg.prepass_kernel_trigger == "start"):
+            # phase 1 ran in the launch before this one (phase1_kernel), which let this grid start
+            # only after the stream's previous kernel completed; the producer waits for phase 1
+            # itself before its first Y box. The next launch may start its CTAs beside these
+            cute.arch.griddepcontrol_launch_dependents()
         tidx, _, _ = cute.arch.thread_idx()
         tidx = cutlass.Int32(tidx)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -797,7 +861,7 @@ class HopperNvfp4GroupedGemm:
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
                                            c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
                                            sy_iter=storage.sY if (self.tail64 or self.tail16) else None)
-        elif cutlass.const_expr(self.prepass_flags):
+        elif cutlass.const_expr(self.inline_flags):
             # ---------- issue 14: phase 1 K-chunk-major with readiness flags, then phase 2
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
@@ -830,8 +894,10 @@ class HopperNvfp4GroupedGemm:
                 if warp_idx >= self.producer_warp:
                     self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
                                           cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
-            if cutlass.const_expr(self.ablates("prepass")):
-                chunks = cutlass.Int32(0)  # profiling only: no item decoded (the Y boxes read stale rows)
+            own_launch = self.own_launch  # phase 1 in the launch before this one
+            if cutlass.const_expr(self.ablates("prepass") or own_launch):
+                # (ablation, profiling only: no item decoded, the Y boxes read stale rows)
+                chunks = cutlass.Int32(0)
             else:
                 chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base)
             if cutlass.const_expr(self.timeline):
@@ -852,7 +918,7 @@ class HopperNvfp4GroupedGemm:
                         # stages, after the warp's phase-1 chunks
                         self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
                                               cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
-                elif cutlass.const_expr(not first_local):
+                elif cutlass.const_expr(not first_local and not own_launch):
                     if tidx == 0:
                         if cutlass.const_expr(count_after):
                             self.prepass_wait_done(ws, chunks)
@@ -886,8 +952,20 @@ class HopperNvfp4GroupedGemm:
                         p_begin, p_end, p_step = self.balanced_read(total, share_slots)  # producer_x_first's
                     else:
                         p_begin, p_end, p_step = self.tile_range(total)
+                    gen = None
+                    if cutlass.const_expr(own_launch and self.prepass_flags):
+                        # the generation phase 1's flags carry (+ 1): only this grid's CTAs
+                        # advance it, each after this read (own_launch_count_through)
+                        gen = ld_relaxed_gpu_u32(ws + GEN_WORD)
+                    elif cutlass.const_expr(own_launch):
+                        # phase 1's grid complete and its workspace stores visible: the one wait
+                        # of this grid, before its first Y box (the X stages went out already)
+                        cute.arch.griddepcontrol_wait()
                     self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                           p_begin, p_end, p_step, total, chunks=chunks if first_local else None)
+                                           p_begin, p_end, p_step, total, gen=gen,
+                                           chunks=chunks if first_local else None)
+                    if cutlass.const_expr(own_launch and self.prepass_flags):
+                        self.own_launch_count_through(ws, gen)
                 else:
                     if cutlass.const_expr(count_after):
                         # counted through after the barrier: the atomic's round trip overlaps the
@@ -1319,14 +1397,14 @@ class HopperNvfp4GroupedGemm:
             self.prepass_wait(ws, chunks)
         cute.arch.barrier()
 
-    def prepass_chunking(self, items, threads=None):
+    def prepass_chunking(self, items, threads=None, batch: int = cfgmod.PREPASS_BATCH):
         """Phase 1's run-time chunk (``prepass_chunk`` = F > 0): clamp(ceil(items / (F x grid)),
-        PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items, and the number of chunks. Traced inline."""
+        PREPASS_MIN_CHUNK, threads x ``batch``) items, and the number of chunks. Traced inline."""
         num_ctas, _, _ = cute.arch.grid_dim()
         div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
         chunk = (items + (div - 1)) // div
         chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
-        chunk = cutlass.min(chunk, cutlass.Int32((threads or self.threads) * cfgmod.PREPASS_BATCH))
+        chunk = cutlass.min(chunk, cutlass.Int32((threads or self.threads) * batch))
         return chunk, (items + (chunk - 1)) // chunk
 
     @cute.jit
@@ -1438,6 +1516,73 @@ class HopperNvfp4GroupedGemm:
             # the slots' generic writes before the Y ring's TMA (async proxy) writes to them
             cute.arch.fence_proxy("async.shared", space="cta")
         return chunks
+
+    @cute.jit
+    def phase1_own_decode(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor, ws: cutlass.Int64,
+                          scratch: cutlass.Int32):
+        """``prepass_kernel_warps``: phase 1's items on the phase-1 launch, in the chunks of
+        ``prepass_chunking`` (with this launch's threads and grid), chunk c by CTA c % grid: no
+        claims and no counters (the launch's end is the barrier). Each thread issues the loads of
+        its items of a chunk at once, then decodes and stores them (``prepass_decode_scaled``'s
+        asm; ``prepass_store="staged"``: each warp's items through its slots at ``scratch``, whole
+        128-byte runs per warp store, as in the GEMM's phase 1)."""
+        threads = 32 * self.config.prepass_kernel_warps
+        bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
+        batch = cfgmod.PHASE1_KERNEL_BATCH
+        chunk, chunks = self.prepass_chunking(items, threads, batch)
+        pitch = cutlass.Int64(kmax * 2)
+        data = ws + DATA_OFFSET
+        cta, _, _ = cute.arch.block_idx()
+        grid, _, _ = cute.arch.grid_dim()
+        c = cutlass.Int32(cta)
+        while c < chunks:
+            first = c * chunk
+            end = cutlass.min(first + chunk, items)
+            loads = []
+            dsts = []
+            oks = []
+            for j in cutlass.range_constexpr(batch):
+                item = first + tidx + j * threads
+                ok = item < end
+                raw, sf, dst = self.prepass_item_addresses(item, bases, roffs, counts, m_sizes, m_ptrs, data, pitch)
+                loads.append((raw, sf, cutlass.Int32(ok)))
+                dsts.append(dst)
+                oks.append(ok)
+            words = load_y_global_items(loads)
+            for j in cutlass.range_constexpr(batch):
+                if cutlass.const_expr(self.config.prepass_store == "staged"):
+                    lane = tidx % 32
+                    warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
+                    if oks[j]:
+                        store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
+                                            self.config.operand_exp_shift)
+                    copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
+                elif oks[j]:
+                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+            c = c + cutlass.Int32(grid)
+        # the generic stores before the GEMM's TMA reads of them (async proxy)
+        fence_proxy_async_global()
+
+    def prepass_groups(self, m_sizes: cute.Tensor):
+        """Per group (slot order): its first item, first workspace row and item count; then the
+        items in all and the largest K. Traced inline (static loop over the groups)."""
+        bases = []
+        roffs = []
+        counts = []
+        items = cutlass.Int32(0)
+        roff = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        for s in range(self.num_groups):
+            bases.append(items)
+            roffs.append(roff)
+            m = m_sizes[s, 0]
+            count = m * (m_sizes[s, 2] // SUB_K)
+            count = cutlass.select_(m_sizes[s, 1] == 0, cutlass.Int32(0), count)
+            counts.append(count)
+            items = items + count
+            roff = roff + self.slot_rows(m)
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        return bases, roffs, counts, items, kmax
 
     @cute.jit
     def prepass_first_local_decode(self, tidx: cutlass.Int32, m_prefix: cute.Tensor, m_sizes: cute.Tensor,
@@ -1708,7 +1853,7 @@ class HopperNvfp4GroupedGemm:
         map_early = cfg.exit_map_early
         early = self.early_x
         pre = cutlass.Int32(0)  # X stages of the first tile already issued
-        if cutlass.const_expr(self.prepass_flags):
+        if cutlass.const_expr(self.inline_flags):
             if cutlass.const_expr(cfg.prepass_x_early):
                 pre, state = self.issue_early_x(lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base,
                                                 t_begin, t_end, total)
@@ -1726,8 +1871,9 @@ class HopperNvfp4GroupedGemm:
                 pre = self.early_x_stages(k_first, t_begin, t_end)
                 for _kt in range(pre):
                     state.advance()
-            if cutlass.const_expr(not first_local):
+            if cutlass.const_expr(not first_local and not self.prepass_flags):
                 # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
+                # (with flags, phase 1 in its own launch: wait_flags_ready fences per wait)
                 fence_proxy_async_global()
             if cutlass.const_expr(not map_early):  # (map_early: producer_x_first acquired it)
                 if lane == 0:
@@ -1749,7 +1895,7 @@ class HopperNvfp4GroupedGemm:
                     if tile == t_begin:
                         ready = cutlass.Int32(cfg.first_local_tiles)  # decoded locally: no flag
             self.delay("producer", "tensormap", "before")
-            if cutlass.const_expr(map_early and early and not self.prepass_flags):
+            if cutlass.const_expr(map_early and early and not self.inline_flags):
                 # the first tile's map was acquired with its early X stages (producer_x_first)
                 if lane == 0:
                     if tile != t_begin:
@@ -1790,6 +1936,10 @@ class HopperNvfp4GroupedGemm:
         if cutlass.const_expr(wait_local):
             if need_wait != 0:  # no workspace box at all (no tile, or one tile of one K tile)
                 self.first_local_wait(lane, ws, chunks)
+        if cutlass.const_expr(cfg.prepass_kernel_warps and cfg.prepass_kernel_trigger == "late"):
+            # every load of this CTA issued: the next launch (the next call's phase 1) may start
+            # its CTAs beside this one now
+            cute.arch.griddepcontrol_launch_dependents()
         self.delay("producer", "tail", "before")
         self.producer_tail(pipe, state)
         if cutlass.const_expr(not self.ablates("y_ring")):
@@ -1838,13 +1988,13 @@ class HopperNvfp4GroupedGemm:
     def flags_chunk_decode(self, tid: cutlass.Int32, threads: cutlass.Constexpr[int], first: cutlass.Int32,
                            end: cutlass.Int32, per_level: cutlass.Int32, roffs: list, n_oks: list,
                            m_sizes: cute.Tensor, m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64,
-                           warp_slots: cutlass.Int32, staged: cutlass.Constexpr[bool]):
+                           warp_slots: cutlass.Int32, staged: cutlass.Constexpr[bool],
+                           batch: cutlass.Constexpr[int] = cfgmod.PREPASS_BATCH):
         """``prepass_sync="flags"``: thread ``tid`` of ``threads`` decodes its items of the chunk
         ``first .. end - 1`` (items K-chunk-major: level, workspace row, the level's sub-block; a
         group's items past its K, or of a group without columns, decode nothing): every item's
         loads in one asm block, then each item stored, directly or (``staged``) through the warp's
-        32 shared slots at ``warp_slots`` and whole-run stores."""
-        batch = cfgmod.PREPASS_BATCH
+        32 shared slots at ``warp_slots`` and whole-run stores; ``batch`` items per thread."""
         sbk = self.n_sub
         loads = []
         dsts = []
@@ -1922,7 +2072,8 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def flags_phase1(self, tid: cutlass.Int32, threads: cutlass.Constexpr[int], m_sizes: cute.Tensor,
                      m_ptrs: cute.Tensor, ws: cutlass.Int64, slots: cutlass.Int32, warp_slots: cutlass.Int32,
-                     staged: cutlass.Constexpr[bool], named: cutlass.Constexpr[bool]):
+                     staged: cutlass.Constexpr[bool], named: cutlass.Constexpr[bool],
+                     batch: cutlass.Constexpr[int] = cfgmod.PREPASS_BATCH):
         """``prepass_sync="flags"``'s phase 1 on ``threads`` threads of every CTA (``tid``: the
         thread's index among them; ``named``: they sync on DECODER_BARRIER_ID, else on the CTA
         barrier): ``prepass_decode_scaled`` with the items K-chunk-major (level = ``tile_k`` K,
@@ -1930,8 +2081,8 @@ class HopperNvfp4GroupedGemm:
         ``flags_chunk_decode``) and, after each chunk's barrier, the chunk's flag cells published
         (``prepass_flag_publish``). Thread 0 reads the generation and makes the first claim before
         the first barrier (both broadcast through shared slots: the generation in slot 2, claims
-        alternating in slots 0 and 1) and the next claim while a chunk is decoded. Returns the
-        generation."""
+        alternating in slots 0 and 1) and the next claim while a chunk is decoded; ``batch`` items
+        per thread at once. Returns the generation."""
         gen_slot = slots + 8
         if tid == 0:
             st_shared_u32(gen_slot, ld_relaxed_gpu_u32(ws + GEN_WORD))
@@ -1940,7 +2091,7 @@ class HopperNvfp4GroupedGemm:
         levels = kmax // self.config.tile_k
         per_level = rows * self.n_sub
         items = per_level * levels
-        chunk, chunks = self.prepass_chunking(items, threads)
+        chunk, chunks = self.prepass_chunking(items, threads, batch)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
         flags = data + cutlass.Int64(rows) * pitch
@@ -1956,7 +2107,7 @@ class HopperNvfp4GroupedGemm:
             first = c * chunk
             end = cutlass.min(first + chunk, items)
             self.flags_chunk_decode(tid, threads, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data, pitch,
-                                    warp_slots, staged)
+                                    warp_slots, staged, batch)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
             if tid == 0:

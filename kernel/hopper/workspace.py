@@ -59,6 +59,17 @@ every chunk has been claimed, by running CTAs, which publish them without waitin
 The flag cells are zeroed with the header when the workspace is made (a graph that captured
 the allocation replays both, so the generation and the flags go back to 0 together).
 
+Phase 1 in a launch of its own (``HopperConfig.prepass_kernel_warps``) with flags: the phase-1
+grid claims, decodes and publishes as above but does not count itself through; the GEMM's grid,
+launched once every phase-1 CTA passed its wait for the stream's previous kernel, reads the
+generation in each CTA's producer warp before its first flag wait, and at its end waits for the
+phase-1 grid to complete (``griddepcontrol.wait``: every claim made) and counts its CTAs through
+``PASSED_WORD``; the last one resets ``CLAIM_WORD`` and ``PASSED_WORD`` and advances
+``GEN_WORD``. The next call's phase 1 starts its work only after this GEMM completed (its own
+``griddepcontrol.wait``), so it sees the new generation and a claim counter at 0. Progress: the
+GEMM launches only after every phase-1 CTA started, and phase-1 CTAs wait on nothing but their
+own CTA barriers.
+
 
 
 Clusters (``HopperConfig.cluster_x`` = 2): the argument holds. A cluster launch starts both CTAs

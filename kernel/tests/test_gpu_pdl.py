@@ -9,6 +9,11 @@ the same stream without a synchronization, takes launch 1's output C as the pack
 its own A. Launch 2's result must be bit-identical to the twin build without ``pdl`` run on a
 copy of those bytes after a synchronization: an early read sees C's NaN fill instead. Repeated,
 with launch 1's output poisoned again each time. Skipped where no sm_90 GPU runs.
+
+The build with phase 1 in a launch of its own (``prepass_kernel_warps``) reads B, its scales and
+the tables before its own wait, relying on the phase-1 grid letting it launch only after that
+grid's wait for the stream's previous kernel: so launch 2 takes C's bytes as its B in a second
+case (a trigger before that wait would let the GEMM read B while launch 1 still writes it).
 """
 
 from __future__ import annotations
@@ -17,16 +22,28 @@ import dataclasses
 
 import pytest
 
-from kernel.hopper.config import DECLARED_VARIANTS, SPLIT_WARP_PDL_CONFIG
+from kernel.hopper.config import (DECLARED_VARIANTS, PHASE1_FLAGS_STAGED_CONFIG, PHASE1_KERNEL_CONFIG,
+                                  SPLIT_WARP_PDL_CONFIG, phase1_inside_twin)
 
-# every declared pdl build, and the prepass build's twin (measured, not declared)
-PDL_CONFIGS = [c for c in DECLARED_VARIANTS if c.pdl] + [SPLIT_WARP_PDL_CONFIG]
+# every declared build that launches with the programmatic-serialization attribute, and two
+# measured, undeclared ones (the prepass build's pdl twin, phase 1 in its own launch)
+PDL_CONFIGS = [c for c in DECLARED_VARIANTS if c.pdl or c.prepass_kernel_warps] + [SPLIT_WARP_PDL_CONFIG]
+PDL_CONFIGS += [c for c in (PHASE1_KERNEL_CONFIG, PHASE1_FLAGS_STAGED_CONFIG) if c not in PDL_CONFIGS]
 # launch 1: 8 tiles of 128 x 128 over K = 16384 (a few CTAs busy for a long time); its C holds
 # 128 x 1024 fp16 = 256 KB. Launch 2: two groups whose A rows (K / 2 bytes each) are 192 KB of
 # those bytes (the second group's from an offset inside C)
 FIRST = [(128, 1024, 16384, 1)]
 SECOND = [(128, 2048, 1024, 1), (256, 512, 1024, 1)]
+# ... or whose B rows are 192 KB of them (case "b")
+SECOND_B = [(128, 256, 1024, 1), (256, 128, 1024, 1)]
 REPEATS = 4
+
+
+def sequential_twin(config):
+    """The same results without any launch overlap: no pdl, phase 1 inside the GEMM's launch."""
+    if config.prepass_kernel_warps:
+        return phase1_inside_twin(config)
+    return dataclasses.replace(config, pdl=False)
 
 
 def _skip_reason():
@@ -37,8 +54,9 @@ def _skip_reason():
 
 @pytest.mark.gpu
 @pytest.mark.sm90
+@pytest.mark.parametrize("operand", ["a", "b"])
 @pytest.mark.parametrize("config", PDL_CONFIGS, ids=[c.label for c in PDL_CONFIGS])
-def test_pdl_launch_reads_the_previous_launchs_output(config):
+def test_pdl_launch_reads_the_previous_launchs_output(config, operand):
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
@@ -47,18 +65,20 @@ def test_pdl_launch_reads_the_previous_launchs_output(config):
     from kernel import hopper
     from oracle.inputs import make_inputs
 
-    twin = dataclasses.replace(config, pdl=False)
+    twin = sequential_twin(config)
     first = make_inputs(FIRST, 11, device="cuda")
-    second = make_inputs(SECOND, 12, device="cuda")
+    second = make_inputs(SECOND if operand == "a" else SECOND_B, 12, device="cuda")
     (abc1, _sf1, _sfr1, _sizes1) = first
     c1 = abc1[0][2]
     c1_bytes = c1.view(-1).view(torch.uint8)
     abc2, sf2, sfr2, sizes2 = second
     aliased, at = [], 0
     for (a, b, c) in abc2:
-        n = a.numel() * a.element_size()
+        x = a if operand == "a" else b
+        n = x.numel() * x.element_size()
         assert at + n <= c1_bytes.numel()
-        aliased.append((c1_bytes[at:at + n].view(a.dtype).view(a.shape), b, c))
+        x = c1_bytes[at:at + n].view(x.dtype).view(x.shape)
+        aliased.append((x, b, c) if operand == "a" else (a, x, c))
         at += n
     chained = (aliased, sf2, sfr2, sizes2)
     # both problems prepared (compiled, tables uploaded) first: between the two launches there is
@@ -74,7 +94,8 @@ def test_pdl_launch_reads_the_previous_launchs_output(config):
         got = [c.clone() for c in hopper.launch(prep2)]
         torch.cuda.synchronize()
         # the same bytes, copied after the synchronization, through the twin without pdl
-        settled = ([(a.clone(), b, torch.full_like(c, float("nan"))) for a, b, c in aliased], sf2, sfr2, sizes2)
+        settled = ([(a.clone(), b.clone(), torch.full_like(c, float("nan"))) for a, b, c in aliased], sf2, sfr2,
+                   sizes2)
         want = hopper.custom_kernel(settled, config=twin)
         torch.cuda.synchronize()
         assert not torch.isnan(c1).any(), "launch 1 left NaN in its output"
@@ -82,4 +103,5 @@ def test_pdl_launch_reads_the_previous_launchs_output(config):
             diff = x.view(torch.int16) != y.view(torch.int16)
             assert not diff.any(), (f"{config.label} repeat {rep}: group {g} of the launch that reads the previous "
                                     f"launch's output differs from the settled run ({int(diff.sum())} of {x.numel()} "
-                                    f"values): it read A before the previous grid's writes were visible")
+                                    f"values): it read {operand.upper()} before the previous grid's writes were "
+                                    f"visible")
