@@ -442,7 +442,9 @@ class HopperNvfp4GroupedGemm:
             smem = cutlass.memory.SmemAllocator()
             scratch = smem.allocate_array(cutlass.Uint8, cfgmod.phase1_launch_smem(self.config),
                                           byte_alignment=128).toint()
-        if cutlass.const_expr(self.prepass_flags):
+        if cutlass.const_expr(self.ablates("prepass")):
+            pass  # profiling only (no_prepass): no item decoded, the GEMM reads stale rows
+        elif cutlass.const_expr(self.prepass_flags):
             # K-chunk-major items and readiness flags (flags_phase1 on this launch's threads and
             # CTA barrier; its claim and generation slots after the staged item slots). No count
             # through here: the GEMM's CTAs read the generation and advance it
