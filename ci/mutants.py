@@ -636,11 +636,11 @@ _SYNC_EDITS = (
      "session-8 bug): bar.sync is barrier.sync.aligned, undefined unless every thread of the CTA "
      "executes the same instruction", _K,
      f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n"
-     f"{_I16}elif cutlass.const_expr(not first_local):\n{_I20}if tidx == 0:\n"
+     f"{_I16}elif cutlass.const_expr(not first_local and not own_launch):\n{_I20}if tidx == 0:\n"
      f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
      f"{_I28}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP + _PHASE1_FIRST_LOCAL + f"{_I16}cute.arch.barrier()\n",
      f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}cute.arch.barrier()\n"
-     f"{_I16}elif cutlass.const_expr(not first_local):\n{_I20}if tidx == 0:\n"
+     f"{_I16}elif cutlass.const_expr(not first_local and not own_launch):\n{_I20}if tidx == 0:\n"
      f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
      f"{_I28}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP + f"{_I20}cute.arch.barrier()\n"
      + _PHASE1_FIRST_LOCAL, ("prod",)),
@@ -655,8 +655,9 @@ _SYNC_EDITS = (
      f"{_I12}it = it + 1\n{_I12}c = ld_shared_u32(slots + (it % 2) * 4)\n{_I8}if cutlass.const_expr(staged):", ("prod",)),
     ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
      "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _K,
-     f"{_I12}if cutlass.const_expr(not first_local):\n"
+     f"{_I12}if cutlass.const_expr(not first_local and not self.prepass_flags):\n"
      f"{_I16}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
+     f"{_I16}# (with flags, phase 1 in its own launch: wait_flags_ready fences per wait)\n"
      f"{_I16}fence_proxy_async_global()\n{_I12}if cutlass.const_expr(not map_early):",
      f"{_I12}if cutlass.const_expr(not map_early):", ("prod",)),
     ("staged_slots_no_proxy_fence", "fence removed: phase 1's generic writes to its staging slots (the "

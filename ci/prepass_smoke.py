@@ -8,7 +8,7 @@ own workspace). Run under ``timeout``: a wrong grid barrier hangs. A ``y_row_pad
 unpadded twin puts them, shifted to the padded offsets of ``kernel.hopper.workspace.geometry``
 (byte-identical), and the rows between each group's M and the next group zero.
 
-    python3 -m ci.prepass_smoke [LABEL ...]
+    python3 -m ci.prepass_smoke [LABEL ...]      (a declared label, or one kernel.hopper.config names)
 
 Several labels (issue 14q): each is checked in turn against the same expected outputs (one
 process: one start-up and one reference compile for all).
@@ -146,13 +146,17 @@ def main(argv=None) -> int:
 
     import oracle
     from kernel import hopper
-    from kernel.hopper.config import DECLARED_VARIANTS, FASTEST_CONFIG
+    from kernel.hopper.config import DECLARED_VARIANTS, FASTEST_CONFIG, named_configs
 
     argv = sys.argv[1:] if argv is None else argv
     labels = argv or [next(c.label for c in DECLARED_VARIANTS if c.y_source == "prepass")]
+    known = named_configs()  # declared, or named by kernel.hopper.config (measured builds)
+    unknown = [x for x in labels if x not in known]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {unknown}")
     bad = 0
     for label in labels:
-        pre = next(c for c in DECLARED_VARIANTS if c.label == label)
+        pre = known[label]
         print(f"== {label}", flush=True)
         bad += _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG)
     print("prepass smoke:", "OK" if not bad else f"{bad} FAILED")

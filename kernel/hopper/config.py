@@ -350,11 +350,13 @@ class HopperConfig:
     # What the GEMM reads before that wait (the group tables, the tensor maps, B and its scales)
     # is safe: its grid launches only after every phase-1 CTA passed its own wait for the
     # stream's previous kernel. With prepass_sync="flags" (session 17, label letters "f...k"):
-    # phase 1 decodes K-chunk-major and publishes the readiness flags, and the GEMM's producer
-    # waits per K chunk on its Y block's flags instead of phase 1's whole grid, so the K loop
-    # starts once the first K chunk is decoded; the GEMM reads the generation, waits for phase
-    # 1's grid only at its end (every claim made) and counts its CTAs through (the last one
-    # resets the claims and advances the generation: kernel.hopper.workspace).
+    # every phase-1 warp claims and decodes chunks of its own, K-chunk-major, and adds each
+    # chunk's items to the counters of the flag cells it touched (counters that only grow);
+    # the GEMM's producer waits per K chunk on its Y block's counters instead of for phase 1's
+    # whole grid, so the K loop starts once the first K chunk is decoded; the GEMM reads the
+    # generation, waits for phase 1's grid only at its end (every claim made) and counts its
+    # CTAs through (the last one resets the claims and advances the generation:
+    # kernel.hopper.workspace).
     # 0: phase 1 inside the GEMM's launch
     prepass_kernel_warps: int = 0
     # with prepass_kernel_warps: when the GEMM's grid lets the next launch (the next call's phase
@@ -362,6 +364,9 @@ class HopperConfig:
     # has issued its last load), "exit" (never: at its completion). A waiting CTA beside the
     # GEMM's holds one warp per sub-partition in griddepcontrol.wait during the K loop
     prepass_kernel_trigger: str = "late"
+    # with prepass_kernel_warps: the phase-1 launch's register cap per thread (label "r<R>" when
+    # not PHASE1_KERNEL_REGS): with fewer, the GEMM's CTA fits beside it with room to spare
+    prepass_kernel_regs: int = PHASE1_KERNEL_REGS
     # issue 14, session 11 (experimental; y_source="prepass" with prepass_chunk > 0 and the
     # completion barrier; label letter "z" after the prepass letters): each group's workspace rows
     # start at a multiple of the smallest Y tile (64 rows with y_tail64, else mma_n), and the rows
@@ -572,6 +577,7 @@ class HopperConfig:
         sched += "q" if self.prepass_claim_first else ""
         sched += f"g{self.prepass_decoders}" if self.prepass_decoders else ""
         sched += f"k{self.prepass_kernel_warps}{self.prepass_kernel_trigger[0]}" if self.prepass_kernel_warps else ""
+        sched += f"r{self.prepass_kernel_regs}" if self.prepass_kernel_regs != PHASE1_KERNEL_REGS else ""
         sched += "z" if self.y_row_pad else ""
         sched += "h" if self.prepass_first_local else ""
         sched += f"{self.first_local_tiles}" if self.prepass_first_local and self.first_local_tiles != 1 else ""
@@ -744,24 +750,12 @@ SMEM_PER_SM_BYTES = 233472  # sm_90: 228 KiB of shared memory per SM
 SMEM_PER_CTA_OVERHEAD = 2048  # a CuTe DSL CTA: 1 KiB of static shared memory + 1 KiB the driver reserves
 
 
-def phase1_staged_bytes(config: HopperConfig) -> int:
-    """``prepass_kernel_warps``: the staged stores' item slots of one phase-1 CTA (32 per warp),
-    or none."""
+def phase1_launch_smem(config: HopperConfig) -> int:
+    """``prepass_kernel_warps``: dynamic shared memory of one phase-1 CTA (the staged stores'
+    32 item slots per warp, or none)."""
     if not config.prepass_kernel_warps or config.prepass_store != "staged":
         return 0
     return config.prepass_kernel_warps * PREPASS_STAGED_WARP_BYTES
-
-
-PHASE1_FLAGS_SLOT_BYTES = 16  # prepass_sync="flags": the claim (2) and generation slots of a phase-1 CTA
-
-
-def phase1_launch_smem(config: HopperConfig) -> int:
-    """``prepass_kernel_warps``: dynamic shared memory of one phase-1 CTA: its staged item slots,
-    then (flags) its claim and generation slots."""
-    if not config.prepass_kernel_warps:
-        return 0
-    flags = PHASE1_FLAGS_SLOT_BYTES if config.prepass_sync == "flags" else 0
-    return phase1_staged_bytes(config) + flags
 
 
 def smem_capacity(config: HopperConfig) -> int:
@@ -1045,6 +1039,12 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append(f"prepass_kernel_trigger must be 'start', 'late' or 'exit', got {config.prepass_kernel_trigger!r}")
     elif config.prepass_kernel_trigger != "late":
         p.append("prepass_kernel_trigger is prepass_kernel_warps's (phase 1 in a launch of its own)")
+    if not isinstance(config.prepass_kernel_regs, int) or isinstance(config.prepass_kernel_regs, bool) \
+            or config.prepass_kernel_regs not in range(24, PHASE1_KERNEL_REGS + 1, 8):
+        p.append(f"prepass_kernel_regs must be a multiple of 8 in 24..{PHASE1_KERNEL_REGS}, got "
+                 f"{config.prepass_kernel_regs!r}")
+    elif config.prepass_kernel_regs != PHASE1_KERNEL_REGS and not config.prepass_kernel_warps:
+        p.append("prepass_kernel_regs is prepass_kernel_warps's (phase 1 in a launch of its own)")
     if not isinstance(config.prepass_split_warp, bool):
         p.append(f"prepass_split_warp must be a bool, got {config.prepass_split_warp!r}")
     elif config.prepass_split_warp and (not config.y_tail64 or not config.prepass_chunk or config.prepass_lean_exit):
@@ -1323,6 +1323,10 @@ PHASE1_KERNEL_STAGED_CONFIG = replace(SPLIT_WARP_CONFIG, num_ab_stages=3, prepas
 PHASE1_KERNEL_START_CONFIG = replace(PHASE1_KERNEL_CONFIG, prepass_kernel_trigger="start")
 PHASE1_KERNEL_EXIT_CONFIG = replace(PHASE1_KERNEL_CONFIG, prepass_kernel_trigger="exit")
 PHASE1_KERNEL_STAGED_EXIT_CONFIG = replace(PHASE1_KERNEL_STAGED_CONFIG, prepass_kernel_trigger="exit")
+# Session 17: the own launch at fewer registers per phase-1 thread (does the GEMM's CTA start
+# beside it only with room to spare on the fullest sub-partition?)
+PHASE1_KERNEL_R48_CONFIG = replace(PHASE1_KERNEL_EXIT_CONFIG, prepass_kernel_regs=48)
+PHASE1_KERNEL_R40_CONFIG = replace(PHASE1_KERNEL_EXIT_CONFIG, prepass_kernel_regs=40)
 # Session 17: the same with readiness flags (the GEMM's producer waits per K chunk, not for the
 # phase-1 grid): direct stores at 4 raw stages, and the staged stores at 3
 PHASE1_FLAGS_CONFIG = replace(PHASE1_KERNEL_EXIT_CONFIG, prepass_sync="flags")
@@ -1596,4 +1600,5 @@ def phase1_inside_twin(config: HopperConfig) -> HopperConfig:
     """``prepass_kernel_warps`` > 0: the same build with phase 1 inside the GEMM's launch (the
     production build's staged stores): its results are the same bits."""
     return replace(config, prepass_kernel_warps=0, prepass_kernel_trigger=HopperConfig.prepass_kernel_trigger,
-                   prepass_store="staged", prepass_sync="barrier")
+                   prepass_kernel_regs=HopperConfig.prepass_kernel_regs, prepass_store="staged",
+                   prepass_sync="barrier")

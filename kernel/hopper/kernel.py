@@ -414,11 +414,11 @@ class HopperNvfp4GroupedGemm:
             threads = 32 * self.config.prepass_kernel_warps
             self.phase1_kernel(sizes_ptr, ptrs_ptr, ws_ptr).launch(
                 grid=(num_ctas, 1, 1), block=(threads, 1, 1), stream=stream, use_pdl=True,
-                # the register cap: 65536 / (threads x min blocks) = PHASE1_KERNEL_REGS; the
+                # the register cap: 65536 / (threads x min blocks) = prepass_kernel_regs; the
                 # carveout: all shared memory, the GEMM's CTAs' configuration (an SM changes it
                 # only when it is empty, so a smaller one would keep them off its SM)
                 max_number_threads=[threads, 1, 1],
-                min_blocks_per_mp=65536 // (threads * cfgmod.PHASE1_KERNEL_REGS),
+                min_blocks_per_mp=65536 // (threads * self.config.prepass_kernel_regs),
                 preferred_smem_carveout=100,
             )
             launch["use_pdl"] = True
@@ -436,7 +436,6 @@ class HopperNvfp4GroupedGemm:
         G = self.num_groups
         m_sizes = cute.make_tensor(sizes_ptr, cute.make_layout((G, 4), stride=(4, 1)))
         m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
-        staged = self.config.prepass_store == "staged"
         scratch = cutlass.Int32(0)
         if cutlass.const_expr(cfgmod.phase1_launch_smem(self.config)):
             smem = cutlass.memory.SmemAllocator()
@@ -445,15 +444,7 @@ class HopperNvfp4GroupedGemm:
         if cutlass.const_expr(self.ablates("prepass")):
             pass  # profiling only (no_prepass): no item decoded, the GEMM reads stale rows
         elif cutlass.const_expr(self.prepass_flags):
-            # K-chunk-major items and readiness flags (flags_phase1 on this launch's threads and
-            # CTA barrier; its claim and generation slots after the staged item slots). No count
-            # through here: the GEMM's CTAs read the generation and advance it
-            # (own_launch_count_through)
-            threads = 32 * self.config.prepass_kernel_warps
-            warp_slots = scratch + (cutlass.Int32(tidx) // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
-            self.flags_phase1(cutlass.Int32(tidx), threads, m_sizes, m_ptrs, ws_ptr.toint(),
-                              scratch + cfgmod.phase1_staged_bytes(self.config), warp_slots, staged, False,
-                              cfgmod.PHASE1_KERNEL_BATCH)
+            self.phase1_warp_flags(cutlass.Int32(tidx), m_sizes, m_ptrs, ws_ptr.toint(), scratch)
         else:
             self.phase1_own_decode(cutlass.Int32(tidx), m_sizes, m_ptrs, ws_ptr.toint(), scratch)
 
@@ -465,6 +456,64 @@ class HopperNvfp4GroupedGemm:
         (``if_thread0_count_through``), after every CTA of this grid read it."""
         cute.arch.griddepcontrol_wait()
         if_thread0_count_through(cute.arch.lane_idx(), ws, gen)
+
+    @cute.jit
+    def phase1_warp_flags(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor, ws: cutlass.Int64,
+                          scratch: cutlass.Int32):
+        """``prepass_kernel_warps`` with flags: phase 1 on the phase-1 launch, every warp on its
+        own. A warp claims chunks of 32 x PHASE1_KERNEL_BATCH items (K-chunk-major, as
+        ``flags_chunk_decode`` orders them; lane 0 claims the next while the chunk is decoded),
+        decodes and stores its items (``prepass_store="staged"``: through its 32 slots at
+        ``scratch``), fences them towards the async proxy, syncs the warp, and its lanes add the
+        chunk's items of every flag cell it touched to the cell's counter (``warp_flag_publish``).
+        No CTA barrier and no count through (the GEMM's CTAs advance the generation and reset the
+        claims: ``own_launch_count_through``); the counters only grow (kernel.hopper.workspace)."""
+        lane = tidx % 32
+        batch = cfgmod.PHASE1_KERNEL_BATCH
+        roffs, bstarts, ms, n_oks, rows, nblocks, kmax = self.flags_layout(m_sizes)
+        levels = kmax // self.config.tile_k
+        per_level = rows * self.n_sub
+        items = per_level * levels
+        chunk = 32 * batch
+        chunks = (items + (chunk - 1)) // chunk
+        pitch = cutlass.Int64(kmax * 2)
+        data = ws + DATA_OFFSET
+        flags = data + cutlass.Int64(rows) * pitch
+        warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
+        claim = cutlass.Int32(0)
+        if lane == 0:
+            claim = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
+        c = cute.arch.shuffle_sync(claim, 0)
+        while c < chunks:
+            nxt = cutlass.Int32(0)
+            if lane == 0:
+                nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
+            first = c * chunk
+            end = cutlass.min(first + chunk, items)
+            self.flags_chunk_decode(lane, 32, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data, pitch,
+                                    warp_slots, self.config.prepass_store == "staged", batch)
+            # this lane's generic stores -> ordered before the async proxy (the GEMM's TMA), then
+            # the warp's barrier orders every lane's stores before the publishing lanes' release
+            fence_proxy_async_global()
+            cute.arch.sync_warp()
+            self.warp_flag_publish(lane, first, end, per_level, nblocks, levels, roffs, bstarts, ms, flags)
+            c = cute.arch.shuffle_sync(nxt, 0)
+
+    @cute.jit
+    def warp_flag_publish(self, lane: cutlass.Int32, first: cutlass.Int32, end: cutlass.Int32,
+                          per_level: cutlass.Int32, nblocks: cutlass.Int32, levels: cutlass.Int32, roffs: list,
+                          bstarts: list, ms: list, flags: cutlass.Int64):
+        """``phase1_warp_flags``, after a chunk's warp barrier: lane l takes cells l, l + 32, ... of
+        those the chunk's items touched (``flag_cell_span``) and adds the chunk's items of the cell
+        to its counter with a release (``fence.acq_rel.gpu`` + ``red.release.gpu``): no round
+        trip, no reset."""
+        g_last = self.prepass_flag_order(end - 1, per_level, nblocks, roffs, bstarts)
+        g = self.prepass_flag_order(first, per_level, nblocks, roffs, bstarts) + lane
+        while g <= g_last:
+            cell, cnt, _total = self.flag_cell_span(g, first, end, per_level, nblocks, levels, roffs, bstarts, ms,
+                                                   flags)
+            arrive_release_gpu(cell, cnt)
+            g = g + 32
 
     # ---------------------------------------------------------------------- device side
     def y_ring(self, storage, release_warps: int, cta_layout_vmnk: tuple):
@@ -1890,7 +1939,14 @@ class HopperNvfp4GroupedGemm:
                 for s in range(slot):
                     block = block + (m_sizes[s, 0] + (self.mma_n - 1)) // self.mma_n
                 block = block + m0 // self.mma_n
-                my_flag = flags + cutlass.Int64(block * levels + lane) * FLAG_CELL_BYTES + 4
+                if cutlass.const_expr(self.own_launch):
+                    # the cell's counter, which only grows (phase1_warp_flags): ready for this
+                    # launch at (generation + 1) x the block's items per level
+                    my_flag = flags + cutlass.Int64(block * levels + lane) * FLAG_CELL_BYTES
+                    tile_target = target * (cutlass.min(cutlass.Int32(self.mma_n), m - m0) * self.n_sub)
+                else:
+                    my_flag = flags + cutlass.Int64(block * levels + lane) * FLAG_CELL_BYTES + 4
+                    tile_target = target
                 k_tiles = k // cfg.tile_k
                 ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
                 if cutlass.const_expr(local_flags):
@@ -1914,7 +1970,7 @@ class HopperNvfp4GroupedGemm:
                     if kt >= ready:
                         # lane l: chunk kt + l; acquire, ballot, warp sync, proxy fence (ptx.py)
                         ready = kt + wait_flags_ready(my_flag + cutlass.Int64(kt) * FLAG_CELL_BYTES,
-                                                      cutlass.Int32(kt + lane < k_tiles), target)
+                                                      cutlass.Int32(kt + lane < k_tiles), tile_target)
                 local = None
                 if cutlass.const_expr(first_local):
                     # the first tile's first K tile: decoded by this CTA into these slots already
@@ -2141,6 +2197,30 @@ class HopperNvfp4GroupedGemm:
         return lvl * nblocks + block
 
     @cute.jit
+    def flag_cell_span(self, g: cutlass.Int32, first: cutlass.Int32, end: cutlass.Int32, per_level: cutlass.Int32,
+                       nblocks: cutlass.Int32, levels: cutlass.Int32, roffs: list, bstarts: list, ms: list,
+                       flags: cutlass.Int64):
+        """Flag cell ``g`` in item order (level x blocks + block): its address, how many of the
+        items ``first .. end - 1`` are its, and its items in all (its block's rows x the level's
+        sub-blocks)."""
+        sbk = self.n_sub
+        lvl = g // nblocks
+        b = g - lvl * nblocks
+        sel_roff = cutlass.Int32(0)
+        sel_b0 = cutlass.Int32(0)
+        sel_m = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(self.num_groups):
+            if b >= bstarts[s]:
+                sel_roff = roffs[s]
+                sel_b0 = bstarts[s]
+                sel_m = ms[s]
+        m0 = (b - sel_b0) * self.mma_n
+        lo = lvl * per_level + (sel_roff + m0) * sbk
+        hi = lvl * per_level + (sel_roff + cutlass.min(m0 + self.mma_n, sel_m)) * sbk
+        cnt = cutlass.min(end, hi) - cutlass.max(first, lo)
+        return flags + cutlass.Int64(b * levels + lvl) * FLAG_CELL_BYTES, cnt, hi - lo
+
+    @cute.jit
     def prepass_flag_publish(self, tidx: cutlass.Int32, first: cutlass.Int32, end: cutlass.Int32,
                              per_level: cutlass.Int32, nblocks: cutlass.Int32, levels: cutlass.Int32, roffs: list,
                              bstarts: list, ms: list, flags: cutlass.Int64, gen: cutlass.Int32,
@@ -2150,27 +2230,13 @@ class HopperNvfp4GroupedGemm:
         chunk's items of the cell to its counter; the add that completes the cell's count (its
         rows x the level's sub-blocks) sets the counter back to 0 and release-stores the flag =
         ``gen`` + 1 (kernel.hopper.workspace.flag_cells_of_chunk: the same on the host)."""
-        sbk = self.n_sub
         g_last = self.prepass_flag_order(end - 1, per_level, nblocks, roffs, bstarts)
         g = self.prepass_flag_order(first, per_level, nblocks, roffs, bstarts) + tidx
         while g <= g_last:
-            lvl = g // nblocks
-            b = g - lvl * nblocks
-            sel_roff = cutlass.Int32(0)
-            sel_b0 = cutlass.Int32(0)
-            sel_m = cutlass.Int32(0)
-            for s in cutlass.range_constexpr(self.num_groups):
-                if b >= bstarts[s]:
-                    sel_roff = roffs[s]
-                    sel_b0 = bstarts[s]
-                    sel_m = ms[s]
-            m0 = (b - sel_b0) * self.mma_n
-            lo = lvl * per_level + (sel_roff + m0) * sbk
-            hi = lvl * per_level + (sel_roff + cutlass.min(m0 + self.mma_n, sel_m)) * sbk
-            cnt = cutlass.min(end, hi) - cutlass.max(first, lo)
-            cell = flags + cutlass.Int64(b * levels + lvl) * FLAG_CELL_BYTES
+            cell, cnt, total = self.flag_cell_span(g, first, end, per_level, nblocks, levels, roffs, bstarts, ms,
+                                                  flags)
             old = atom_add_acq_rel_gpu(cell, cnt)
-            if old + cnt == hi - lo:
+            if old + cnt == total:
                 store_relaxed_gpu(cell, cutlass.Int32(0))  # no other add to it in this launch
                 store_release_gpu(cell + 4, gen + 1)
             g = g + threads

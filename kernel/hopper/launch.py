@@ -108,7 +108,11 @@ class HopperHooks:
             return None
         flags = config.prepass_sync == "flags"  # and its readiness flag cells (workspace.py)
         geom = workspace_geometry(plan.sizes, config.mma_n if flags else 0, config.tile_k, config.y_row_align)
-        return self.workspaces.get(geom, y_box_rows_per_cta(config), stream, device, zero_pad=config.y_row_pad)
+        # (phase 1 in its own launch with flags: its flag cells count up across launches and are
+        # never reset, so it never shares a workspace with the in-launch flags protocol)
+        counting = flags and bool(config.prepass_kernel_warps)
+        return self.workspaces.get(geom, y_box_rows_per_cta(config), stream, device, zero_pad=config.y_row_pad,
+                                   counting=counting)
 
     def aux_template(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors]):
         """The tensor maps of this shape signature with the addresses patched per problem

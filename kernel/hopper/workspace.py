@@ -59,16 +59,22 @@ every chunk has been claimed, by running CTAs, which publish them without waitin
 The flag cells are zeroed with the header when the workspace is made (a graph that captured
 the allocation replays both, so the generation and the flags go back to 0 together).
 
-Phase 1 in a launch of its own (``HopperConfig.prepass_kernel_warps``) with flags: the phase-1
-grid claims, decodes and publishes as above but does not count itself through; the GEMM's grid,
-launched once every phase-1 CTA passed its wait for the stream's previous kernel, reads the
-generation in each CTA's producer warp before its first flag wait, and at its end waits for the
-phase-1 grid to complete (``griddepcontrol.wait``: every claim made) and counts its CTAs through
-``PASSED_WORD``; the last one resets ``CLAIM_WORD`` and ``PASSED_WORD`` and advances
-``GEN_WORD``. The next call's phase 1 starts its work only after this GEMM completed (its own
-``griddepcontrol.wait``), so it sees the new generation and a claim counter at 0. Progress: the
-GEMM launches only after every phase-1 CTA started, and phase-1 CTAs wait on nothing but their
-own CTA barriers.
+Phase 1 in a launch of its own (``HopperConfig.prepass_kernel_warps``) with flags: every
+phase-1 warp claims chunks of its own (``CLAIM_WORD``), decodes them, and adds each chunk's items
+of a cell to the cell's counter with a release; the counters are never reset, so a cell is ready
+for launch g (the generation) when its counter reaches (g + 1) x its items (its block's rows x
+the level's sub-blocks), compared as a signed difference (wrap-safe); the flag word is unused.
+That holds only while every launch on the workspace gives each cell the same items, so such a
+workspace is keyed by its row layout (two problems with the same rows, pitch and cell count but
+other groups get two workspaces), and never shared with the resetting protocol above
+(``WorkspacePool.get``'s ``counting``). The GEMM's grid, launched once every phase-1 CTA passed its wait for the stream's
+previous kernel, reads the generation in each CTA's producer warp before its first wait, and
+at its end waits for the phase-1 grid to complete (``griddepcontrol.wait``: every claim made)
+and counts its CTAs through ``PASSED_WORD``; the last one resets ``CLAIM_WORD`` and
+``PASSED_WORD`` and advances ``GEN_WORD``. The next call's phase 1 starts its work only after
+this GEMM completed (its own ``griddepcontrol.wait``), so it sees a claim counter at 0, and its
+GEMM the new generation. Progress: the GEMM launches only after every phase-1 CTA started, and
+phase-1 warps wait on nothing.
 
 
 
@@ -249,13 +255,20 @@ class WorkspacePool:
         self.stats = self._lru.stats
         self._arena, self._arena_next, self._arenas = None, 0, []
 
-    def get(self, geom: Geometry, box_rows: int, stream: int, device, zero_pad: bool = False):
+    def get(self, geom: Geometry, box_rows: int, stream: int, device, zero_pad: bool = False,
+            counting: bool = False):
         """``zero_pad`` (``HopperConfig.y_row_pad``): the rows between each slot's M and its next
         slot's first row must be zero, so the workspace is zeroed when made and keyed by the row
-        layout as well (another layout's rows never land in this one's padding)."""
+        layout as well (another layout's rows never land in this one's padding). ``counting``:
+        flag cells whose counters only grow (phase 1 in its own launch): a cell is ready at
+        (generation + 1) x its items, which holds only if every launch on the workspace gave the
+        cell the same items, so such a workspace is keyed by the row layout too, and apart from
+        the cells that reset each launch."""
         key = (str(device), stream, geom.rows, geom.pitch, box_rows, geom.flag_cells)
-        if zero_pad:
+        if zero_pad or counting:
             key += (geom.row_offsets,)
+        if counting:
+            key += ("counting",)
         return self._lru.get(key, lambda: self._allocate(geom, box_rows, stream, device, zero_pad))
 
     def _allocate(self, geom: Geometry, box_rows: int, stream: int, device, zero_pad: bool = False):

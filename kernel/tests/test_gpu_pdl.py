@@ -22,13 +22,14 @@ import dataclasses
 
 import pytest
 
-from kernel.hopper.config import (DECLARED_VARIANTS, PHASE1_FLAGS_STAGED_CONFIG, PHASE1_KERNEL_CONFIG,
+from kernel.hopper.config import (DECLARED_VARIANTS, PHASE1_FLAGS_CONFIG, PHASE1_FLAGS_STAGED_CONFIG, PHASE1_KERNEL_CONFIG,
                                   SPLIT_WARP_PDL_CONFIG, phase1_inside_twin)
 
 # every declared build that launches with the programmatic-serialization attribute, and two
 # measured, undeclared ones (the prepass build's pdl twin, phase 1 in its own launch)
 PDL_CONFIGS = [c for c in DECLARED_VARIANTS if c.pdl or c.prepass_kernel_warps] + [SPLIT_WARP_PDL_CONFIG]
-PDL_CONFIGS += [c for c in (PHASE1_KERNEL_CONFIG, PHASE1_FLAGS_STAGED_CONFIG) if c not in PDL_CONFIGS]
+PDL_CONFIGS += [c for c in (PHASE1_KERNEL_CONFIG, PHASE1_FLAGS_CONFIG, PHASE1_FLAGS_STAGED_CONFIG)
+                if c not in PDL_CONFIGS]
 # launch 1: 8 tiles of 128 x 128 over K = 16384 (a few CTAs busy for a long time); its C holds
 # 128 x 1024 fp16 = 256 KB. Launch 2: two groups whose A rows (K / 2 bytes each) are 192 KB of
 # those bytes (the second group's from an offset inside C)

@@ -138,7 +138,9 @@ def test_prepass_variant_sass_structure(tmp_path):
     assert waits and all(int(w.split(",")[-1].strip().rstrip(";"), 16) <= 1 for w in waits), waits
 
 
-@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.prepass_chunk and c.prepass_sync == "barrier"])
+# (phase 1 in a launch of its own: kernel/tests/test_hopper_phase1_kernel.py)
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX
+                                   if c.prepass_chunk and c.prepass_sync == "barrier" and not c.prepass_kernel_warps])
 def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     """Issue 14q (experimental): the run-time-chunk phase 1 issues every item's loads of a chunk
     (PREPASS_BATCH items x two 128-bit loads and one scale word, predicated) before its

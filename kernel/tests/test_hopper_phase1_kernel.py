@@ -28,14 +28,15 @@ import pytest
 
 from kernel.hopper import config as cfgmod
 from kernel.hopper.config import (DECLARED_VARIANTS, PHASE1_FLAGS_CONFIG, PHASE1_FLAGS_STAGED_CONFIG,
-                                  PHASE1_KERNEL_CONFIG, PHASE1_KERNEL_START_CONFIG, HopperConfig, check_config,
-                                  config_problems, phase1_inside_twin, phase1_launch_smem, smem_bytes)
+                                  PHASE1_KERNEL_CONFIG, PHASE1_KERNEL_R48_CONFIG, PHASE1_KERNEL_START_CONFIG,
+                                  HopperConfig, check_config, config_problems, phase1_inside_twin,
+                                  phase1_launch_smem, smem_bytes)
 
 GLOBAL = ("LDG", "STG", "ATOMG", "ATOM.", "REDG", "RED.", "LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UBLKCP", "CCTL")
 # every own-launch build: the declared ones, and the measured ones named by the config module
 OWN_LAUNCH = list({c.label: c for c in [c for c in DECLARED_VARIANTS if c.prepass_kernel_warps]
-                   + [PHASE1_KERNEL_CONFIG, PHASE1_KERNEL_START_CONFIG, PHASE1_FLAGS_CONFIG,
-                      PHASE1_FLAGS_STAGED_CONFIG]}.values())
+                   + [PHASE1_KERNEL_CONFIG, PHASE1_KERNEL_START_CONFIG, PHASE1_KERNEL_R48_CONFIG,
+                      PHASE1_FLAGS_CONFIG, PHASE1_FLAGS_STAGED_CONFIG]}.values())
 
 
 def test_rules_admit_the_option_only_on_the_chunked_prepass_build():
@@ -43,11 +44,13 @@ def test_rules_admit_the_option_only_on_the_chunked_prepass_build():
     base = PHASE1_KERNEL_CONFIG
     for bad in (dict(prepass_kernel_warps=cfgmod.PHASE1_KERNEL_WARPS_MAX + 1), dict(prepass_kernel_warps=True),
                 dict(prepass_kernel_warps=-1), dict(prepass_kernel_trigger="soon"), dict(pdl=True),
-                dict(prepass_chunk=0), dict(prepass_decoders=3, prepass_sync="flags")):
+                dict(prepass_chunk=0), dict(prepass_decoders=3, prepass_sync="flags"),
+                dict(prepass_kernel_regs=44), dict(prepass_kernel_regs=64), dict(prepass_kernel_regs=16)):
         problems = config_problems(dataclasses.replace(base, **bad))
         assert problems, f"{bad} accepted"
     # a trigger without the option, and the option on the build that decodes Y in shared memory
     assert config_problems(dataclasses.replace(phase1_inside_twin(base), prepass_kernel_trigger="exit"))
+    assert config_problems(dataclasses.replace(phase1_inside_twin(base), prepass_kernel_regs=48))
     inline = next(c for c in DECLARED_VARIANTS if c.y_source != "prepass" and c.x_operand == "regs")
     assert config_problems(dataclasses.replace(inline, prepass_kernel_warps=4))
 
@@ -59,7 +62,7 @@ def test_twin_is_the_production_kind_of_build():
         assert not twin.prepass_kernel_warps and twin.prepass_sync == "barrier"
         # nothing but phase 1's place (and its stores, sync) differs
         same = {f.name for f in dataclasses.fields(HopperConfig)} - {
-            "prepass_kernel_warps", "prepass_kernel_trigger", "prepass_store", "prepass_sync"}
+            "prepass_kernel_warps", "prepass_kernel_trigger", "prepass_kernel_regs", "prepass_store", "prepass_sync"}
         assert all(getattr(twin, f) == getattr(config, f) for f in same)
 
 
@@ -74,11 +77,10 @@ def test_shared_memory_leaves_room_for_a_phase1_cta(config):
         assert config_problems(dataclasses.replace(config, num_ab_stages=4))
 
 
-def test_phase1_smem_holds_the_staged_slots_and_the_flag_slots():
-    assert phase1_launch_smem(PHASE1_KERNEL_CONFIG) == 0  # direct stores, barrier: none
-    assert phase1_launch_smem(PHASE1_FLAGS_CONFIG) == cfgmod.PHASE1_FLAGS_SLOT_BYTES
-    assert phase1_launch_smem(PHASE1_FLAGS_STAGED_CONFIG) == (
-        4 * cfgmod.PREPASS_STAGED_WARP_BYTES + cfgmod.PHASE1_FLAGS_SLOT_BYTES)
+def test_phase1_smem_holds_the_staged_slots():
+    assert phase1_launch_smem(PHASE1_KERNEL_CONFIG) == 0  # direct stores: none
+    assert phase1_launch_smem(PHASE1_FLAGS_CONFIG) == 0
+    assert phase1_launch_smem(PHASE1_FLAGS_STAGED_CONFIG) == 4 * cfgmod.PREPASS_STAGED_WARP_BYTES
     assert phase1_launch_smem(phase1_inside_twin(PHASE1_FLAGS_STAGED_CONFIG)) == 0
 
 
@@ -115,7 +117,7 @@ def test_registers_fit_beside_each_other(config, builds):
     """The fullest sub-partition (warps are dealt to the 4 by index) holds the GEMM's warps and the
     phase-1 CTA's at their allocated registers (8 per thread granularity)."""
     _gemm_ops, _p1_ops, gemm_regs, p1_regs = builds[config.label]
-    assert p1_regs <= cfgmod.PHASE1_KERNEL_REGS, p1_regs
+    assert p1_regs <= config.prepass_kernel_regs, p1_regs
     per_warp = lambda regs: 32 * 8 * math.ceil(regs / 8)  # noqa: E731
     gemm_warps = config.threads // 32
     fullest = math.ceil(gemm_warps / 4) * per_warp(gemm_regs) + math.ceil(config.prepass_kernel_warps / 4) * per_warp(
@@ -133,8 +135,9 @@ def test_phase1_waits_first_and_lets_the_gemm_in_after(config, builds):
     assert waits[0] < triggers[0], "the GEMM may launch before phase 1 waited for the previous kernel"
     assert _at(ops, ("STG", "STS")) and not _at(ops, "HGMMA")
     if config.prepass_sync == "flags":
-        # the flag publishes (acq_rel adds) and the chunk claims; no count through: the GEMM's
-        assert len(_at(ops, "ATOMG")) >= 2
+        # the warps' claims (atomics) and publishes (release adds), and no CTA barrier: the
+        # warps run on their own; no count through (the GEMM's)
+        assert _at(ops, "ATOMG") and _at(ops, ("RED", "REDG")) and not _at(ops, "BAR.SYNC")
 
 
 @pytest.mark.compile

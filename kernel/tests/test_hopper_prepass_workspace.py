@@ -437,3 +437,126 @@ def test_hook_pads_the_workspace_of_a_padded_build():
     assert ZERO_PAD_CONFIG.y_row_align == 64
     assert ws.numel() == W.geometry(plan.sizes, row_align=64).nbytes > W.geometry(plan.sizes).nbytes
     assert not ws[W.DATA_OFFSET:].any()
+
+
+# ---- phase 1 in its own launch with flags (issue 14, session 17): counters that only grow ----
+class _Stuck(RuntimeError):
+    pass
+
+
+def _launch_counting(mem, sizes, box_rows, warps, ctas, chunk, rng):
+    """One launch of the own-launch flags protocol (kernel.hopper.workspace, "Phase 1 in a launch
+    of its own"), phase-1 warps and GEMM CTAs interleaved at random: a warp claims chunks until
+    one is past the end and adds each chunk's items of a cell to the cell's counter (after the
+    chunk's stores); a GEMM CTA reads the generation, waits on the cells of one random Y block
+    until counter - (generation + 1) x the cell's items >= 0, then (the phase-1 grid complete)
+    counts itself through; the last one resets the claims and advances the generation. A cell
+    seen ready must have every item of it decoded in this launch. Raises _Stuck when no step can
+    make progress."""
+    g = W.geometry(sizes, box_rows)
+    levels = max(s[2] for s in sizes) // 256
+    chunks = -(-g.items // chunk)
+    items = {cell: target for cell, (_n, target) in W.flag_cells_of_chunk(sizes, box_rows, 0, g.items).items()}
+    decoded = {}
+    phase1_left = [warps]
+
+    def warp():
+        while True:
+            c = mem["claim"]
+            mem["claim"] += 1
+            yield True
+            if c >= chunks:
+                break
+            first, end = c * chunk, min(c * chunk + chunk, g.items)
+            for cell, (n, _target) in W.flag_cells_of_chunk(sizes, box_rows, first, end).items():
+                decoded[cell] = decoded.get(cell, 0) + n  # the chunk's stores
+                yield True
+                mem["counter"][cell] = (mem["counter"].get(cell, 0) + n) % 2**32  # the release add
+                yield True
+        phase1_left[0] -= 1
+
+    def cta():
+        gen = mem["gen"]
+        yield True
+        block = rng.randrange(g.flag_cells // levels)
+        for lvl in range(levels):
+            cell = (block, lvl)
+            target = ((gen + 1) * items[cell]) % 2**32
+            while (mem["counter"].get(cell, 0) - target) % 2**32 >= 2**31:  # signed difference < 0
+                yield False  # spin
+            assert decoded.get(cell, 0) == items[cell], f"cell {cell} read as ready before its items were decoded"
+        while phase1_left[0]:
+            yield False  # griddepcontrol.wait: the phase-1 grid complete
+        passed = mem["passed"]
+        mem["passed"] += 1
+        if passed == ctas - 1:
+            mem["claim"], mem["passed"], mem["gen"] = 0, 0, gen + 1
+        yield True
+
+    running = [warp() for _ in range(warps)] + [cta() for _ in range(ctas)]
+    idle = 0
+    while running:
+        it = rng.choice(running)
+        try:
+            idle = 0 if next(it) else idle + 1
+        except StopIteration:
+            running.remove(it)
+            idle = 0
+        if idle > 50 * len(running) + 1000:
+            raise _Stuck("no progress: every GEMM CTA spins on a counter no phase-1 warp will raise")
+    assert mem["claim"] == mem["passed"] == 0
+
+
+def _counting_mem():
+    return {"claim": 0, "passed": 0, "gen": 0, "counter": {}}
+
+
+# same rows, pitch and cell count, other groups (so other items per cell)
+_COUNT_A = [(100, 512, 512, 1), (28, 256, 512, 1)]
+_COUNT_B = [(70, 512, 512, 1), (58, 0, 512, 1)]
+
+
+def test_counting_flags_over_repeated_launches_one_workspace_per_layout():
+    """Repeated launches alternating two problems whose workspaces would share rows, pitch and
+    cell count: with one workspace per row layout (the pool's key), every cell a GEMM CTA accepts
+    was decoded in its own launch, the generation advances once per launch, nothing hangs."""
+    import random
+
+    rng = random.Random(17)
+    assert (W.geometry(_COUNT_A, 64).rows, W.geometry(_COUNT_A, 64).pitch, W.geometry(_COUNT_A, 64).flag_cells) == \
+        (W.geometry(_COUNT_B, 64).rows, W.geometry(_COUNT_B, 64).pitch, W.geometry(_COUNT_B, 64).flag_cells)
+    mems = {"a": _counting_mem(), "b": _counting_mem()}
+    for launch in range(16):
+        name = "ab"[launch % 2]
+        _launch_counting(mems[name], _COUNT_A if name == "a" else _COUNT_B, 64, warps=rng.choice([2, 5, 12]),
+                         ctas=rng.choice([3, 7]), chunk=rng.choice([32, 64, 97]), rng=rng)
+    assert mems["a"]["gen"] == mems["b"]["gen"] == 8
+
+
+def test_counting_flags_break_when_two_layouts_share_a_workspace():
+    """The model can fail: the same alternation on ONE workspace (what the pool's layout key
+    prevents) reads a cell as ready before its items were decoded, or hangs."""
+    import random
+
+    failures = 0
+    for seed in range(6):
+        rng = random.Random(seed)
+        mem = _counting_mem()
+        try:
+            for launch in range(6):
+                _launch_counting(mem, _COUNT_A if launch % 2 == 0 else _COUNT_B, 64, warps=4, ctas=5, chunk=64, rng=rng)
+        except (AssertionError, _Stuck):
+            failures += 1
+    assert failures == 6
+
+
+def test_counting_pool_keys_the_layout():
+    pool = W.WorkspacePool(encoder=lambda rm: bytes(128))
+    ga, gb = W.geometry(_COUNT_A, 64), W.geometry(_COUNT_B, 64)
+    cpu = torch.device("cpu")
+    a, b = pool.get(ga, 64, 7, cpu, counting=True), pool.get(gb, 64, 7, cpu, counting=True)
+    assert a is not b and pool.get(ga, 64, 7, cpu, counting=True) is a
+    # and apart from the resetting protocol's workspace of the same geometry
+    assert pool.get(ga, 64, 7, cpu) is not a
+    # the resetting protocol shares one workspace between the two layouts (its cells reset)
+    assert pool.get(ga, 64, 7, cpu) is pool.get(gb, 64, 7, cpu)
