@@ -21,7 +21,14 @@ from profiling import sass, static_report
 
 
 def normalized_sass(cubin: str, function: str) -> list[str]:
-    return [f"{i.opcode} {i.operands}".strip() for i in sass.parse_sass(sass.disassemble(cubin)) if i.function == function]
+    """The kernel's instructions, then those of every other kernel in the cubin (a build with
+    phase 1 in a launch of its own has two), each after a line naming it."""
+    ins = sass.parse_sass(sass.disassemble(cubin))
+    out = [f"{i.opcode} {i.operands}".strip() for i in ins if i.function == function]
+    for other in sorted({i.function for i in ins} - {function}):
+        out.append(f"// {other}")
+        out += [f"{i.opcode} {i.operands}".strip() for i in ins if i.function == other]
+    return out
 
 
 def dump(out: Path, families: list[str], match: str | None) -> int:

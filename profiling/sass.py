@@ -228,14 +228,14 @@ def kernel_code(cubin: str | os.PathLike) -> list[Instruction]:
 
 
 def census(cubin: str | os.PathLike, function: str | None = None) -> Census:
-    """Resources and instruction families of the (only, or named) kernel in ``cubin``."""
+    """Resources and instruction families of the named kernel in ``cubin``, or of its main kernel:
+    the only one, or the one with the most instructions (a Hopper build with phase 1 in a launch
+    of its own holds two kernels: the GEMM and the smaller phase-1 kernel)."""
     usage = resource_usage(cubin)
     instrs = parse_sass(disassemble(cubin))
     names = sorted({u.function for u in usage})
     if function is None:
-        if len(names) != 1:
-            raise ValueError(f"{cubin} holds {len(names)} kernels {names}; name one")
-        function = names[0]
+        function = max(names, key=lambda f: sum(i.function == f for i in instrs))
     (res,) = [u for u in usage if u.function == function]
     mine = [i for i in instrs if i.function == function]
     return Census(

@@ -1502,11 +1502,9 @@ class HopperNvfp4GroupedGemm:
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
         staged = self.config.prepass_store == "staged"
-        if cutlass.const_expr(staged):
-            # prepass_store="staged": each warp's 32 item slots in the Y ring (unused until phase 1
-            # ends; its TMA writes come after the proxy fence below and the completion barrier)
-            lane = tidx % 32
-            warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
+        # prepass_store="staged": each warp's 32 item slots in the Y ring (unused until phase 1
+        # ends; its TMA writes come after the proxy fence below and the completion barrier)
+        warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         it = cutlass.Int32(0)
         if cutlass.const_expr(self.config.exit_claim_first):
             # thread 0 issues the first claim (prepass_claim's atomic), then, while it is in
@@ -1533,27 +1531,8 @@ class HopperNvfp4GroupedGemm:
                 nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
             first = c * chunk
             end = cutlass.min(first + chunk, items)
-            loads = []
-            dsts = []
-            oks = []
-            for j in cutlass.range_constexpr(batch):
-                item = first + tidx + j * threads
-                ok = item < end
-                raw, sf, dst = self.prepass_item_addresses(item, bases, roffs, counts, m_sizes, m_ptrs, data,
-                                                             pitch)
-                loads.append((raw, sf, cutlass.Int32(ok)))
-                dsts.append(dst)
-                oks.append(ok)
-            words = load_y_global_items(loads)
-            for j in cutlass.range_constexpr(batch):
-                if cutlass.const_expr(staged):
-                    # the item into this lane's shared slot, then the warp's whole-run stores
-                    if oks[j]:
-                        store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
-                                            self.config.operand_exp_shift)
-                    copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
-                elif oks[j]:
-                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+            self.decode_chunk_items(tidx, threads, batch, first, end, bases, roffs, counts, m_sizes, m_ptrs, data,
+                                    pitch, staged, warp_slots)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
             if tidx == 0:
@@ -1585,34 +1564,47 @@ class HopperNvfp4GroupedGemm:
         data = ws + DATA_OFFSET
         cta, _, _ = cute.arch.block_idx()
         grid, _, _ = cute.arch.grid_dim()
+        warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         c = cutlass.Int32(cta)
         while c < chunks:
             first = c * chunk
             end = cutlass.min(first + chunk, items)
-            loads = []
-            dsts = []
-            oks = []
-            for j in cutlass.range_constexpr(batch):
-                item = first + tidx + j * threads
-                ok = item < end
-                raw, sf, dst = self.prepass_item_addresses(item, bases, roffs, counts, m_sizes, m_ptrs, data, pitch)
-                loads.append((raw, sf, cutlass.Int32(ok)))
-                dsts.append(dst)
-                oks.append(ok)
-            words = load_y_global_items(loads)
-            for j in cutlass.range_constexpr(batch):
-                if cutlass.const_expr(self.config.prepass_store == "staged"):
-                    lane = tidx % 32
-                    warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
-                    if oks[j]:
-                        store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
-                                            self.config.operand_exp_shift)
-                    copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
-                elif oks[j]:
-                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+            self.decode_chunk_items(tidx, threads, batch, first, end, bases, roffs, counts, m_sizes, m_ptrs, data,
+                                    pitch, self.config.prepass_store == "staged", warp_slots)
             c = c + cutlass.Int32(grid)
         # the generic stores before the GEMM's TMA reads of them (async proxy)
         fence_proxy_async_global()
+
+    @cute.jit
+    def decode_chunk_items(self, tidx: cutlass.Int32, threads: cutlass.Constexpr[int], batch: cutlass.Constexpr[int],
+                           first: cutlass.Int32, end: cutlass.Int32, bases: list, roffs: list, counts: list,
+                           m_sizes: cute.Tensor, m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64,
+                           staged: cutlass.Constexpr[bool], warp_slots: cutlass.Int32):
+        """Phase 1 (item order of ``prepass_item_addresses``), one thread of ``threads``: its items
+        ``first + tidx + j x threads`` < ``end`` of a chunk, ``batch`` at once: every item's loads
+        in one asm block, then each item decoded and stored, directly or (``staged``) through its
+        lane's slot of the warp's 32 at ``warp_slots`` and the warp's whole-run stores."""
+        lane = tidx % 32
+        loads = []
+        dsts = []
+        oks = []
+        for j in cutlass.range_constexpr(batch):
+            item = first + tidx + j * threads
+            ok = item < end
+            raw, sf, dst = self.prepass_item_addresses(item, bases, roffs, counts, m_sizes, m_ptrs, data, pitch)
+            loads.append((raw, sf, cutlass.Int32(ok)))
+            dsts.append(dst)
+            oks.append(ok)
+        words = load_y_global_items(loads)
+        for j in cutlass.range_constexpr(batch):
+            if cutlass.const_expr(staged):
+                # the item into this lane's shared slot, then the warp's whole-run stores
+                if oks[j]:
+                    store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
+                                        self.config.operand_exp_shift)
+                copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
+            elif oks[j]:
+                store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
 
     def prepass_groups(self, m_sizes: cute.Tensor):
         """Per group (slot order): its first item, first workspace row and item count; then the

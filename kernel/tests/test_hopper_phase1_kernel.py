@@ -103,6 +103,7 @@ def builds(tmp_path_factory):
         (gemm,) = [f for f in usage if f != p1]
         out[config.label] = ([i.opcode for i in instrs if i.function == gemm],
                              [i.opcode for i in instrs if i.function == p1], usage[gemm], usage[p1])
+        out[config.label + "/cubin"] = (cubin, gemm, p1)
     return out
 
 
@@ -162,3 +163,19 @@ def test_gemm_waits_for_phase1_where_its_sync_says(config, builds):
         assert len(triggers) == 1 and triggers[0] > loads[-1]
     else:  # "start": before any global access
         assert len(triggers) == 1 and not [o for o in ops[:triggers[0]] if o.startswith(GLOBAL)]
+
+
+@pytest.mark.compile
+def test_the_sass_tools_take_the_gemm_as_the_main_kernel_and_compare_both(builds):
+    """profiling.sass.census (the static report) reports the GEMM of a two-kernel cubin, and
+    ci.sass_identity compares the phase-1 kernel's instructions too."""
+    from ci.sass_identity import normalized_sass
+    from profiling import sass
+
+    cubin, gemm, p1 = builds[PHASE1_KERNEL_CONFIG.label + "/cubin"]
+    census = sass.census(cubin)
+    assert census.function == gemm and census.families["mma_hgmma"] > 0
+    lines = normalized_sass(cubin, gemm)
+    assert f"// {p1}" in lines
+    gemm_ops, p1_ops, _r, _r1 = builds[PHASE1_KERNEL_CONFIG.label]
+    assert len(lines) == len(gemm_ops) + 1 + len(p1_ops)
