@@ -343,8 +343,10 @@ class HopperConfig:
     # launch of its own, on the same stream right before the GEMM's. The phase-1 grid (W warps per
     # CTA, PHASE1_KERNEL_REGS registers, no shared memory) waits for the stream's previous kernel
     # (griddepcontrol.wait), then lets the GEMM's grid launch at once (launch_dependents) and
-    # decodes Y into the workspace. The GEMM's CTAs fit beside its CTAs on each SM, so they run
-    # their prologue, the balanced split and the first tile's X stages while phase 1 decodes;
+    # decodes Y into the workspace. The GEMM's CTAs fit beside its CTAs on each SM, so they were
+    # to run their prologue, the balanced split and the first tile's X stages while phase 1
+    # decodes (on the H200 they start only once phase 1's CTA on their SM has left: a dependent
+    # launch of 100 KB of shared memory or more is not co-scheduled, profiling.pdl_probe);
     # only the producer waits (griddepcontrol.wait: phase 1's grid complete, its stores
     # visible) before its first Y box. In place of the in-kernel phase 1 and its grid barrier.
     # What the GEMM reads before that wait (the group tables, the tensor maps, B and its scales)

@@ -415,8 +415,10 @@ class HopperNvfp4GroupedGemm:
             self.phase1_kernel(sizes_ptr, ptrs_ptr, ws_ptr).launch(
                 grid=(num_ctas, 1, 1), block=(threads, 1, 1), stream=stream, use_pdl=True,
                 # the register cap: 65536 / (threads x min blocks) = prepass_kernel_regs; the
-                # carveout: all shared memory, the GEMM's CTAs' configuration (an SM changes it
-                # only when it is empty, so a smaller one would keep them off its SM)
+                # carveout: all shared memory, the GEMM's CTAs' configuration. (Measured on the
+                # H200, profiling.pdl_probe: a dependent launch that needs 100 KB of shared memory
+                # or more starts on an SM only once this launch's CTA there has left, whatever
+                # the carveout, so the GEMM does not run beside phase 1 there)
                 max_number_threads=[threads, 1, 1],
                 min_blocks_per_mp=65536 // (threads * self.config.prepass_kernel_regs),
                 preferred_smem_carveout=100,
