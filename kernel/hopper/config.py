@@ -107,9 +107,9 @@ PREPASS_STAGED_WARP_BYTES = 32 * 128  # prepass_store="staged": one 128-byte ite
 # prepass_decoders > 0: warps of phase 1 in the background, at most (the CTA stays at 384 threads)
 PREPASS_DECODERS_MAX = 3
 # prepass_kernel_warps: the phase-1 launch's warps per CTA (at most one per SM sub-partition) and
-# its register cap. The GEMM's 9 warps put 3 on one sub-partition (16384 registers each): 3 x 160
-# + 32 registers per thread fill it, so a 4-warp phase-1 CTA at 32 registers fits beside a GEMM
-# CTA of up to 160 registers (the budget test: kernel/tests/test_hopper_phase1_kernel.py)
+# its default register cap. The GEMM's 9 warps put 3 on one sub-partition (16384 registers each):
+# 3 x 152 + 56 registers per thread fill it, so a 4-warp phase-1 CTA at 56 registers fits beside
+# a GEMM CTA of up to 152 registers (the budget test: kernel/tests/test_hopper_phase1_kernel.py)
 PHASE1_KERNEL_WARPS_MAX = 4
 PHASE1_KERNEL_REGS = 56
 PHASE1_KERNEL_BATCH = 2  # items each thread loads at once (4 spill at 56 registers)
@@ -341,7 +341,7 @@ class HopperConfig:
     prepass_decoders: int = 0
     # issue 14, session 16 (experimental; label "k<W>" after the prepass letters): phase 1 in a
     # launch of its own, on the same stream right before the GEMM's. The phase-1 grid (W warps per
-    # CTA, PHASE1_KERNEL_REGS registers, no shared memory) waits for the stream's previous kernel
+    # CTA, prepass_kernel_regs registers, shared memory only for staged stores) waits for the stream's previous kernel
     # (griddepcontrol.wait), then lets the GEMM's grid launch at once (launch_dependents) and
     # decodes Y into the workspace. The GEMM's CTAs fit beside its CTAs on each SM, so they were
     # to run their prologue, the balanced split and the first tile's X stages while phase 1
@@ -1570,10 +1570,11 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     CLUSTER_Y_CONFIG,
     # issue 14, session 14: its peer copy by cp.async.bulk (label "..._c2db_...")
     CLUSTER_Y_BULK_CONFIG,
-    # issue 14, session 16: the production prepass build with phase 1 in a launch of its own
-    # beside the GEMM's CTAs, its stores staged, the next launch let in at the GEMM's completion
-    # (prepass_kernel_warps, label "..._prec1xswk4e_..."): the fastest of the five measured
-    # (PHASE1_KERNEL_*_CONFIG), no faster than production on bench1-3 nor than _w2 on bench4
+    # issue 14, session 16: the production prepass build with phase 1 in a launch of its own, its
+    # stores staged, the next launch let in at the GEMM's completion (prepass_kernel_warps, label
+    # "..._prec1xswk4e_..."): the fastest of the five measured (PHASE1_KERNEL_*_CONFIG), no faster
+    # than production on bench1-3 nor than _w2 on bench4 (on the H200 the GEMM's CTAs do not run
+    # beside phase 1's: kernel/hopper/NOTES.md, sessions 16-17)
     PHASE1_KERNEL_STAGED_EXIT_CONFIG,
     # (issue 14, session 17: the own-launch builds with readiness flags, PHASE1_FLAGS_CONFIG and
     # PHASE1_FLAGS_STAGED_CONFIG, measured correct and slower, are not declared:

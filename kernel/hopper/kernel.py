@@ -472,15 +472,9 @@ class HopperNvfp4GroupedGemm:
         claims: ``own_launch_count_through``); the counters only grow (kernel.hopper.workspace)."""
         lane = tidx % 32
         batch = cfgmod.PHASE1_KERNEL_BATCH
-        roffs, bstarts, ms, n_oks, rows, nblocks, kmax = self.flags_layout(m_sizes)
-        levels = kmax // self.config.tile_k
-        per_level = rows * self.n_sub
-        items = per_level * levels
+        roffs, bstarts, ms, n_oks, nblocks, levels, per_level, items, pitch, data, flags = self.flags_items(m_sizes, ws)
         chunk = 32 * batch
         chunks = (items + (chunk - 1)) // chunk
-        pitch = cutlass.Int64(kmax * 2)
-        data = ws + DATA_OFFSET
-        flags = data + cutlass.Int64(rows) * pitch
         warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         claim = cutlass.Int32(0)
         if lane == 0:
@@ -1474,7 +1468,6 @@ class HopperNvfp4GroupedGemm:
         claims only while running, and decodes every chunk it claimed before it waits."""
         threads = self.threads
         batch = cfgmod.PREPASS_BATCH
-        G = self.num_groups
         if cutlass.const_expr(self.config.exit_claim_first):
             # prepass_lean_exit / prepass_claim_first: thread 0's first claim goes out before
             # anything else, so its round trip overlaps the chunking arithmetic and the L2
@@ -1483,23 +1476,7 @@ class HopperNvfp4GroupedGemm:
             if tidx == 0:
                 first_claim = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
         # per group: first item, first workspace row (registers for the whole loop)
-        bases = []
-        roffs = []
-        counts = []
-        items = cutlass.Int32(0)
-        roff = cutlass.Int32(0)
-        kmax = cutlass.Int32(0)
-        for s in cutlass.range_constexpr(G):
-            bases.append(items)
-            roffs.append(roff)
-            m = m_sizes[s, 0]
-            count = m * (m_sizes[s, 2] // SUB_K)
-            if m_sizes[s, 1] == 0:
-                count = cutlass.Int32(0)
-            counts.append(count)
-            items = items + count
-            roff = roff + self.slot_rows(m)
-            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
         chunk, chunks = self.prepass_chunking(items)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
@@ -1608,21 +1585,23 @@ class HopperNvfp4GroupedGemm:
             elif oks[j]:
                 store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
 
+    @cute.jit
     def prepass_groups(self, m_sizes: cute.Tensor):
-        """Per group (slot order): its first item, first workspace row and item count; then the
-        items in all and the largest K. Traced inline (static loop over the groups)."""
+        """Per group (slot order): its first item, first workspace row and item count (0 for a
+        group without columns); then the items in all and the largest K."""
         bases = []
         roffs = []
         counts = []
         items = cutlass.Int32(0)
         roff = cutlass.Int32(0)
         kmax = cutlass.Int32(0)
-        for s in range(self.num_groups):
+        for s in cutlass.range_constexpr(self.num_groups):
             bases.append(items)
             roffs.append(roff)
             m = m_sizes[s, 0]
             count = m * (m_sizes[s, 2] // SUB_K)
-            count = cutlass.select_(m_sizes[s, 1] == 0, cutlass.Int32(0), count)
+            if m_sizes[s, 1] == 0:
+                count = cutlass.Int32(0)
             counts.append(count)
             items = items + count
             roff = roff + self.slot_rows(m)
@@ -2036,6 +2015,18 @@ class HopperNvfp4GroupedGemm:
             kmax = cutlass.max(kmax, m_sizes[s, 2])
         return roffs, bstarts, ms, n_oks, rows, nblocks, kmax
 
+    def flags_items(self, m_sizes: cute.Tensor, ws: cutlass.Int64):
+        """``prepass_sync="flags"``'s phase-1 geometry (``flags_layout``, then: levels, items per
+        level and in all, the workspace pitch, its data and its flag cells' addresses). Traced
+        inline."""
+        roffs, bstarts, ms, n_oks, rows, nblocks, kmax = self.flags_layout(m_sizes)
+        levels = kmax // self.config.tile_k
+        per_level = rows * self.n_sub
+        pitch = cutlass.Int64(kmax * 2)
+        data = ws + DATA_OFFSET
+        return roffs, bstarts, ms, n_oks, nblocks, levels, per_level, per_level * levels, pitch, data, \
+            data + cutlass.Int64(rows) * pitch
+
     @cute.jit
     def flags_chunk_decode(self, tid: cutlass.Int32, threads: cutlass.Constexpr[int], first: cutlass.Int32,
                            end: cutlass.Int32, per_level: cutlass.Int32, roffs: list, n_oks: list,
@@ -2124,8 +2115,7 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def flags_phase1(self, tid: cutlass.Int32, threads: cutlass.Constexpr[int], m_sizes: cute.Tensor,
                      m_ptrs: cute.Tensor, ws: cutlass.Int64, slots: cutlass.Int32, warp_slots: cutlass.Int32,
-                     staged: cutlass.Constexpr[bool], named: cutlass.Constexpr[bool],
-                     batch: cutlass.Constexpr[int] = cfgmod.PREPASS_BATCH):
+                     staged: cutlass.Constexpr[bool], named: cutlass.Constexpr[bool]):
         """``prepass_sync="flags"``'s phase 1 on ``threads`` threads of every CTA (``tid``: the
         thread's index among them; ``named``: they sync on DECODER_BARRIER_ID, else on the CTA
         barrier): ``prepass_decode_scaled`` with the items K-chunk-major (level = ``tile_k`` K,
@@ -2133,20 +2123,14 @@ class HopperNvfp4GroupedGemm:
         ``flags_chunk_decode``) and, after each chunk's barrier, the chunk's flag cells published
         (``prepass_flag_publish``). Thread 0 reads the generation and makes the first claim before
         the first barrier (both broadcast through shared slots: the generation in slot 2, claims
-        alternating in slots 0 and 1) and the next claim while a chunk is decoded; ``batch`` items
-        per thread at once. Returns the generation."""
+        alternating in slots 0 and 1) and the next claim while a chunk is decoded. Returns the
+        generation."""
         gen_slot = slots + 8
         if tid == 0:
             st_shared_u32(gen_slot, ld_relaxed_gpu_u32(ws + GEN_WORD))
             st_shared_u32(slots, atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1)))
-        roffs, bstarts, ms, n_oks, rows, nblocks, kmax = self.flags_layout(m_sizes)
-        levels = kmax // self.config.tile_k
-        per_level = rows * self.n_sub
-        items = per_level * levels
-        chunk, chunks = self.prepass_chunking(items, threads, batch)
-        pitch = cutlass.Int64(kmax * 2)
-        data = ws + DATA_OFFSET
-        flags = data + cutlass.Int64(rows) * pitch
+        roffs, bstarts, ms, n_oks, nblocks, levels, per_level, items, pitch, data, flags = self.flags_items(m_sizes, ws)
+        chunk, chunks = self.prepass_chunking(items, threads)
         self.phase1_sync(threads, named)  # the generation and the first claim (slot 0)
         gen = ld_shared_u32(gen_slot)
         it = cutlass.Int32(0)
@@ -2159,7 +2143,7 @@ class HopperNvfp4GroupedGemm:
             first = c * chunk
             end = cutlass.min(first + chunk, items)
             self.flags_chunk_decode(tid, threads, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data, pitch,
-                                    warp_slots, staged, batch)
+                                    warp_slots, staged)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
             if tid == 0:
