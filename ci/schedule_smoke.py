@@ -1,7 +1,9 @@
 """GPU smoke test of the consumers' schedule options (issue 14 session 15), before the
 properties: the warpgroups kept out of step (``consumer_stagger``, label ``_lag<L>``), two
 wgmma groups in flight (``wgmma_in_flight=2``, label ``_w2``), and (session 16) phase 1 in a
-launch of its own (``prepass_kernel_warps``, label letter ``k``). None changes a wgmma chain, so
+launch of its own (``prepass_kernel_warps``, label letter ``k``), and (session 18) stream-K over
+the balanced lists (``stream_k``, label ``_sk``: a tile split between two CTAs continues one chain
+from the fp32 partial the first hands on). None changes a wgmma chain, so
 each build's C must be bit-identical to its twin without the option, with outputs NaN-filled
 before each launch, on problems that reach every part of the schedule: one K tile per tile and
 many tiles per CTA (the stagger's warpgroup 0 arrives for the next tile before warpgroup 1 has
@@ -11,7 +13,7 @@ single tile, bench2's geometry, and launches repeated back to back. Run it under
 lost arrival hangs.
 
     python3 -m ci.schedule_smoke [--lags 1,2,3,4] [LABEL ...]
-        (default: every declared build with either option; --lags: the first label's build at
+        (default: every declared build with one of the options; --lags: the first label's build at
         each of those lags instead)
 """
 
@@ -28,6 +30,10 @@ CASES = [
     [(130, 257, 512, 1), (7, 130, 256, 1), (0, 128, 256, 1), (256, 646, 768, 1)],  # ragged, M = 0
     [(m, 7168, 2048, 1) for m in (40, 76, 168, 72, 164, 148, 196, 160)],  # bench2
     [(128, 4096, 1536, 1), (384, 4096, 1536, 1)],  # bench4
+    # stream_k: bench1 (K tiles split at most CTA boundaries, full and light ones), and few
+    # tiles with many K tiles of different K per group (a CTA's range in two tiles' middles)
+    [(m, 4096, 7168, 1) for m in (80, 176, 128, 72, 64, 248, 96, 160)],
+    [(200, 384, 4096, 1), (33, 256, 7168, 1), (64, 130, 2048, 1)],
 ]
 
 
@@ -39,6 +45,8 @@ def twin_of(config):
 
     if config.prepass_kernel_warps:
         config = phase1_inside_twin(config)
+    if config.stream_k:
+        config = dataclasses.replace(config, stream_k=False)
     if config.wgmma_in_flight != 1:
         buffers = config.fp16_buffers if config.y_source == "prepass" else 2
         config = dataclasses.replace(config, wgmma_in_flight=1, fp16_buffers=buffers)
@@ -52,7 +60,7 @@ def builds_of(labels, lags):
 
     by_label = named_configs()
     labels = labels or [c.label for c in DECLARED_VARIANTS
-                        if c.consumer_stagger or c.wgmma_in_flight != 1 or c.prepass_kernel_warps]
+                        if c.consumer_stagger or c.wgmma_in_flight != 1 or c.prepass_kernel_warps or c.stream_k]
     unknown = [x for x in labels if x not in by_label]
     if unknown:
         raise SystemExit(f"unknown variant(s) {unknown}")

@@ -4,7 +4,8 @@ Each function is the device twin of a host function whose properties are fuzzed 
 (``properties/test_plan_properties.py``): :func:`group_search` is
 ``kernel.plan.device_group_search``, :func:`cta_tile_range` is ``LaunchPlan.cta_tiles``; the
 ``balanced_*`` functions are ``kernel.plan``'s functions of the same names (schedule="balanced"),
-the ``snake_*`` ones those of schedule="snake".
+the ``snake_*`` ones those of schedule="snake", the ``streamk_*`` ones ``kernel.plan``'s
+``streamk_*`` (the Hopper ``stream_k`` variant).
 All are ``@cute.jit`` helpers, inlined where they are called.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
-from kernel.plan import BALANCED_STEPS, FULL_COST, LIGHT_COST, SNAKE_ROWS_STEP, SPLIT_CANDIDATES
+from kernel.plan import BALANCED_STEPS, FULL_COST, LIGHT_COST, SNAKE_ROWS_STEP, SPLIT_CANDIDATES, STREAMK_END
 
 
 @cute.jit
@@ -331,3 +332,100 @@ def snake_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_
     rest = idx - sel_base
     n_block = rest // sel_per
     return sel_slot, rest - n_block * sel_per + sel_m0, n_block
+
+
+# ---- stream-K over the balanced lists (the Hopper stream_k variant; kernel.plan states it) -----
+@cute.jit
+def streamk_range(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
+                  tile_n: cutlass.Constexpr[int], tile_k: cutlass.Constexpr[int], ctas: cutlass.Int32,
+                  cta: cutlass.Int32):
+    """(ea, ka, eb, kb): kernel.plan.streamk_boundary at ``cta`` and ``cta + 1``, the same
+    segments (full list then light list, slots in order) in the same integer arithmetic, in one
+    pass over the segments: each boundary's segment is selected in the loop, its entry and K tile
+    divided out once after it."""
+    counts = []
+    kts = []
+    total = cutlass.Int32(0)
+    for light_list in cutlass.range_constexpr(2):
+        for s in cutlass.range_constexpr(num_groups):
+            tm, tn, light = slot_blocks(m_sizes, s, tile_m, tile_n)
+            count = tn * (light * light_list + (tm - light) * (1 - light_list))
+            kt = m_sizes[s, 2] // tile_k
+            counts.append(count)
+            kts.append(kt)
+            total = total + count * (LIGHT_COST if light_list else FULL_COST) * kt
+    ranges = cutlass.max(cutlass.min(ctas, total // FULL_COST), cutlass.Int32(1))  # kernel.plan.streamk_ranges
+    q = total // ranges
+    r = total - q * ranges
+    out = []
+    for d in cutlass.range_constexpr(2):
+        b = cta + d
+        target = b * q + cutlass.min(b, r)
+        if b >= ranges:
+            target = total
+        base = cutlass.Int32(0)
+        ebase = cutlass.Int32(0)
+        found = cutlass.Int32(0)
+        sel_base = cutlass.Int32(0)
+        sel_ebase = cutlass.Int32(0)
+        sel_w = cutlass.Int32(1)
+        sel_kt = cutlass.Int32(1)
+        for i in cutlass.range_constexpr(2 * num_groups):
+            w = LIGHT_COST if i >= num_groups else FULL_COST
+            seg = counts[i] * w * kts[i]
+            if found == 0:
+                if target < base + seg:
+                    sel_base = base
+                    sel_ebase = ebase
+                    sel_w = cutlass.Int32(w)
+                    sel_kt = kts[i]
+                    found = cutlass.Int32(1)
+            base = base + seg
+            ebase = ebase + counts[i]
+        off = target - sel_base
+        e = off // (sel_w * sel_kt)
+        k = (off - e * (sel_w * sel_kt) + (sel_w - 1)) // sel_w
+        if k == sel_kt:
+            e = e + 1
+            k = cutlass.Int32(0)
+        entry = sel_ebase + e
+        if found == 0:  # at or past the end: (entries, 0)
+            entry = ebase
+            k = cutlass.Int32(0)
+        out.append(entry)
+        out.append(k)
+    return out[0], out[1], out[2], out[3]
+
+
+@cute.jit
+def streamk_count(ea: cutlass.Int32, ka: cutlass.Int32, eb: cutlass.Int32, kb: cutlass.Int32):
+    """How many pieces a CTA whose range is (ea, ka) .. (eb, kb) runs (kernel.plan.streamk_pieces)."""
+    n = cutlass.Int32(0)
+    if ea == eb:
+        n = cutlass.Int32(kb > ka)
+    elif ea < eb:
+        n = cutlass.Int32(kb > 0) + eb - ea
+    return n
+
+
+@cute.jit
+def streamk_piece(ea: cutlass.Int32, ka: cutlass.Int32, eb: cutlass.Int32, kb: cutlass.Int32, q: cutlass.Int32):
+    """Piece ``q`` of the range (ea, ka) .. (eb, kb): (entry, k0, k1, waits, publishes), k1 =
+    STREAMK_END for a piece that runs to its tile's last K tile (kernel.plan.StreamKPiece)."""
+    has_tail = cutlass.Int32(kb > 0)
+    has_head = cutlass.Int32(ka > 0)
+    n = has_tail + eb - ea  # (ea < eb: the tail, eb - ea - has_head whole tiles, the head)
+    entry = ea + has_head + q - has_tail
+    k0 = cutlass.Int32(0)
+    k1 = cutlass.Int32(STREAMK_END)
+    if ea == eb:
+        entry = ea
+        k0 = ka
+        k1 = kb
+    elif has_tail * cutlass.Int32(q == 0) != 0:
+        entry = eb
+        k1 = kb
+    elif has_head * cutlass.Int32(q == n - 1) != 0:
+        entry = ea
+        k0 = ka
+    return entry, k0, k1, cutlass.Int32(k0 > 0), cutlass.Int32(k1 != STREAMK_END)

@@ -416,3 +416,105 @@ def snake_locate(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, idx: 
     rest = idx - sel_base
     n_block = rest // sel_per
     return sel_slot, rest - n_block * sel_per + sel_m0, n_block
+
+
+# ---- stream-K over the balanced lists (the Hopper ``stream_k`` variant) -----------------------
+# The K tiles of every tile, full list then light list (the entries of LaunchPlan.balanced_lists,
+# "entry" E: full entry E for E < nf, light entry E - nf after), weighted FULL_COST or LIGHT_COST
+# per K tile, cut into ``ctas`` contiguous ranges of equal weight (the first W % ctas ranges one
+# unit more; fewer ranges than CTAs on tiny problems, streamk_ranges), each boundary moved up to
+# the next K-tile start. A boundary inside a tile splits
+# it: the CTA before it runs the tile's prefix [0, kt) FIRST (it depends on nothing) and hands
+# its fp32 accumulators on; the CTA after it runs the suffix [kt, K) LAST, starting from them.
+# So every tile's K loop stays one chain of 16-K updates in K order (the oracle's accumulation
+# order), and no CTA waits on another except at its last piece (or, for a range inside one tile,
+# its only piece), by which time the prefix ran long ago. Deadlock freedom without assuming that
+# the grid is co-resident: the boundary's state word (STREAMK_IDLE) is claimed by the prefix CTA
+# at its start (-> STREAMK_CLAIMED, then STREAMK_PUBLISHED once its partial is stored); a suffix
+# CTA that finds it still idle takes the whole tile itself (-> STREAMK_TAKEN: it runs [0, K),
+# and the prefix CTA, finding TAKEN, runs its piece without handing it on and resets the word).
+STREAMK_IDLE = 0
+STREAMK_CLAIMED = 1
+STREAMK_PUBLISHED = 2
+STREAMK_TAKEN = 3
+STREAMK_END = -1  # a piece's k1 when it runs to the tile's last K tile
+
+
+class StreamKPiece(NamedTuple):
+    entry: int  # E: the full list's entry E, or the light list's E - nf
+    k0: int  # first K tile
+    k1: int  # one past the last K tile, or STREAMK_END (the tile's K tiles)
+    waits: bool  # starts from the partial of boundary ``cta`` (k0 > 0)
+    publishes: bool  # hands its partial on at boundary ``cta + 1`` (k1 != STREAMK_END)
+
+
+def _streamk_segments(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int):
+    """(entries, weight per K tile, K tiles) of each (list, slot) segment, full list first,
+    slots in order: the loop the device unrolls (kernel.device_schedule.streamk_*)."""
+    out = []
+    for light_list in (0, 1):
+        for size in sizes:
+            m, n, k = size[0], size[1], size[2]
+            tm, tn = ceil_div(m, tile_m), ceil_div(n, tile_n)
+            light = int(m - (tm - 1) * tile_m <= tile_m // 2) * int(tm > 0)
+            per = light * light_list + (tm - light) * (1 - light_list)
+            out.append((tn * per, LIGHT_COST if light_list else FULL_COST, k // tile_k))
+    return out
+
+
+def streamk_weight(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int) -> int:
+    """W: every tile's K tiles, each weighted FULL_COST or LIGHT_COST."""
+    return sum(c * w * kt for c, w, kt in _streamk_segments(sizes, tile_m, tile_n, tile_k))
+
+
+def streamk_ranges(total: int, ctas: int) -> int:
+    """How many CTAs get a range: every CTA while each range weighs at least FULL_COST (so
+    every range holds a K-tile start: no range is empty, and a split tile's pieces are on
+    consecutive CTAs, the boundary between them the suffix CTA's index), fewer on tiny problems
+    (the CTAs past them run nothing)."""
+    return max(1, min(ctas, total // FULL_COST))
+
+
+def streamk_boundary(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int, ctas: int,
+                     b: int) -> tuple[int, int]:
+    """(entry, K tile) where CTA ``b``'s range starts (``b`` >= :func:`streamk_ranges`: the end,
+    (entries, 0)): the first K-tile start at or past weight T_b = b * (W // R) + min(b, W % R),
+    R the ranges."""
+    segs = _streamk_segments(sizes, tile_m, tile_n, tile_k)
+    total = sum(c * w * kt for c, w, kt in segs)
+    ranges = streamk_ranges(total, ctas)
+    q, r = divmod(total, ranges)
+    target = b * q + min(b, r) if b < ranges else total
+    base = ebase = 0
+    for count, w, kt in segs:
+        seg = count * w * kt
+        if target < base + seg:
+            off = target - base
+            e, o = divmod(off, w * kt)
+            k = ceil_div(o, w)
+            if k == kt:
+                e, k = e + 1, 0
+            return ebase + e, k
+        base += seg
+        ebase += count
+    return ebase, 0
+
+
+def streamk_pieces(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int, ctas: int,
+                   cta: int) -> list[StreamKPiece]:
+    """CTA ``cta``'s pieces in the order it runs them: the prefix of the tile its range ends
+    in (if the range ends inside one), its whole tiles in list order, the suffix of the tile its
+    range starts in (if it starts inside one); a range inside one tile is one piece."""
+    ea, ka = streamk_boundary(sizes, tile_m, tile_n, tile_k, ctas, cta)
+    eb, kb = streamk_boundary(sizes, tile_m, tile_n, tile_k, ctas, cta + 1)
+    if (ea, ka) >= (eb, kb):
+        return []
+    if ea == eb:
+        return [StreamKPiece(ea, ka, kb, ka > 0, True)]
+    out = []
+    if kb > 0:
+        out.append(StreamKPiece(eb, 0, kb, False, True))
+    out += [StreamKPiece(e, 0, STREAMK_END, False, False) for e in range(ea + (ka > 0), eb)]
+    if ka > 0:
+        out.append(StreamKPiece(ea, ka, STREAMK_END, True, False))
+    return out

@@ -419,6 +419,15 @@ class HopperConfig:
     # L sub-blocks (named barrier STAGGER_BARRIER_ID0 + the tile's parity: warpgroup 0 arrives,
     # warpgroup 1 syncs), so one warpgroup's epilogue runs while the other one still multiplies
     consumer_stagger: int = 0
+    # issue 14, session 18 (label suffix "_sk"): stream-K over the balanced lists (kernel.plan,
+    # ``streamk_*``). The K tiles of every tile (full list, then light list, weighted FULL_COST /
+    # LIGHT_COST) are cut into one contiguous range per CTA of equal weight; a range that ends
+    # inside a tile runs that tile's K prefix first and hands its fp32 accumulators on through the
+    # workspace (kernel.hopper.workspace: a state word and a partial per boundary), and the CTA
+    # after it continues the same chain of 16-K updates from them as its last piece, so the
+    # accumulation order is the oracle's. What it is for: bench1's balanced split leaves 44 CTAs
+    # at 8 of the makespan's 11 quarter units (stream-K: within one K tile of the 9.94 average)
+    stream_k: bool = False
     # issue 14, session 15 (label suffix "_w2"): wgmma groups each consumer warp leaves in flight
     # after issuing a sub-block's group (its wait_group), in the cooperative build that decodes Y
     # into shared memory (y_source="smem_decode", X in registers). 1: the decode of sub-block
@@ -590,6 +599,7 @@ class HopperConfig:
         sched += "_t64" if self.y_tail64 else ""
         sched += "_t16" if self.y_tail16 else ""  # with schedule="snake"
         sched += f"s{self.y_tail16_step}" if self.y_tail16 and self.y_tail16_step != 16 else ""
+        sched += "_sk" if self.stream_k else ""
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_xp" if self.x_prefetch else ""
         sched += "_pdl" if self.pdl else ""
@@ -672,6 +682,13 @@ PREPASS_FLAGS_SLOT_BYTES = 8
 # ``y_tail64``: four int32 (the CTA's balanced share, computed by the producer warp, read by the
 # consumers after phase 1's completion barrier)
 TAIL64_SHARE_BYTES = 16
+# stream_k: the share grows to eight int32 (kernel.hopper.kernel, streamk_setup: the range's two
+# boundaries, the full list's length, the claim of the boundary the range ends in, the last
+# piece's first K tile as the producer decided it)
+STREAMK_SHARE_BYTES = 16
+# stream_k: named barrier of the consumer warpgroups around a piece's partial (stored, then
+# published by one thread; awaited by one thread, then loaded)
+STREAMK_BARRIER_ID = 14
 # ``smem_tables``: guard rows before and after each table in shared memory, and the most groups a
 # build is sized for (kernel.validation.KernelConstraints.max_groups: the launch path refuses more)
 SMEM_TABLE_GUARD_ROWS = 4
@@ -717,6 +734,8 @@ def _smem_bytes_before_staging(config: HopperConfig) -> dict[str, int]:
         barriers += PREPASS_FLAGS_SLOT_BYTES
     if config.y_tail64:
         barriers += TAIL64_SHARE_BYTES
+    if config.stream_k:
+        barriers += STREAMK_SHARE_BYTES
     if config.y_cluster_decode:
         barriers += Y_CLUSTER_BARRIER_BYTES
     barriers += smem_table_bytes(config)
@@ -1151,6 +1170,15 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append("schedule='balanced' and y_tail64 go together (the balanced split costs the 64-row tiles)")
     if config.ctas_per_sm != 1:
         p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
+    if not isinstance(config.stream_k, bool):
+        p.append(f"stream_k must be a bool, got {config.stream_k!r}")
+    elif config.stream_k and (not config.y_tail64 or config.prepass_sync != "barrier" or config.prepass_kernel_warps
+                              or config.prepass_decoders or config.prepass_first_local or config.y_tail16
+                              or config.epilogue != "smem" or config.consumer_stagger or config.x_prefetch
+                              or config.consumer_warpgroups != 2 or config.smem_tables):
+        p.append("stream_k is built on the balanced prepass build (y_tail64, prepass_sync='barrier' inside the "
+                 "launch, epilogue='smem', 2 consumer warpgroups) without prepass_kernel_warps, prepass_decoders, "
+                 "prepass_first_local, consumer_stagger, x_prefetch or smem_tables")
     if config.num_ab_stages < 2:
         p.append(f"num_ab_stages must be >= 2, got {config.num_ab_stages}")
     if p:
@@ -1325,6 +1353,9 @@ PHASE1_KERNEL_STAGED_CONFIG = replace(SPLIT_WARP_CONFIG, num_ab_stages=3, prepas
 PHASE1_KERNEL_START_CONFIG = replace(PHASE1_KERNEL_CONFIG, prepass_kernel_trigger="start")
 PHASE1_KERNEL_EXIT_CONFIG = replace(PHASE1_KERNEL_CONFIG, prepass_kernel_trigger="exit")
 PHASE1_KERNEL_STAGED_EXIT_CONFIG = replace(PHASE1_KERNEL_STAGED_CONFIG, prepass_kernel_trigger="exit")
+# issue 14, session 18: the production prepass build with stream-K over its balanced lists
+# (``..._prec1xsw_t64_sk_es``; kernel.plan, streamk_*)
+STREAM_K_CONFIG = replace(SPLIT_WARP_CONFIG, stream_k=True)
 # Session 17: the own launch at fewer registers per phase-1 thread (does the GEMM's CTA start
 # beside it only with room to spare on the fullest sub-partition?)
 PHASE1_KERNEL_R48_CONFIG = replace(PHASE1_KERNEL_EXIT_CONFIG, prepass_kernel_regs=48)
@@ -1576,6 +1607,9 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # than production on bench1-3 nor than _w2 on bench4 (on the H200 the GEMM's CTAs do not run
     # beside phase 1's: kernel/hopper/NOTES.md, sessions 16-17)
     PHASE1_KERNEL_STAGED_EXIT_CONFIG,
+    # issue 14, session 18: the production prepass build with stream-K over its balanced lists
+    # (stream_k, label "..._t64_sk_es")
+    STREAM_K_CONFIG,
     # (issue 14, session 17: the own-launch builds with readiness flags, PHASE1_FLAGS_CONFIG and
     # PHASE1_FLAGS_STAGED_CONFIG, measured correct and slower, are not declared:
     # kernel/tests/test_hopper_phase1_kernel.py compiles them)

@@ -69,10 +69,11 @@ from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 from kernel.hopper import config as cfgmod
 from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_share, balanced_share_warp,
                                     cluster_tile_range, cta_tile_range, group_search, snake_index, snake_locate,
-                                    snake_rounds, uniform_share)
+                                    snake_rounds, streamk_count, streamk_piece, streamk_range, uniform_share)
 from kernel.hopper import staging
 from kernel.hopper.config import HopperConfig
-from kernel.plan import SNAKE_ROWS_STEP
+from kernel.plan import (SNAKE_ROWS_STEP, STREAMK_CLAIMED, STREAMK_END, STREAMK_IDLE, STREAMK_PUBLISHED,
+                         STREAMK_TAKEN)
 from kernel.tables import GUARD_POINTER, GUARD_PREFIX, GUARD_SIZE
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
                                  TIMELINE_CTAS, TIMELINE_INDEX, TIMELINE_POINTS, TIMELINE_WORD0, Perturbation)
@@ -129,6 +130,9 @@ from kernel.hopper.ptx import (
     hb_check_reuse,
     hb_mask_update,
     low_word,
+    atom_cas_relaxed_gpu,
+    st_global_v4_f32,
+    ld_global_cg_v4_f32,
 )
 
 SUB_K = cfgmod.DEQUANT_SUB_K
@@ -137,7 +141,7 @@ TAIL16_STEP = SNAKE_ROWS_STEP  # y_tail16: the wgmma N step, the snake schedule'
 from kernel.hopper.workspace import (  # noqa: E402
     CLAIM_WORD, DATA_OFFSET, DONE_WORD, ITEMS_PER_THREAD, PASSED_WORD, TENSOR_MAP_OFFSET,
 )
-from kernel.hopper.workspace import FLAG_CELL_BYTES, GEN_WORD  # noqa: E402
+from kernel.hopper.workspace import FLAG_CELL_BYTES, GEN_WORD, STREAMK_STATE_BYTES  # noqa: E402
 from kernel.perturbation import CHECK_RULE_INDEX, SKEWED_SITES  # noqa: E402
 
 X_RAW_REGS = 6  # x_prefetch: a sub-block's raw X bytes (two 8-byte runs) and its two scale bytes
@@ -207,9 +211,10 @@ def if_thread0_count_through(tid: cutlass.Int32, ws: cutlass.Int64, gen: cutlass
 
 @cute.jit
 def if_lane0_store_share(slots: cutlass.Int32, share):
-    """Lane 0 stores the four int32 of a balanced share (y_tail64) at shared address ``slots``."""
+    """Lane 0 stores the int32 of a balanced share (y_tail64: four; stream_k: six) at shared
+    address ``slots``."""
     if cute.arch.lane_idx() == 0:
-        for i in cutlass.range_constexpr(4):
+        for i in cutlass.range_constexpr(len(share)):
             st_shared_u32(slots + 4 * i, share[i])
 
 
@@ -330,6 +335,12 @@ class HopperNvfp4GroupedGemm:
             # the share's four int32 after the claim slots (the producer warp computes it during
             # phase 1's completion wait, the consumers read it after the barrier)
             fp16_bar_count += cfgmod.TAIL64_SHARE_BYTES // 8
+        # stream_k (session 18): the CTA's stream-K range instead of a balanced share (kernel.plan
+        # streamk_*): (first entry, its K tile, end entry, its K tile, full-list length, the claim
+        # of the boundary the range ends in, the last piece's first K tile as the producer decided)
+        self.stream_k = config.stream_k
+        if self.stream_k:
+            fp16_bar_count += cfgmod.STREAMK_SHARE_BYTES // 8
 
         hb_words = (config.threads // 32) * HB_WARP_WORDS
         # epilogue="smem" (session 6, experimental): C staged through one shared buffer per
@@ -530,7 +541,15 @@ class HopperNvfp4GroupedGemm:
         """tile -> (slot, m_block, n_block); the loop of kernel.plan.device_group_search.
         ``y_tail64``: ``tile`` is the index into this CTA's balanced list (its full tiles, then
         its light tiles; kernel.plan.LaunchPlan.cta_tiles)."""
-        if cutlass.const_expr(self.tail64):
+        if cutlass.const_expr(self.stream_k):
+            # ``tile``: this CTA's piece (kernel.plan.streamk_pieces), its entry of the full list
+            # (entry < nf) or of the light list (entry - nf)
+            ea, ka, eb, kb, nf, _claimed = self.share
+            entry, _k0, _k1, _w, _p = streamk_piece(ea, ka, eb, kb, tile)
+            light_list = cutlass.Int32(entry >= nf)
+            slot, m_block, n_block = balanced_locate(m_sizes, self.num_groups, self.config.tile_m,
+                                                     self.config.tile_n, light_list, entry - nf * light_list)
+        elif cutlass.const_expr(self.tail64):
             fs, fc, ts, _tc = self.share
             light_list = cutlass.Int32(tile >= fc)
             idx = fs + tile
@@ -581,6 +600,10 @@ class HopperNvfp4GroupedGemm:
         nf, nt = balanced_counts(m_sizes, self.num_groups, self.config.tile_m, self.config.tile_n)
         cta, _, _ = cute.arch.block_idx()
         ctas, _, _ = cute.arch.grid_dim()
+        if cutlass.const_expr(self.stream_k):
+            self.share = self.streamk_setup(m_sizes, nf)
+            if_lane0_store_share(slots, self.share)
+            return self.tile_range(total)
         if cutlass.const_expr(self.ablates("balanced_split")):
             self.share = uniform_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))  # profiling only
         elif cutlass.const_expr(self.config.exit_split_warp):
@@ -593,12 +616,78 @@ class HopperNvfp4GroupedGemm:
     def balanced_read(self, total, slots):
         """y_tail64, the consumer warps after phase 1's completion barrier: the share the producer
         warp stored (``balanced_setup``), and the tile range. Traced inline."""
-        self.share = tuple(ld_shared_u32(slots + 4 * i) for i in range(4))
+        self.share = tuple(ld_shared_u32(slots + 4 * i) for i in range(6 if self.stream_k else 4))
         return self.tile_range(total)
+
+    def streamk_setup(self, m_sizes: cute.Tensor, nf):
+        """stream_k, the producer warp (every lane): this CTA's range (kernel.device_schedule.
+        streamk_range: kernel.plan.streamk_boundary at its own index and the next) and, when its first piece hands on, the claim of the
+        boundary that piece ends at (lane 0: IDLE -> CLAIMED; finding TAKEN, the CTA after it ran
+        the whole tile already: the word back to IDLE, the piece runs without handing on).
+        Returns the six-word share (``locate``, ``tile_range``, ``streamk_piece_k``). Traced inline."""
+        cfg = self.config
+        cta, _, _ = cute.arch.block_idx()
+        ctas, _, _ = cute.arch.grid_dim()
+        ea, ka, eb, kb = streamk_range(m_sizes, self.num_groups, cfg.tile_m, cfg.tile_n, cfg.tile_k,
+                                       cutlass.Int32(ctas), cutlass.Int32(cta))
+        return ea, ka, eb, kb, nf, self.streamk_claim(m_sizes, ea, ka, eb, kb)
+
+    @cute.jit
+    def streamk_claim(self, m_sizes: cute.Tensor, ea: cutlass.Int32, ka: cutlass.Int32, eb: cutlass.Int32,
+                      kb: cutlass.Int32):
+        """stream_k, lane 0 of the producer warp (``streamk_setup``): 1 if this CTA's first piece
+        hands on and it claimed the boundary it ends at, else 0."""
+        cta, _, _ = cute.arch.block_idx()
+        _e, _k0, _k1, _w, first_hands_on = streamk_piece(ea, ka, eb, kb, cutlass.Int32(0))
+        claimed = cutlass.Int32(0)
+        if streamk_count(ea, ka, eb, kb) * first_hands_on != 0:
+            if cute.arch.lane_idx() == 0:
+                word = self.streamk_state(m_sizes, cutlass.Int32(cta) + 1)
+                old = atom_cas_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE), cutlass.Int32(STREAMK_CLAIMED))
+                claimed = cutlass.Int32(old == STREAMK_IDLE)
+                if old == STREAMK_TAKEN:
+                    store_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE))
+        return claimed
+
+    @cute.jit
+    def streamk_region(self, m_sizes: cute.Tensor):
+        """stream_k: the workspace's stream-K region (kernel.hopper.workspace, Geometry.streamk_offset:
+        after the data rows, every slot's rows x 2 x the largest K)."""
+        rows = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(self.num_groups):
+            rows = rows + self.slot_rows(m_sizes[s, 0])
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        return self.ws_base + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
+
+    @cute.jit
+    def streamk_state(self, m_sizes: cute.Tensor, b: cutlass.Int32):
+        """stream_k: the address of boundary ``b``'s state word."""
+        return self.streamk_region(m_sizes) + cutlass.Int64(b) * 4
+
+    @cute.jit
+    def streamk_partial(self, m_sizes: cute.Tensor, b: cutlass.Int32):
+        """stream_k: the address of boundary ``b``'s partial (the consumers' fp32 accumulators)."""
+        return (self.streamk_region(m_sizes) + STREAMK_STATE_BYTES
+                + cutlass.Int64(b) * (4 * self.config.acc_regs_per_thread * self.consumer_threads))
+
+    @cute.jit
+    def streamk_piece_k(self, tile: cutlass.Int32, k_tiles: cutlass.Int32):
+        """stream_k: (k0, k1, waits, hands on) of piece ``tile``: its K tiles k0 .. k1 - 1 (k1 the
+        tile's K tiles for a piece that runs to the end), whether it continues from the partial of
+        the boundary at this CTA's index and whether it hands its partial on at the next."""
+        ea, ka, eb, kb, _nf, _claimed = self.share
+        _e, k0, k1, waits, hands_on = streamk_piece(ea, ka, eb, kb, tile)
+        if k1 == STREAMK_END:
+            k1 = k_tiles
+        return k0, k1, waits, hands_on
 
     @cute.jit
     def tile_range(self, total: cutlass.Int32):
-        if cutlass.const_expr(self.tail64):
+        if cutlass.const_expr(self.stream_k):
+            ea, ka, eb, kb, _nf, _claimed = self.share
+            first, end, step = cutlass.Int32(0), streamk_count(ea, ka, eb, kb), cutlass.Int32(1)
+        elif cutlass.const_expr(self.tail64):
             # the balanced schedule: entries 0 .. full + light - 1 of this CTA's list (locate)
             first, end, step = cutlass.Int32(0), self.share[1] + self.share[3], cutlass.Int32(1)
         elif cutlass.const_expr(self.tail16):
@@ -929,6 +1018,8 @@ class HopperNvfp4GroupedGemm:
             # (cluster_x = 2: the ring shared by the cluster, see ``y_release_warps``)
             y_pipe = self.y_ring(storage, self.y_release_warps, self.y_cluster_vmnk)
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
+            self.ws_base = ws  # (stream_k: its state words and partials are in the workspace)
+            self.streamk_head_slot = share_slots + 24  # stream_k: the share's word 6
             lean = cfg.prepass_lean_exit
             count_after = cfg.exit_count_after
             # (phase1_only: no X stage may be left in flight at the exit)
@@ -1785,10 +1876,35 @@ class HopperNvfp4GroupedGemm:
         self.check_producer_exit()
 
     @cute.jit
+    def streamk_head_k0(self, lane: cutlass.Int32, m_sizes: cute.Tensor, k0: cutlass.Int32):
+        """stream_k, the producer warp at a piece that starts at K tile ``k0`` > 0 of a tile split at
+        this CTA's boundary: lane 0 takes the tile (IDLE -> TAKEN) if the CTA before has not
+        claimed it (it never started: the grid is not co-resident), and then runs it from K tile 0;
+        otherwise the piece starts at ``k0`` from the partial. The first K tile goes to the
+        consumers through shared memory before the piece's first X stage is committed (its full
+        barrier's arrive releases it; they read it after waiting for that stage); returned to
+        every lane."""
+        cta, _, _ = cute.arch.block_idx()
+        start = k0
+        if lane == 0:
+            old = atom_cas_relaxed_gpu(self.streamk_state(m_sizes, cutlass.Int32(cta)), cutlass.Int32(STREAMK_IDLE),
+                                       cutlass.Int32(STREAMK_TAKEN))
+            if old == STREAMK_IDLE:
+                start = cutlass.Int32(0)
+            st_shared_u32(self.streamk_head_slot, start)
+        cute.arch.sync_warp()
+        return cute.arch.shuffle_sync(start, 0)
+
+    @cute.jit
     def early_x_stages(self, k_f, t_begin, t_end):
         """X stages of the CTA's first tile (K ``k_f``) that go out before phase 1's completion
         barrier: all of its K tiles up to the ring's depth, none for a CTA without tiles."""
         pre = cutlass.min(k_f // self.config.tile_k, cutlass.Int32(self.stages))
+        if cutlass.const_expr(self.stream_k):
+            # the first piece's K tiles (from 0), none when it may continue another CTA's partial
+            # (its first K tile is decided at its start: streamk_head_k0)
+            k0, k1, waits, _h = self.streamk_piece_k(t_begin, k_f // self.config.tile_k)
+            pre = cutlass.min(k1, cutlass.Int32(self.stages)) * (1 - waits)
         if t_begin >= t_end:
             pre = cutlass.Int32(0)
         return pre
@@ -1935,7 +2051,13 @@ class HopperNvfp4GroupedGemm:
                 if lane == 0:
                     self.acquire_map(tm_x)
             self.delay("producer", "tensormap", "after")
-            for kt in range(k // cfg.tile_k):
+            k_begin = cutlass.Int32(0)
+            k_end = k // cfg.tile_k
+            if cutlass.const_expr(self.stream_k):
+                k_begin, k_end, waits, _hands_on = self.streamk_piece_k(tile, k_end)
+                if waits != 0:
+                    k_begin = self.streamk_head_k0(lane, m_sizes, k_begin)
+            for kt in range(k_begin, k_end):
                 if kt >= pre:
                     self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt)
                     state.advance()
@@ -2365,16 +2487,29 @@ class HopperNvfp4GroupedGemm:
                     stagger_bar.arrive_and_wait()  # warpgroup 0 has issued this tile's first lag sub-blocks
             if cutlass.const_expr(self.tail64):
                 rows64 = m - m0 <= self.half_n  # a 64-row tile (run-time, per tile)
-            self.reset_accumulator(acc)
+            k_tiles = k // cfg.tile_k
+            k_begin = cutlass.Int32(0)
+            if cutlass.const_expr(self.stream_k):
+                # this piece's K tiles; one that starts inside its tile waits for its first X stage
+                # (the producer's decision came with it: streamk_head_k0), then for the partial
+                k_begin, k_tiles, waits, hands_on = self.streamk_piece_k(tile, k_tiles)
+                if waits != 0:
+                    self.x_stage_wait(pipe, state)
+                    k_begin = ld_shared_u32(self.streamk_head_slot)
+                if k_begin != 0:
+                    self.streamk_load(acc, tidx, m_sizes)
+                else:
+                    self.reset_accumulator(acc)
+            else:
+                self.reset_accumulator(acc)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             self.wgmma_fence()
-            k_tiles = k // cfg.tile_k
             if cutlass.const_expr(self.x_prefetch):
                 # the tile's first X stage, its first sub-block's raw bytes and Y box
                 self.x_stage_wait(pipe, state)
                 self.x_raw_into(raw_regs, tidx, raw_base + state.index * self.raw_stage_bytes, x_sf_row0, 0)
                 self.y_ring_wait(y_pipe, ystate)
-            for kt in range(k_tiles):
+            for kt in range(k_begin, k_tiles):
                 if cutlass.const_expr(not self.x_prefetch):
                     self.x_stage_wait(pipe, state)
                 stage = raw_base + state.index * self.raw_stage_bytes
@@ -2456,7 +2591,7 @@ class HopperNvfp4GroupedGemm:
                     if cutlass.const_expr(sb >= in_flight):
                         self.warp_release(y_pipe, retire_state)
                         retire_state.advance()
-                    elif kt > 0:
+                    elif kt > k_begin:
                         self.warp_release(y_pipe, retire_state)
                         retire_state.advance()
                 state.advance()
@@ -2472,6 +2607,15 @@ class HopperNvfp4GroupedGemm:
                 thr_late = tiled_mma.get_slice(tid_x_opaque())
                 tCcC_late = thr_late.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
                 self.epilogue(acc, tCcC_late, m_ptrs[slot, 2], m, n, m0, n0)
+            elif cutlass.const_expr(self.stream_k):
+                if hands_on != 0:
+                    # the tile's K prefix: its partial to the CTA after this one (if this CTA
+                    # claimed the boundary; otherwise that CTA took the whole tile)
+                    _ea, _ka, _eb, _kb, _nf, claimed = self.share
+                    if claimed != 0:
+                        self.streamk_store(acc, tidx, m_sizes)
+                else:
+                    self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
             else:
                 self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
             self.poison_accumulator(acc)
@@ -2668,6 +2812,42 @@ class HopperNvfp4GroupedGemm:
     # this one passed (kernel.perturbation CHECK_RULES).
     def reset_accumulator(self, acc):
         acc.fill(0.0)
+        self.hb_store(HB_DIRTY, 1)  # accumulator registers written: a wgmma fence must follow
+
+    @cute.jit
+    def streamk_store(self, acc, tidx: cutlass.Int32, m_sizes: cute.Tensor):
+        """stream_k, the consumer threads after a piece that hands on (every wgmma retired): the
+        fp32 accumulators to the partial of the boundary at this CTA's index + 1 (16-byte chunk j
+        of thread t at (j x threads + t) x 16), the consumers' barrier, then one thread publishes
+        it (fence.acq_rel.gpu, red.release.gpu: CLAIMED + 1 = PUBLISHED)."""
+        cta, _, _ = cute.arch.block_idx()
+        b = cutlass.Int32(cta) + 1
+        base = self.streamk_partial(m_sizes, b)
+        for j in cutlass.range_constexpr(cute.size(acc) // 4):
+            st_global_v4_f32(base + cutlass.Int64(j * self.consumer_threads + tidx) * 16,
+                             [acc[4 * j + i] for i in range(4)])
+        pipeline.NamedBarrier(barrier_id=cfgmod.STREAMK_BARRIER_ID, num_threads=self.consumer_threads).arrive_and_wait()
+        if tidx == 0:
+            arrive_release_gpu(self.streamk_state(m_sizes, b), cutlass.Int32(STREAMK_PUBLISHED - STREAMK_CLAIMED))
+
+    @cute.jit
+    def streamk_load(self, acc, tidx: cutlass.Int32, m_sizes: cute.Tensor):
+        """stream_k, the consumer threads at a piece that continues the partial of the boundary at
+        this CTA's index: one thread waits until it is PUBLISHED (ld.acquire.gpu) and sets the word
+        back to IDLE (nobody else touches it this launch), the consumers' barrier, then every
+        thread loads its accumulators (the layout of :meth:`streamk_store`)."""
+        cta, _, _ = cute.arch.block_idx()
+        b = cutlass.Int32(cta)
+        if tidx == 0:
+            word = self.streamk_state(m_sizes, b)
+            wait_geq_acquire_gpu(word, cutlass.Int32(STREAMK_PUBLISHED))
+            store_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE))
+        pipeline.NamedBarrier(barrier_id=cfgmod.STREAMK_BARRIER_ID, num_threads=self.consumer_threads).arrive_and_wait()
+        base = self.streamk_partial(m_sizes, b)
+        for j in cutlass.range_constexpr(cute.size(acc) // 4):
+            vals = ld_global_cg_v4_f32(base + cutlass.Int64(j * self.consumer_threads + tidx) * 16)
+            for i in cutlass.range_constexpr(4):
+                acc[4 * j + i] = vals[i]
         self.hb_store(HB_DIRTY, 1)  # accumulator registers written: a wgmma fence must follow
 
     def wgmma_fence(self):

@@ -20,7 +20,8 @@ from kernel.hopper.ablation import check_ablation
 from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes, y_box_rows_per_cta
 from kernel.hopper.workspace import WorkspacePool
 from kernel.hopper.workspace import geometry as workspace_geometry
-from kernel.plan import LaunchPlan
+from kernel.errors import InvalidProblemError
+from kernel.plan import LaunchPlan, streamk_weight
 from kernel.tables import GUARD_BYTE, GUARD_ROWS, guarded
 from kernel.tensor_maps import TensorMapCache, map_template
 from kernel.validation import GroupTensors, KernelConstraints
@@ -107,7 +108,13 @@ class HopperHooks:
         if config.y_source != "prepass":
             return None
         flags = config.prepass_sync == "flags"  # and its readiness flag cells (workspace.py)
-        geom = workspace_geometry(plan.sizes, config.mma_n if flags else 0, config.tile_k, config.y_row_align)
+        streamk = plan.num_ctas if config.stream_k else 0  # (stream_k: a partial slot per boundary)
+        if streamk and streamk_weight(plan.sizes, config.tile_m, config.tile_n, config.tile_k) >= 2 ** 31:
+            raise InvalidProblemError("streamk_weight", "the stream-K build counts the problem's weighted K tiles "
+                                      "in int32; this problem has 2^31 or more: run another variant",
+                                      tensor="problem_sizes")
+        geom = workspace_geometry(plan.sizes, config.mma_n if flags else 0, config.tile_k, config.y_row_align,
+                                  streamk, 4 * config.acc_regs_per_thread * config.consumer_threads)
         # (phase 1 in its own launch with flags: its flag cells count up across launches and are
         # never reset, so it never shares a workspace with the in-launch flags protocol)
         counting = flags and bool(config.prepass_kernel_warps)

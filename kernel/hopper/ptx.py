@@ -1099,3 +1099,32 @@ def hb_mask_update(addr: Int32, bit_index: Int32, set_bit: bool, *, loc=None, ip
 def low_word(value: Int64, *, loc=None, ip=None) -> Int32:
     """The low 32 bits of a 64-bit value (a tensor map's address, for the checker's record)."""
     return _inline_asm_u32(1, "cvt.u32.u64 $0, $1;", "=r,l", _ir(loc, ip, (Int64, value)), loc=loc, ip=ip)[0]
+
+
+# ---- stream_k (issue 14, session 18): the boundary state words and the fp32 partials ----------
+@dsl_user_op
+def atom_cas_relaxed_gpu(addr: Int64, compare: Int32, value: Int32, *, loc=None, ip=None) -> Int32:
+    """``atom.cas.relaxed.gpu`` on a global u32; returns the old value (a boundary's claim or take)."""
+
+    return _inline_asm_u32(1, "atom.relaxed.gpu.global.cas.b32 $0, [$1], $2, $3;", "=r,l,r,r,~{memory}",
+                           _ir(loc, ip, (Int64, addr), (Int32, compare), (Int32, value)), loc=loc, ip=ip)[0]
+
+
+@dsl_user_op
+def st_global_v4_f32(addr: Int64, values: list, *, loc=None, ip=None) -> None:
+    """16 bytes of fp32 (four accumulators) to global memory (a stream-K partial)."""
+    _inline_asm("st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f,~{memory}",
+                _ir(loc, ip, (Int64, addr), *((Float32, v) for v in values)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def ld_global_cg_v4_f32(addr: Int64, *, loc=None, ip=None) -> list:
+    """16 bytes of fp32 from global memory through L2 only (``ld.global.cg``: a partial another
+    SM stored, read after the boundary's acquire and the consumers' barrier)."""
+    from cutlass.cutlass_dsl import T
+
+    res = llvm.inline_asm(llvm.StructType.get_literal([T.f32()] * 4), _ir(loc, ip, (Int64, addr)),
+                          "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,l,~{memory}",
+                          has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+                          loc=loc, ip=ip)
+    return [Float32(llvm.extractvalue(T.f32(), res, [k], loc=loc, ip=ip)) for k in range(4)]

@@ -83,8 +83,17 @@ of a cluster together, and the cluster barriers (one after the barrier init, bef
 one at the end) and the shared Y ring wait only on that peer, never on another cluster; the
 tensor map's boxes are then ``mma_n / 2`` rows (each CTA loads its half of every Y box).
 
+Stream-K (``HopperConfig.stream_k``, the barrier prepass): after the data rows, STREAMK_STATE_BYTES
+of u32 state words, word b for the boundary between CTA b - 1's range and CTA b's (kernel.plan:
+STREAMK_IDLE, CLAIMED, PUBLISHED, TAKEN), then one partial per boundary, the fp32 accumulators
+of the split tile's K prefix as the consumer threads hold them (16-byte chunk j of consumer
+thread t at ``(j * threads + t) * 16``: each warp store covers 512 contiguous bytes). The words
+are zeroed when the workspace is made and idle again at every launch's end: a word is last
+written by the CTA after the boundary (PUBLISHED -> IDLE once it loaded the partial) or, when
+that CTA took the whole tile (IDLE -> TAKEN), by the CTA before it (TAKEN -> IDLE at its claim).
+
 Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows,
-flag cells),
+flag cells, stream-K partials),
 allocated on that stream (so the allocator never hands its memory to another stream's work
 while a launch may still read it), its header written by a copy on that stream. Launches on
 one stream run one after the other, so they may share it; a launch on another stream gets its
@@ -108,6 +117,11 @@ ITEM_K = 64  # K elements of one item (one 128-byte fp16 run, one wgmma sub-bloc
 ITEM_RAW_BYTES = ITEM_K // 2
 ITEM_FP16_BYTES = ITEM_K * 2
 ITEMS_PER_THREAD = 2  # items per thread and claimed chunk
+# HopperConfig.stream_k: the state words of the boundaries (u32 each, kernel.plan STREAMK_IDLE ..
+# STREAMK_TAKEN; idle between launches: the last to touch a word in a launch sets it idle), room
+# for STREAMK_MAX_CTAS + 1 of them; the partials follow, each at a 1024-byte multiple
+STREAMK_STATE_BYTES = 4096
+STREAMK_MAX_CTAS = STREAMK_STATE_BYTES // 4 - 1
 HEADER_SLOTS = 64  # page-locked header copies per arena (WorkspacePool)
 
 
@@ -120,6 +134,8 @@ class Geometry:
     row_offsets: tuple[int, ...]  # per slot
     items: int  # phase 1's items
     flag_cells: int = 0  # prepass_sync="flags": Y blocks x levels (0: the grid barrier)
+    streamk_partials: int = 0  # HopperConfig.stream_k: partial slots (the grid's CTAs + 1; 0: none)
+    streamk_partial_bytes: int = 0  # one partial: the consumers' fp32 accumulators of a tile
 
     @property
     def data_bytes(self) -> int:
@@ -131,20 +147,35 @@ class Geometry:
         return DATA_OFFSET + self.data_bytes
 
     @property
+    def streamk_offset(self) -> int:
+        """Byte offset of the stream-K region (``HopperConfig.stream_k``): after the flag cells;
+        STREAMK_STATE_BYTES of u32 state words (one per boundary b, at 4 b), then the partials
+        (boundary b's at ``STREAMK_STATE_BYTES + b * streamk_partial_bytes``)."""
+        return self.flags_offset + FLAG_CELL_BYTES * self.flag_cells
+
+    @property
     def nbytes(self) -> int:
-        return DATA_OFFSET + self.data_bytes + FLAG_CELL_BYTES * self.flag_cells
+        extra = STREAMK_STATE_BYTES + self.streamk_partials * self.streamk_partial_bytes if self.streamk_partials else 0
+        return self.streamk_offset + extra
 
     def chunks(self, threads: int) -> int:
         per = threads * ITEMS_PER_THREAD
         return -(-self.items // per)
 
 
-def geometry(sizes: Sequence[Sequence[int]], box_rows: int = 0, tile_k: int = 256, row_align: int = 1) -> Geometry:
+def geometry(sizes: Sequence[Sequence[int]], box_rows: int = 0, tile_k: int = 256, row_align: int = 1,
+             streamk_ctas: int = 0, streamk_partial_bytes: int = 0) -> Geometry:
     """``sizes``: (m, n, k, l) per slot (``LaunchPlan.sizes``). ``box_rows`` > 0: the
     ``prepass_sync="flags"`` layout (the Y blocks of ``box_rows`` rows x ``tile_k`` levels of
     flag cells, and the K-chunk-major items: every row x the largest K). ``row_align`` > 1
     (``HopperConfig.y_row_pad``, not with flags): each slot's rows take a multiple of it, the rows
-    past its M stay zero (:class:`WorkspacePool` zeroes such a workspace when it makes it)."""
+    past its M stay zero (:class:`WorkspacePool` zeroes such a workspace when it makes it).
+    ``streamk_ctas`` > 0 (``HopperConfig.stream_k``, not with flags): the stream-K region for a
+    grid of that many CTAs, partials of ``streamk_partial_bytes`` each."""
+    if streamk_ctas > STREAMK_MAX_CTAS:
+        raise ValueError(f"stream-K state words hold {STREAMK_MAX_CTAS} CTAs, not {streamk_ctas}")
+    if streamk_ctas and box_rows:
+        raise ValueError("stream-K is built on the barrier prepass, without flag cells")
     if row_align > 1 and box_rows:
         raise ValueError("row_align pads the barrier prepass's rows, not the flags layout")
     offsets, rows, items = [], 0, 0
@@ -156,6 +187,8 @@ def geometry(sizes: Sequence[Sequence[int]], box_rows: int = 0, tile_k: int = 25
     kmax = max((s[2] for s in sizes), default=0)
     pitch = 2 * kmax
     if not box_rows:
+        if streamk_ctas:
+            return Geometry(rows, pitch, tuple(offsets), items, 0, streamk_ctas + 1, streamk_partial_bytes)
         return Geometry(rows, pitch, tuple(offsets), items)
     blocks = sum(-(-m // box_rows) for m, *_ in sizes)
     return Geometry(rows, pitch, tuple(offsets), rows * (kmax // ITEM_K), blocks * (kmax // tile_k))
@@ -243,7 +276,8 @@ def rows_map(workspace_address: int, geom: Geometry, box_rows: int):
 
 
 class WorkspacePool:
-    """Workspaces keyed by (device, stream handle, rows, pitch, box rows, flag cells); see the module
+    """Workspaces keyed by (device, stream handle, rows, pitch, box rows, flag cells, stream-K
+    partials and their size); see the module
     docstring. A workspace is allocated zeroed with its tensor map written in, once; evicted
     ones stay alive as long as some launch arguments hold them."""
 
@@ -264,7 +298,8 @@ class WorkspacePool:
         (generation + 1) x its items, which holds only if every launch on the workspace gave the
         cell the same items, so such a workspace is keyed by the row layout too, and apart from
         the cells that reset each launch."""
-        key = (str(device), stream, geom.rows, geom.pitch, box_rows, geom.flag_cells)
+        key = (str(device), stream, geom.rows, geom.pitch, box_rows, geom.flag_cells, geom.streamk_partials,
+               geom.streamk_partial_bytes)
         if zero_pad or counting:
             key += (geom.row_offsets,)
         if counting:
@@ -304,7 +339,7 @@ class WorkspacePool:
             header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
             staged.numpy()[:] = header
             ws[:DATA_OFFSET].copy_(staged, non_blocking=True)
-            if geom.flag_cells:
+            if geom.flag_cells or geom.streamk_partials:  # the flag cells, the stream-K state words
                 ws[geom.flags_offset:].zero_()
             if zero_pad:
                 ws[DATA_OFFSET:geom.flags_offset].zero_()

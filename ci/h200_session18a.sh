@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Issue 14, session 18, first device call (~8 min):
+#   source .device/env.sh && bash ci/h200_session18a.sh      (logs under $OUT, or ./out)
+# Stream-K over the balanced lists (stream_k, label "..._t64_sk_es"): 1. ci.schedule_smoke (C
+# bit-identical to the build without it: a split tile continues one wgmma chain from the partial);
+# 2. ci.prepass_smoke (repeated launches, alternating problems on one workspace, two streams: the
+# boundary words must be idle after every launch); 3. the ci property; 4. bench_gpu with cuBLAS
+# bf16 in the same run (production, stream-K, bench4's build); 5. profiling.ablation, same builds.
+set -u
+export OUT=${OUT:-out}; mkdir -p "$OUT"
+label() { python3 -c "import kernel.hopper.config as c; print(c.$1.label)"; }
+SW=$(label SPLIT_WARP_CONFIG); W2=$(label IN_FLIGHT_CONFIG); SK=$(label STREAM_K_CONFIG)
+t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
+source "$(dirname "$0")/h200_gates.sh"
+smoke_gate ci.schedule_smoke "$SK" || exit 1
+stamp prepass_smoke
+timeout ${T_SMOKE:-150} python3 -m ci.prepass_smoke "$SK" 2>&1 | grep -v "bit-identical$\|fast_path" | tail -8 | tee -a "$OUT/log.txt"
+stamp properties
+ci_property "$SK"
+stamp bench
+bench_with_cublas "$SW,$SK,$W2"
+stamp ablation
+timeout ${T_ABL:-200} python3 -m profiling.ablation --variant "$SW" --variant "$SK" \
+  --shapes bench1,bench2,bench3,bench4 --samples 9 --build-timeout 90 2>&1 | tail -5 | tee "$OUT/ablation.md"
+stamp done
