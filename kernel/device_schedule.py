@@ -339,7 +339,8 @@ def snake_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_
 def streamk_range(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
                   tile_n: cutlass.Constexpr[int], tile_k: cutlass.Constexpr[int], ctas: cutlass.Int32,
                   cta: cutlass.Int32):
-    """(ea, ka, eb, kb): kernel.plan.streamk_boundary at ``cta`` and ``cta + 1``, the same
+    """(ea, ka, eb, kb, nf): kernel.plan.streamk_boundary at ``cta`` and ``cta + 1``, and the full
+    list's length (what ``balanced_counts`` counts first), the same
     segments (full list then light list, slots in order) in the same integer arithmetic, in one
     pass over the segments: each boundary's segment is selected in the loop, its entry and K tile
     divided out once after it."""
@@ -394,7 +395,10 @@ def streamk_range(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile
             k = cutlass.Int32(0)
         out.append(entry)
         out.append(k)
-    return out[0], out[1], out[2], out[3]
+    nf = cutlass.Int32(0)
+    for i in cutlass.range_constexpr(num_groups):
+        nf = nf + counts[i]
+    return out[0], out[1], out[2], out[3], nf
 
 
 @cute.jit

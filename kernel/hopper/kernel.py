@@ -339,6 +339,8 @@ class HopperNvfp4GroupedGemm:
         # streamk_*): (first entry, its K tile, end entry, its K tile, full-list length, the claim
         # of the boundary the range ends in, the last piece's first K tile as the producer decided)
         self.stream_k = config.stream_k
+        # (harness builds: Perturbation.streamk_take, every boundary taken by the CTA after it)
+        self.forced_take = config.stream_k and perturbation is not None and perturbation.streamk_take
         if self.stream_k:
             fp16_bar_count += cfgmod.STREAMK_SHARE_BYTES // 8
 
@@ -597,13 +599,13 @@ class HopperNvfp4GroupedGemm:
         (``balanced_read``, after phase 1's completion barrier). Returns the tile range. Traced
         inline (a plain method: an attribute set in a run-time branch's own body would be carried
         out of it)."""
+        if cutlass.const_expr(self.stream_k):
+            self.share = self.streamk_setup(m_sizes)
+            if_lane0_store_share(slots, self.share)
+            return self.tile_range(total)
         nf, nt = balanced_counts(m_sizes, self.num_groups, self.config.tile_m, self.config.tile_n)
         cta, _, _ = cute.arch.block_idx()
         ctas, _, _ = cute.arch.grid_dim()
-        if cutlass.const_expr(self.stream_k):
-            self.share = self.streamk_setup(m_sizes, nf)
-            if_lane0_store_share(slots, self.share)
-            return self.tile_range(total)
         if cutlass.const_expr(self.ablates("balanced_split")):
             self.share = uniform_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))  # profiling only
         elif cutlass.const_expr(self.config.exit_split_warp):
@@ -619,7 +621,7 @@ class HopperNvfp4GroupedGemm:
         self.share = tuple(ld_shared_u32(slots + 4 * i) for i in range(6 if self.stream_k else 4))
         return self.tile_range(total)
 
-    def streamk_setup(self, m_sizes: cute.Tensor, nf):
+    def streamk_setup(self, m_sizes: cute.Tensor):
         """stream_k, the producer warp (every lane): this CTA's range (kernel.device_schedule.
         streamk_range: kernel.plan.streamk_boundary at its own index and the next) and, when its first piece hands on, the claim of the
         boundary that piece ends at (lane 0: IDLE -> CLAIMED; finding TAKEN, the CTA after it ran
@@ -628,8 +630,8 @@ class HopperNvfp4GroupedGemm:
         cfg = self.config
         cta, _, _ = cute.arch.block_idx()
         ctas, _, _ = cute.arch.grid_dim()
-        ea, ka, eb, kb = streamk_range(m_sizes, self.num_groups, cfg.tile_m, cfg.tile_n, cfg.tile_k,
-                                       cutlass.Int32(ctas), cutlass.Int32(cta))
+        ea, ka, eb, kb, nf = streamk_range(m_sizes, self.num_groups, cfg.tile_m, cfg.tile_n, cfg.tile_k,
+                                           cutlass.Int32(ctas), cutlass.Int32(cta))
         return ea, ka, eb, kb, nf, self.streamk_claim(m_sizes, ea, ka, eb, kb)
 
     @cute.jit
@@ -640,6 +642,9 @@ class HopperNvfp4GroupedGemm:
         cta, _, _ = cute.arch.block_idx()
         _e, _k0, _k1, _w, first_hands_on = streamk_piece(ea, ka, eb, kb, cutlass.Int32(0))
         claimed = cutlass.Int32(0)
+        if cutlass.const_expr(self.forced_take):
+            # (harness build, Perturbation.streamk_take: no claim; the CTA after takes the tile)
+            first_hands_on = cutlass.Int32(0)
         if streamk_count(ea, ka, eb, kb) * first_hands_on != 0:
             if cute.arch.lane_idx() == 0:
                 word = self.streamk_state(m_sizes, cutlass.Int32(cta) + 1)
@@ -1887,10 +1892,13 @@ class HopperNvfp4GroupedGemm:
         cta, _, _ = cute.arch.block_idx()
         start = k0
         if lane == 0:
-            old = atom_cas_relaxed_gpu(self.streamk_state(m_sizes, cutlass.Int32(cta)), cutlass.Int32(STREAMK_IDLE),
-                                       cutlass.Int32(STREAMK_TAKEN))
+            word = self.streamk_state(m_sizes, cutlass.Int32(cta))
+            old = atom_cas_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE), cutlass.Int32(STREAMK_TAKEN))
             if old == STREAMK_IDLE:
                 start = cutlass.Int32(0)
+                if cutlass.const_expr(self.forced_take):
+                    # (Perturbation.streamk_take: the CTA before never claims, so none resets it)
+                    store_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE))
             st_shared_u32(self.streamk_head_slot, start)
         cute.arch.sync_warp()
         return cute.arch.shuffle_sync(start, 0)

@@ -220,15 +220,16 @@ def test_device_twins_match_the_host():
 
     @cute.jit
     def run(sizes: cute.Tensor, ctas_of: cute.Tensor, out: cute.Tensor, pieces: cute.Tensor, n: cutlass.Int32):
-        # ctas_of[i] = (cta, ctas) -> out[i] = (ea, ka, eb, kb, count); pieces[i, q] = the piece
+        # ctas_of[i] = (cta, ctas) -> out[i] = (ea, ka, eb, kb, count, nf); pieces[i, q] = the piece
         for i in range(n):
-            ea, ka, eb, kb = ds.streamk_range(sizes, groups, 128, 128, 256, ctas_of[i, 1], ctas_of[i, 0])
+            ea, ka, eb, kb, nf = ds.streamk_range(sizes, groups, 128, 128, 256, ctas_of[i, 1], ctas_of[i, 0])
             cnt = ds.streamk_count(ea, ka, eb, kb)
             out[i, 0] = ea
             out[i, 1] = ka
             out[i, 2] = eb
             out[i, 3] = kb
             out[i, 4] = cnt
+            out[i, 5] = nf
             for q in range(cnt):
                 e, k0, k1, w, p = ds.streamk_piece(ea, ka, eb, kb, q)
                 pieces[i, q, 0] = e
@@ -242,7 +243,7 @@ def test_device_twins_match_the_host():
         sizes = _random_sizes(rng, groups)
         ctas = rng.choice([1, 3, 17, 132])
         rows = [(c, ctas) for c in range(ctas)]
-        out = torch.full((len(rows), 5), -7, dtype=torch.int32)
+        out = torch.full((len(rows), 6), -7, dtype=torch.int32)
         pieces = torch.full((len(rows), 64, 5), -7, dtype=torch.int32)
         run(from_dlpack(torch.tensor(sizes, dtype=torch.int32)), from_dlpack(torch.tensor(rows, dtype=torch.int32)),
             from_dlpack(out), from_dlpack(pieces), cutlass.Int32(len(rows)))
@@ -251,5 +252,6 @@ def test_device_twins_match_the_host():
             assert row[2:4] == list(streamk_boundary(sizes, TM, TN, TK, ctas, c + 1))
             host = streamk_pieces(sizes, TM, TN, TK, ctas, c)
             assert row[4] == len(host), (sizes, ctas, c)
+            assert row[5] == _entries(sizes)[1]
             for q, p in enumerate(host):
                 assert pieces[c, q].tolist() == [p.entry, p.k0, p.k1, int(p.waits), int(p.publishes)]
