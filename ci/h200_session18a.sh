@@ -2,8 +2,9 @@
 # Issue 14, session 18, first device call (~8 min):
 #   source .device/env.sh && bash ci/h200_session18a.sh      (logs under $OUT, or ./out)
 # Stream-K over the balanced lists (stream_k, label "..._t64_sk_es"): 1. ci.schedule_smoke (C
-# bit-identical to the build without it: a split tile continues one wgmma chain from the partial);
-# 2. ci.prepass_smoke (repeated launches, alternating problems on one workspace, two streams: the
+# bit-identical to the build without it: a split tile continues one wgmma chain from the partial),
+# then kernel/tests/test_gpu_streamk.py (the same on 2- and 3-CTA grids and with every boundary
+# taken, Perturbation.streamk_take); 2. ci.prepass_smoke (repeated launches, alternating problems on one workspace, two streams: the
 # boundary words must be idle after every launch); 3. the ci property; 4. bench_gpu with cuBLAS
 # bf16 in the same run (production, stream-K, bench4's build); 5. profiling.ablation, same builds.
 set -u
@@ -13,6 +14,9 @@ SW=$(label SPLIT_WARP_CONFIG); W2=$(label IN_FLIGHT_CONFIG); SK=$(label STREAM_K
 t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
 source "$(dirname "$0")/h200_gates.sh"
 smoke_gate ci.schedule_smoke "$SK" || exit 1
+stamp gpu_test
+timeout ${T_GPU:-200} python3 -m pytest kernel/tests/test_gpu_streamk.py -p no:cacheprovider -q -rs -x 2>&1 | tail -4 \
+  | tee -a "$OUT/log.txt"
 stamp prepass_smoke
 timeout ${T_SMOKE:-150} python3 -m ci.prepass_smoke "$SK" 2>&1 | grep -v "bit-identical$\|fast_path" | tail -8 | tee -a "$OUT/log.txt"
 stamp properties

@@ -1174,10 +1174,10 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"stream_k must be a bool, got {config.stream_k!r}")
     elif config.stream_k and (not config.y_tail64 or config.prepass_sync != "barrier" or config.prepass_kernel_warps
                               or config.prepass_decoders or config.prepass_first_local or config.y_tail16
-                              or config.epilogue != "smem" or config.consumer_stagger or config.x_prefetch
+                              or config.consumer_stagger or config.x_prefetch
                               or config.consumer_warpgroups != 2 or config.smem_tables):
         p.append("stream_k is built on the balanced prepass build (y_tail64, prepass_sync='barrier' inside the "
-                 "launch, epilogue='smem', 2 consumer warpgroups) without prepass_kernel_warps, prepass_decoders, "
+                 "launch, 2 consumer warpgroups) without prepass_kernel_warps, prepass_decoders, "
                  "prepass_first_local, consumer_stagger, x_prefetch or smem_tables")
     if config.num_ab_stages < 2:
         p.append(f"num_ab_stages must be >= 2, got {config.num_ab_stages}")

@@ -132,7 +132,7 @@ from kernel.hopper.ptx import (
     low_word,
     atom_cas_relaxed_gpu,
     st_global_v4_f32,
-    ld_global_cg_v4_f32,
+    ld_global_cg_v4_f32_or_zero,
 )
 
 SUB_K = cfgmod.DEQUANT_SUB_K
@@ -2505,9 +2505,9 @@ class HopperNvfp4GroupedGemm:
                     self.x_stage_wait(pipe, state)
                     k_begin = ld_shared_u32(self.streamk_head_slot)
                 if k_begin != 0:
-                    self.streamk_load(acc, tidx, m_sizes)
-                else:
-                    self.reset_accumulator(acc)
+                    self.streamk_wait(tidx, m_sizes)
+                # (the partial, or zeros: the accumulators defined alike on both paths)
+                self.streamk_fill(acc, tidx, m_sizes, cutlass.Int32(k_begin != 0))
             else:
                 self.reset_accumulator(acc)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
@@ -2839,22 +2839,28 @@ class HopperNvfp4GroupedGemm:
             arrive_release_gpu(self.streamk_state(m_sizes, b), cutlass.Int32(STREAMK_PUBLISHED - STREAMK_CLAIMED))
 
     @cute.jit
-    def streamk_load(self, acc, tidx: cutlass.Int32, m_sizes: cute.Tensor):
+    def streamk_wait(self, tidx: cutlass.Int32, m_sizes: cute.Tensor):
         """stream_k, the consumer threads at a piece that continues the partial of the boundary at
         this CTA's index: one thread waits until it is PUBLISHED (ld.acquire.gpu) and sets the word
-        back to IDLE (nobody else touches it this launch), the consumers' barrier, then every
-        thread loads its accumulators (the layout of :meth:`streamk_store`)."""
+        back to IDLE (nobody else touches it this launch), then the consumers' barrier; the
+        partial is read by :meth:`streamk_fill` after it."""
         cta, _, _ = cute.arch.block_idx()
-        b = cutlass.Int32(cta)
         if tidx == 0:
-            word = self.streamk_state(m_sizes, b)
+            word = self.streamk_state(m_sizes, cutlass.Int32(cta))
             wait_geq_acquire_gpu(word, cutlass.Int32(STREAMK_PUBLISHED))
             store_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE))
         pipeline.NamedBarrier(barrier_id=cfgmod.STREAMK_BARRIER_ID, num_threads=self.consumer_threads).arrive_and_wait()
-        base = self.streamk_partial(m_sizes, b)
-        for j in cutlass.range_constexpr(cute.size(acc) // 4):
-            vals = ld_global_cg_v4_f32(base + cutlass.Int64(j * self.consumer_threads + tidx) * 16)
-            for i in cutlass.range_constexpr(4):
+
+    def streamk_fill(self, acc, tidx, m_sizes, load):
+        """stream_k, every piece's start (in place of ``reset_accumulator``): each thread's
+        accumulators from the partial of the boundary at this CTA's index (the layout of
+        :meth:`streamk_store`) when ``load`` != 0 (after :meth:`streamk_wait`), zeros otherwise,
+        by predicated loads. Traced inline."""
+        cta, _, _ = cute.arch.block_idx()
+        base = self.streamk_partial(m_sizes, cutlass.Int32(cta))
+        for j in range(cute.size(acc) // 4):
+            vals = ld_global_cg_v4_f32_or_zero(base + cutlass.Int64(j * self.consumer_threads + tidx) * 16, load)
+            for i in range(4):
                 acc[4 * j + i] = vals[i]
         self.hb_store(HB_DIRTY, 1)  # accumulator registers written: a wgmma fence must follow
 

@@ -1118,13 +1118,16 @@ def st_global_v4_f32(addr: Int64, values: list, *, loc=None, ip=None) -> None:
 
 
 @dsl_user_op
-def ld_global_cg_v4_f32(addr: Int64, *, loc=None, ip=None) -> list:
+def ld_global_cg_v4_f32_or_zero(addr: Int64, load: Int32, *, loc=None, ip=None) -> list:
     """16 bytes of fp32 from global memory through L2 only (``ld.global.cg``: a partial another
-    SM stored, read after the boundary's acquire and the consumers' barrier)."""
+    SM stored, read after the boundary's acquire and the consumers' barrier) when ``load`` != 0,
+    else four zeros: one predicated load, so the accumulators it fills are defined on every path
+    alike (set in a branch, ptxas serialized every wgmma of the K loop: C7515)."""
     from cutlass.cutlass_dsl import T
 
-    res = llvm.inline_asm(llvm.StructType.get_literal([T.f32()] * 4), _ir(loc, ip, (Int64, addr)),
-                          "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,l,~{memory}",
-                          has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
-                          loc=loc, ip=ip)
+    asm = ("{\n.reg .pred p;\nsetp.ne.u32 p, $5, 0;\nmov.f32 $0, 0f00000000;\nmov.f32 $1, 0f00000000;\n"
+           "mov.f32 $2, 0f00000000;\nmov.f32 $3, 0f00000000;\n@p ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];\n}")
+    res = llvm.inline_asm(llvm.StructType.get_literal([T.f32()] * 4), _ir(loc, ip, (Int64, addr), (Int32, load)),
+                          asm, "=f,=f,=f,=f,l,r,~{memory}", has_side_effects=True, is_align_stack=False,
+                          asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
     return [Float32(llvm.extractvalue(T.f32(), res, [k], loc=loc, ip=ip)) for k in range(4)]

@@ -150,7 +150,7 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     aborted the launch on them, session 8); with ``prepass_x_early`` the producer's first X
     stages (TMA box and scale bulk copy) come before that barrier (``prepass_x_before``: before
     phase 1) and every Y box after it; no other CTA barrier after it; 0 spills."""
-    from kernel.hopper.config import PREPASS_BATCH
+    from kernel.hopper.config import PREPASS_BATCH, STREAMK_BARRIER_ID
 
     config = next(c for c in STATIC_MATRIX if c.label == label)
     ins = _kernel_without_spills(config, tmp_path)
@@ -163,7 +163,9 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     assert len(batched) == 2 * PREPASS_BATCH, [i.opcode for i in batched]
     # (epilogue="smem": plus the staged epilogue's mma_n / 16 16-byte stores of C)
     staged = config.mma_n // 16 if config.epilogue == "smem" else 0
-    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * PREPASS_BATCH + staged
+    # (stream_k: plus a partial's acc_regs_per_thread / 4 16-byte stores, test_hopper_streamk.py)
+    partial = config.acc_regs_per_thread // 4 if config.stream_k else 0
+    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * PREPASS_BATCH + staged + partial
     # (prepass_first_local: the producer's count-through at two sites, before its first workspace
     # box and at the end for a CTA without one)
     assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 3 + config.prepass_first_local
@@ -174,9 +176,12 @@ def test_prepass_chunk_variant_sass_structure(label, tmp_path):
     red = next(n for n, o in enumerate(ops) if o.startswith("REDG"))
     # (cluster_x = 2: a barrier.cluster compiles to UCGABAR_ARV/WAIT and ptxas's fallback for a
     # launch without clusters, a BAR.SYNC right behind the UCGABAR_WAIT: not one of the kernel's)
-    # (epilogue="smem": the staged epilogue's per-warpgroup barriers, 128 threads, are not CTA barriers)
+    # (epilogue="smem": the staged epilogue's per-warpgroup barriers, 128 threads, are not CTA barriers;
+    # stream_k: nor the consumers' barrier around a partial, test_hopper_streamk.py)
+    streamk = f"{hex(STREAMK_BARRIER_ID)},{hex(config.consumer_threads)}"
     bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and n > red and "UCGABAR_WAIT" not in ops[n - 3:n]
-            and not (staged and ins[n].operands.replace(" ", "").endswith(",0x80"))]
+            and not (staged and ins[n].operands.replace(" ", "").endswith(",0x80"))
+            and not (config.stream_k and ins[n].operands.replace(" ", "") == streamk)]
     assert len(bars) == 1 and bars[0] < next(n for n, o in enumerate(ops) if o.startswith("HGMMA")), bars
     x_before = config.prepass_x_before or config.prepass_first_local
     early = [o for o in ops[red:bars[0]] if o.startswith(("UTMALDG", "UBLKCP"))]

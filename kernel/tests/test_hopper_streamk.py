@@ -33,7 +33,7 @@ SIZES = [(80, 4096, 7168, 1), (176, 4096, 7168, 1), (0, 128, 256, 1), (33, 256, 
 def test_label_and_rules():
     assert STREAM_K_CONFIG.label.endswith("_t64_sk_es") and STREAM_K_CONFIG in cfgmod.EXPERIMENTAL_VARIANTS
     assert dataclasses.replace(STREAM_K_CONFIG, stream_k=False) == SPLIT_WARP_CONFIG
-    for bad in (dict(prepass_sync="flags", prepass_split_warp=False, prepass_store="direct"), dict(epilogue="direct"),
+    for bad in (dict(prepass_sync="flags", prepass_split_warp=False, prepass_store="direct"), dict(x_prefetch=True),
                 dict(stream_k=1)):
         with pytest.raises(UnsupportedConfigError, match="stream_k"):
             check_config(dataclasses.replace(STREAM_K_CONFIG, **bad))
@@ -131,3 +131,23 @@ def test_forced_take_build_compiles_without_the_claim(tmp_path):
     p = Perturbation(0, 0, 0, poison=True, delays=False, runtime=True, streamk_take=True)
     ins = _code(STREAM_K_CONFIG, tmp_path, p.compile_form)
     assert sum(i.opcode.startswith("ATOMG.E.CAS") for i in ins) == 1  # the take only
+
+
+def _wgmma_waits(ins):
+    mmas = [i for i in ins if i.opcode.startswith("HGMMA")]
+    return (len(mmas), sum("gsb0" in i.operands for i in mmas),
+            sum(i.opcode.startswith("WARPGROUP.DEPBAR") for i in ins))
+
+
+@pytest.mark.parametrize("take", [False, True], ids=["production", "forced_take"])
+def test_the_k_loop_keeps_production_wgmma_pipelining(take, tmp_path):
+    """The accumulators of a piece come from its partial or are zero, through predicated loads on
+    one path: when they were set in a branch (load or reset), ptxas serialized every wgmma of the
+    K loop (C7515, "non wgmma instructions defining accumulator registers": 32 of 32 HGMMAs
+    closing a group, a wait after each). The build must keep production's groups and waits."""
+    pytest.importorskip("cutlass")
+    p = Perturbation(0, 0, 0, poison=False, delays=False, runtime=True, streamk_take=True).compile_form if take else None
+    base = Perturbation(0, 0, 0, poison=False, delays=False, runtime=True).compile_form if take else None
+    want = _wgmma_waits(_code(SPLIT_WARP_CONFIG, tmp_path / "a", base))
+    got = _wgmma_waits(_code(STREAM_K_CONFIG, tmp_path / "b", p))
+    assert got == want, f"(HGMMA, closing, waits): stream-K {got}, production {want}"
