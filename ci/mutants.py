@@ -751,6 +751,56 @@ BOUND_FP16_STEP = ["oracle/tests/test_bounds.py::test_the_fp16_step_is_the_round
 CHECK_MECHANISMS = "properties/test_check_mechanisms.py"
 BREAKAGE_TESTS = ["properties/test_breakages.py"]
 
+# issue 14, session 18: stream-K over the balanced lists (HopperConfig.stream_k): its host schedule
+# (caught by the schedule's CPU properties and the device-twin check), its publish (caught in the
+# SASS on a CPU) and its take (caught on the GPU: the forced-take test hangs into its timeout)
+STREAMK_SCHEDULE = ["kernel/tests/test_streamk_schedule.py"]
+STREAMK_MUTANTS: tuple[Mutant, ...] = (
+    _m(
+        "plan_streamk_boundary_rounds_down",
+        "stream-K boundary moved down to the K-tile start before its weight instead of up (host "
+        "and device disagree on where a CTA's range starts)",
+        "kernel/plan.py",
+        "            k = ceil_div(o, w)\n",
+        "            k = o // w\n",
+        "plan",
+        STREAMK_SCHEDULE,
+    ),
+    _m(
+        "plan_streamk_empty_ranges",
+        "stream-K ranges lighter than a K tile allowed (a CTA's range may be empty, so a split "
+        "tile's pieces are not on consecutive CTAs and the boundary indices disagree)",
+        "kernel/plan.py",
+        "    return max(1, min(ctas, total // FULL_COST))\n",
+        "    return max(1, ctas)\n",
+        "plan",
+        STREAMK_SCHEDULE,
+    ),
+    _m(
+        "hopper_static_streamk_publish_without_barrier",
+        "a stream-K partial published before every consumer thread stored its part (the consumers' "
+        "barrier removed), seen in the SASS on a CPU",
+        "kernel/hopper/kernel.py",
+        "                             [acc[4 * j + i] for i in range(4)])\n"
+        "        pipeline.NamedBarrier(barrier_id=cfgmod.STREAMK_BARRIER_ID, num_threads=self.consumer_threads).arrive_and_wait()\n",
+        "                             [acc[4 * j + i] for i in range(4)])\n",
+        "hopper-static",
+        ["kernel/tests/test_hopper_streamk.py"],
+    ),
+    _m(
+        "hopper_streamk_never_takes",
+        "a stream-K suffix CTA that always waits for the prefix's partial (the take removed): it "
+        "spins forever when the CTA before it never claims (a grid that is not co-resident)",
+        "kernel/hopper/kernel.py",
+        "            if old == STREAMK_IDLE:\n                start = cutlass.Int32(0)\n",
+        "            if old == -1:\n                start = cutlass.Int32(0)\n",
+        "hopper",
+        ["kernel/tests/test_gpu_streamk.py::test_stream_k_is_bit_identical_to_its_twin[taken]"],
+    ),
+)
+
+MUTANTS = MUTANTS + STREAMK_MUTANTS
+
 HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _m(
         "harness_bound_loosened_x2",
