@@ -533,8 +533,9 @@ def test_staged_epilogue_label_smem_and_declared_twins():
     # (session 10: + the two background phase-1 builds and the y_tail16 build; session 11: + the
     # zero-padded workspace build and the first-K-tile-local build; session 12: none, the
     # background build with a local first K tile is measured but not declared; session 16: + the
-    # build with phase 1 in a launch of its own, "..._prec1xswk4e_t64_es")
-    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 15
+    # build with phase 1 in a launch of its own, "..._prec1xswk4e_t64_es"; session 18: + the
+    # stream-K build, "..._t64_sk_es")
+    assert sum(c.label.endswith("_es") for c in DECLARED_VARIANTS) == 16
     # session 12 (bench4's), session 13 (its cluster-decode build, "_c2d_es_pdl"), session 14 (the
     # same with the bulk peer copy, "_c2db_es_pdl"), session 15 (two wgmma groups in flight, "_w2_es_pdl")
     assert sum(c.label.endswith("_es_pdl") for c in DECLARED_VARIANTS) == 4
