@@ -512,6 +512,9 @@ SYNC_VARIANTS = {
     # 4 fp16 buffers indexed by the sub-block and one barrier per sub-block; the rest of its
     # pipeline is rs's code
     "w2": "h90_m128n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_w2_es_pdl",
+    # session 18 (experimental): the production prepass build with stream-K over its balanced lists
+    # (stream_k): the boundary protocol (claim, publish, wait, take)
+    "sk": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64_sk_es",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -723,6 +726,9 @@ _SYNC_EDITS = (
     ("cluster_y_no_reuse_barrier", "barrier removed: the decoder overwrites its own copy of a Y "
      "buffer before every one of its warps retired the wgmma that reads it", _K,
      f"{_I8}# every warp here retired its wgmma of ga - B\n{_I8}consumers.arrive_and_wait()\n", "", ("c2d",)),
+    ("streamk_no_partial_wait", "wait removed: a stream-K suffix loads the partial of the tile's "
+     "prefix without waiting until the CTA before it published it", _K,
+     f"{_I12}wait_geq_acquire_gpu(word, cutlass.Int32(STREAMK_PUBLISHED))\n", "", ("sk",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",
@@ -796,6 +802,27 @@ STREAMK_MUTANTS: tuple[Mutant, ...] = (
         "            if old == -1:\n                start = cutlass.Int32(0)\n",
         "hopper",
         ["kernel/tests/test_gpu_streamk.py::test_stream_k_is_bit_identical_to_its_twin[taken]"],
+    ),
+    _m(
+        "hopper_streamk_word_not_reset",
+        "a stream-K state word left PUBLISHED after its partial was read: the next launch on the "
+        "workspace finds it published at once (no claim, the previous launch's partial read)",
+        "kernel/hopper/kernel.py",
+        "            wait_geq_acquire_gpu(word, cutlass.Int32(STREAMK_PUBLISHED))\n"
+        "            store_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE))\n",
+        "            wait_geq_acquire_gpu(word, cutlass.Int32(STREAMK_PUBLISHED))\n",
+        "hopper",
+        ["kernel/tests/test_gpu_streamk.py::test_back_to_back_launches_leave_every_boundary_idle"],
+    ),
+    _m(
+        "hopper_streamk_partial_ignored",
+        "a stream-K suffix starts from zero accumulators instead of the prefix's partial (the "
+        "tile's first K tiles lost)",
+        "kernel/hopper/kernel.py",
+        "        self.streamk_fill(acc, tidx, m_sizes, cutlass.Int32(k_begin != 0))",
+        "        self.streamk_fill(acc, tidx, m_sizes, cutlass.Int32(0))",
+        "hopper",
+        ["kernel/tests/test_gpu_streamk.py::test_stream_k_is_bit_identical_to_its_twin[claimed]"],
     ),
 )
 
