@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# Steps the H200 session scripts share, sourced by them (each needs OUT and stamp()):
+# Steps the H200 session scripts share, sourced by them (each needs OUT; scripts from session 18
+# on take label() and stamp() from here too, older ones define their own first):
+#   label NAME                     the label of kernel.hopper.config's NAME
+#   stamp TEXT                     TEXT after the seconds since this file was sourced, into $OUT/log.txt
 #   smoke_gate MODULE [ARGS ...]   a bit-identity smoke (ci.cluster_y_smoke, ci.schedule_smoke)
 #                                  under a timeout; returns 1 if it fails or hangs (124)
 #   ci_property LABEL              the ci property and the invalid-input rejections on one build
 #   bench_with_cublas LABELS       bench_gpu on the four standard shapes with cuBLAS bf16 in the
 #                                  same run, then its speed table ($OUT/bench_gpu.json, speed_table.md)
+if ! declare -F label > /dev/null; then
+  label() { python3 -c "import kernel.hopper.config as c; print(c.$1.label)"; }
+fi
+if ! declare -F stamp > /dev/null; then
+  t0=$(date +%s)
+  stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
+fi
 smoke_gate() {
   local module=$1; shift
   stamp "smoke $module $*"

@@ -10,10 +10,8 @@
 # 6. per-CTA timelines of both on bench1 (is the last round balanced?).
 set -u
 export OUT=${OUT:-out}; mkdir -p "$OUT"
-label() { python3 -c "import kernel.hopper.config as c; print(c.$1.label)"; }
+source "$(dirname "$0")/h200_gates.sh"  # label, stamp, smoke_gate, ci_property, bench_with_cublas
 SW=$(label SPLIT_WARP_CONFIG); W2=$(label IN_FLIGHT_CONFIG); SK=$(label STREAM_K_CONFIG)
-t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
-source "$(dirname "$0")/h200_gates.sh"
 smoke_gate ci.schedule_smoke "$SK" || exit 1
 stamp gpu_test
 timeout ${T_GPU:-200} python3 -m pytest kernel/tests/test_gpu_streamk.py -p no:cacheprovider -q -rs -x 2>&1 | tail -4 \

@@ -8,8 +8,8 @@
 # test (take removed, word not reset, partial ignored).
 set -u
 export OUT=${OUT:-out}; mkdir -p "$OUT"
-SK=$(python3 -c "import kernel.hopper.config as c; print(c.STREAM_K_CONFIG.label)")
-t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
+source "$(dirname "$0")/h200_gates.sh"  # label, stamp
+SK=$(label STREAM_K_CONFIG)
 stamp long
 T_DIST=80 T_LONG=110 bash "$(dirname "$0")/h200_long.sh" "$SK"
 stamp mutants
