@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Issue 14, session 18, second device call (after 18a, only if stream-K is correct and faster on
-# bench1; ~9 min):
+# Issue 14, session 18, second device call: does stream-K pay? (~6 min; after 18a passed)
 #   source .device/env.sh && bash ci/h200_session18b.sh      (logs under $OUT, or ./out)
-# What the issue asks of a new default before the dispatch takes it: 1. each input distribution
-# and the gpu-long run (500 examples) on the stream-K build; 2. its mutants: the protocol's sync
-# mutant (plain, perturbed and compute-sanitizer verdicts) and the stream-K mutants of the GPU
-# test (take removed, word not reset, partial ignored).
+# 1. bench_gpu with cuBLAS bf16 in the same run: production, stream-K, bench4's build;
+# 2. profiling.ablation on bench1-4, production and stream-K;
+# 3. per-CTA timelines of both on bench1 (graph replay): is the last round balanced, and what do
+#    the partial's publish and load cost?
 set -u
 export OUT=${OUT:-out}; mkdir -p "$OUT"
-source "$(dirname "$0")/h200_gates.sh"  # label, stamp
-SK=$(label STREAM_K_CONFIG)
-stamp long
-T_DIST=80 T_LONG=110 bash "$(dirname "$0")/h200_long.sh" "$SK"
-stamp mutants
-timeout 320 python3 -m ci.mutation_runner --subject hopper --mutant 'hopper_sync_*__sk' --mutant 'hopper_streamk_*' \
-  --baseline --jobs 4 --timeout 250 --max-examples 25 --deadline 300 2>&1 | tail -12 | tee -a "$OUT/log.txt"
+source "$(dirname "$0")/h200_gates.sh"  # label, stamp, smoke_gate, ci_property, bench_with_cublas
+SW=$(label SPLIT_WARP_CONFIG); W2=$(label IN_FLIGHT_CONFIG); SK=$(label STREAM_K_CONFIG)
+stamp bench
+bench_with_cublas "$SW,$SK,$W2"
+stamp ablation
+timeout ${T_ABL:-200} python3 -m profiling.ablation --variant "$SW" --variant "$SK" \
+  --shapes bench1,bench2,bench3,bench4 --samples 9 --build-timeout 90 2>&1 | tail -5 | tee "$OUT/ablation.md"
+stamp timeline
+timeout ${T_TL:-120} python3 -m profiling.timeline --variant "$SW" --variant "$SK" --shape bench1 --launches 20 --graph \
+  2>&1 | grep -v "fast_path" | grep "|\|rror" | tee "$OUT/timeline.md"
 stamp done
