@@ -8,11 +8,9 @@
 # 4. profiling.ablation on the four shapes; 5. the ci property on the declared flags build.
 set -u
 export OUT=${OUT:-out}; mkdir -p "$OUT"
-label() { python3 -c "import kernel.hopper.config as c; print(c.$1.label)"; }
+source "$(dirname "$0")/h200_gates.sh"  # label, stamp, smoke_gate, ci_property
 SW=$(label SPLIT_WARP_CONFIG); W2=$(label IN_FLIGHT_CONFIG); PKE=$(label PHASE1_KERNEL_EXIT_CONFIG)
 PF=$(label PHASE1_FLAGS_CONFIG); PFS=$(label PHASE1_FLAGS_STAGED_CONFIG)
-t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
-source "$(dirname "$0")/h200_gates.sh"
 smoke_gate ci.schedule_smoke "$PF" "$PFS" || exit 1
 stamp chained
 timeout ${T_CHAIN:-150} python3 -m pytest kernel/tests/test_gpu_pdl.py -k "prec1xfwk4e or prec1xfswk4e" \
@@ -24,6 +22,8 @@ timeout ${T_SLOPE:-200} python3 -m profiling.k_slope --variant "$SW" --variant "
 stamp ablation
 timeout ${T_ABL:-200} python3 -m profiling.ablation --variant "$W2" --variant "$SW" --variant "$PF" --variant "$PFS" \
   --shapes bench1,bench2,bench3,bench4 --samples 9 --build-timeout 90 2>&1 | tail -6 | tee "$OUT/ablation.md"
-stamp properties
-ci_property "$PF"
+if [ -z "${SKIP_PROPERTY:-}" ]; then  # (17d: the same steps without it)
+  stamp properties
+  ci_property "$PF"
+fi
 stamp done

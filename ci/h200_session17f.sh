@@ -9,10 +9,9 @@
 # production; 3. profiling.ablation on the four shapes.
 set -u
 export OUT=${OUT:-out}; mkdir -p "$OUT"
-label() { python3 -c "import kernel.hopper.config as c; print(c.$1.label)"; }
+source "$(dirname "$0")/h200_gates.sh"  # label, stamp
 SW=$(label SPLIT_WARP_CONFIG); W2=$(label IN_FLIGHT_CONFIG); PKE=$(label PHASE1_KERNEL_EXIT_CONFIG)
 R48=$(label PHASE1_KERNEL_R48_CONFIG); R40=$(label PHASE1_KERNEL_R40_CONFIG)
-t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }
 for shape in bench3 bench4; do
   stamp "timeline $shape"
   timeout ${T_TL:-120} python3 -m profiling.timeline --variant "$PKE" --variant "$R48" --shape $shape --launches 20 --graph \

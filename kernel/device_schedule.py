@@ -346,15 +346,21 @@ def streamk_range(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile
     divided out once after it."""
     counts = []
     kts = []
+    segs = []
     total = cutlass.Int32(0)
+    nf = cutlass.Int32(0)
     for light_list in cutlass.range_constexpr(2):
         for s in cutlass.range_constexpr(num_groups):
             tm, tn, light = slot_blocks(m_sizes, s, tile_m, tile_n)
             count = tn * (light * light_list + (tm - light) * (1 - light_list))
             kt = m_sizes[s, 2] // tile_k
+            seg = count * (LIGHT_COST if light_list else FULL_COST) * kt
             counts.append(count)
             kts.append(kt)
-            total = total + count * (LIGHT_COST if light_list else FULL_COST) * kt
+            segs.append(seg)
+            total = total + seg
+            if cutlass.const_expr(light_list == 0):
+                nf = nf + count
     ranges = cutlass.max(cutlass.min(ctas, total // FULL_COST), cutlass.Int32(1))  # kernel.plan.streamk_ranges
     q = total // ranges
     r = total - q * ranges
@@ -372,16 +378,14 @@ def streamk_range(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile
         sel_w = cutlass.Int32(1)
         sel_kt = cutlass.Int32(1)
         for i in cutlass.range_constexpr(2 * num_groups):
-            w = LIGHT_COST if i >= num_groups else FULL_COST
-            seg = counts[i] * w * kts[i]
             if found == 0:
-                if target < base + seg:
+                if target < base + segs[i]:
                     sel_base = base
                     sel_ebase = ebase
-                    sel_w = cutlass.Int32(w)
+                    sel_w = cutlass.Int32(LIGHT_COST if i >= num_groups else FULL_COST)
                     sel_kt = kts[i]
                     found = cutlass.Int32(1)
-            base = base + seg
+            base = base + segs[i]
             ebase = ebase + counts[i]
         off = target - sel_base
         e = off // (sel_w * sel_kt)
@@ -395,9 +399,6 @@ def streamk_range(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile
             k = cutlass.Int32(0)
         out.append(entry)
         out.append(k)
-    nf = cutlass.Int32(0)
-    for i in cutlass.range_constexpr(num_groups):
-        nf = nf + counts[i]
     return out[0], out[1], out[2], out[3], nf
 
 

@@ -361,6 +361,18 @@ def make_plan(
     )
 
 
+def slot_list_entries(size: Sequence[int], tile_m: int, tile_n: int, light_list: int) -> tuple[int, int, int]:
+    """(M blocks, entries per N block, entries) a slot of ``size`` owns in the full list
+    (``light_list`` 0) or the light list (1) of :meth:`LaunchPlan.balanced_lists`: its last M
+    block is light when it holds at most ``tile_m / 2`` rows (kernel.device_schedule.slot_blocks
+    on the device)."""
+    m, n = size[0], size[1]
+    tm, tn = ceil_div(m, tile_m), ceil_div(n, tile_n)
+    light = int(m - (tm - 1) * tile_m <= tile_m // 2) * int(tm > 0)
+    per = light * light_list + (tm - light) * (1 - light_list)
+    return tm, per, tn * per
+
+
 def balanced_locate(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, light_list: int,
                     idx: int) -> tuple[int, int, int]:
     """(slot, m_block, n_block) of entry ``idx`` of the full list (``light_list`` 0) or the light
@@ -368,11 +380,7 @@ def balanced_locate(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, li
     the device runs (kernel.device_schedule.balanced_locate)."""
     sel_slot, sel_base, sel_per, sel_tm, base = 0, 0, 1, 1, 0
     for s, size in enumerate(sizes):
-        m, n = size[0], size[1]
-        tm, tn = ceil_div(m, tile_m), ceil_div(n, tile_n)
-        light = int(m - (tm - 1) * tile_m <= tile_m // 2) * int(tm > 0)
-        per = light * light_list + (tm - light) * (1 - light_list)
-        count = tn * per
+        tm, per, count = slot_list_entries(size, tile_m, tile_n, light_list)
         if idx >= base and count != 0:
             sel_slot, sel_base, sel_per, sel_tm = s, base, per, tm
         base += count
@@ -451,20 +459,17 @@ class StreamKPiece(NamedTuple):
 def _streamk_segments(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int):
     """(entries, weight per K tile, K tiles) of each (list, slot) segment, full list first,
     slots in order: the loop the device unrolls (kernel.device_schedule.streamk_*)."""
-    out = []
-    for light_list in (0, 1):
-        for size in sizes:
-            m, n, k = size[0], size[1], size[2]
-            tm, tn = ceil_div(m, tile_m), ceil_div(n, tile_n)
-            light = int(m - (tm - 1) * tile_m <= tile_m // 2) * int(tm > 0)
-            per = light * light_list + (tm - light) * (1 - light_list)
-            out.append((tn * per, LIGHT_COST if light_list else FULL_COST, k // tile_k))
-    return out
+    return [(slot_list_entries(size, tile_m, tile_n, light_list)[2], LIGHT_COST if light_list else FULL_COST,
+             size[2] // tile_k) for light_list in (0, 1) for size in sizes]
 
 
 def streamk_weight(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int) -> int:
     """W: every tile's K tiles, each weighted FULL_COST or LIGHT_COST."""
-    return sum(c * w * kt for c, w, kt in _streamk_segments(sizes, tile_m, tile_n, tile_k))
+    return _segments_weight(_streamk_segments(sizes, tile_m, tile_n, tile_k))
+
+
+def _segments_weight(segs) -> int:
+    return sum(c * w * kt for c, w, kt in segs)
 
 
 def streamk_ranges(total: int, ctas: int) -> int:
@@ -481,7 +486,7 @@ def streamk_boundary(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, t
     (entries, 0)): the first K-tile start at or past weight T_b = b * (W // R) + min(b, W % R),
     R the ranges."""
     segs = _streamk_segments(sizes, tile_m, tile_n, tile_k)
-    total = sum(c * w * kt for c, w, kt in segs)
+    total = _segments_weight(segs)
     ranges = streamk_ranges(total, ctas)
     q, r = divmod(total, ranges)
     target = b * q + min(b, r) if b < ranges else total

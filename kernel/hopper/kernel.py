@@ -1911,7 +1911,7 @@ class HopperNvfp4GroupedGemm:
         if cutlass.const_expr(self.stream_k):
             # the first piece's K tiles (from 0), none when it may continue another CTA's partial
             # (its first K tile is decided at its start: streamk_head_k0)
-            k0, k1, waits, _h = self.streamk_piece_k(t_begin, k_f // self.config.tile_k)
+            _k0, k1, waits, _h = self.streamk_piece_k(t_begin, k_f // self.config.tile_k)
             pre = cutlass.min(k1, cutlass.Int32(self.stages)) * (1 - waits)
         if t_begin >= t_end:
             pre = cutlass.Int32(0)
