@@ -135,7 +135,7 @@ TIMELINE_POINTS: tuple[tuple[str, str], ...] = (
     ("producer_tail", "last"),
 )
 TIMELINE_INDEX = {name: i for i, (name, _) in enumerate(TIMELINE_POINTS)}
-TIMELINE_CTAS = 256
+TIMELINE_CTAS = 512  # a grid of two CTAs per SM on a 132-SM H200 is 264
 TIMELINE_WORD0 = TABLE_WORDS
 TIMELINE_WORDS = TIMELINE_CTAS * len(TIMELINE_POINTS) * 2
 # the palette's persistent-grid caps, cycled with the seeds: the full grid (one or few tiles per

@@ -130,6 +130,9 @@ LOCAL_BARRIER_ID = 11
 BACKGROUND_SHARE_OFFSET = 16
 PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (0, 1, 2, 4)
+# HopperConfig.ctas_per_sm: CTAs the persistent grid puts on each SM (2: each takes at most half
+# of the SM's shared memory and registers; the compile asks ptxas for that many blocks per SM)
+CTAS_PER_SM = (1, 2)
 # HopperConfig.cluster_x: CTAs per cluster along X (N); 2 multicasts each fp16 Y box (prepass)
 CLUSTER_SIZES = (1, 2)
 # HopperConfig.y_cluster_decode: the Y ring's buffers (a sub-block decoded two ahead of its wgmma
@@ -205,6 +208,10 @@ class HopperConfig:
     # running index, one barrier per sub-block); "split": a ring of 2..6
     fp16_buffers: int = NUM_DEQUANT_BUFFERS
     x_operand: XOperand = "smem"
+    # issue 14 (experimental, label "_cta2"): 2 puts two CTAs of one consumer warpgroup each (an
+    # X 64 x Y 128 tile) on every SM, the grid twice the SM count: each CTA takes at most half of
+    # the SM's shared memory (smem_capacity) and of its registers (launch_register_cap), so one
+    # CTA's prologue, epilogue and waits can overlap the other's wgmma
     ctas_per_sm: int = 1
     # issue 14: 0 = off. Otherwise the producer is a whole warpgroup (its first
     # ``producer_warps`` warps load, the others exit) that lowers its registers with
@@ -497,11 +504,14 @@ class HopperConfig:
 
     @property
     def launch_register_cap(self) -> int:
-        """Registers per thread ptxas allows a CTA of ``threads`` at launch: it budgets whole
-        warpgroups (threads rounded up to 128) and whole units of 8 registers. Measured with
-        ptxas for sm_90a: 288 threads -> 168, 416 -> 128 ("Insufficient registers (128)")."""
-        budgeted = -(-self.threads // 128) * 128
-        return min(MAX_REGS_PER_THREAD, REGISTER_FILE // budgeted // 8 * 8)
+        """Registers per thread ptxas allows ``ctas_per_sm`` CTAs of ``threads`` at launch: the
+        warps of all of them spread over the SM's four sub-partitions of 16384 registers, and it
+        allocates whole units of 8 registers. Measured with ptxas for sm_90a: 288 threads -> 168,
+        416 -> 128 ("Insufficient registers (128)"); two CTAs of 160 threads (.minnctapersm 2)
+        compile at 161."""
+        warps = -(-self.threads // 32) * self.ctas_per_sm
+        per_subpartition = -(-warps // 4)
+        return min(MAX_REGS_PER_THREAD, SM_SUBPARTITION_REGISTERS // (32 * per_subpartition) // 8 * 8)
 
     @property
     def producer_regs(self) -> int:
@@ -605,6 +615,7 @@ class HopperConfig:
         sched += "_pdl" if self.pdl else ""
         sched += "_st" if self.smem_tables else ""
         sched += f"_lag{self.consumer_stagger}" if self.consumer_stagger else ""
+        sched += f"_cta{self.ctas_per_sm}" if self.ctas_per_sm != 1 else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -782,6 +793,9 @@ def phase1_launch_smem(config: HopperConfig) -> int:
 def smem_capacity(config: HopperConfig) -> int:
     """Dynamic shared memory the GEMM's CTA may take: the per-block limit, or with
     ``prepass_kernel_warps`` what leaves room for one phase-1 CTA on the same SM."""
+    if config.ctas_per_sm > 1:
+        return min(SMEM_CAPACITY_BYTES, (SMEM_PER_SM_BYTES - config.ctas_per_sm * SMEM_PER_CTA_OVERHEAD)
+                   // config.ctas_per_sm // SMEM_ALIGN * SMEM_ALIGN)
     if not config.prepass_kernel_warps:
         return SMEM_CAPACITY_BYTES
     return min(SMEM_CAPACITY_BYTES, SMEM_PER_SM_BYTES - 2 * SMEM_PER_CTA_OVERHEAD - phase1_launch_smem(config))
@@ -1005,8 +1019,9 @@ def config_problems(config: HopperConfig) -> list[str]:
                      "(or phase 1 beside phase 2: prepass_decoders > 0 or prepass_kernel_warps > 0)")
         if config.cluster_x != 1:
             p.append("y_tail64 is built without clusters (cluster_x=1)")
-        if config.mma_n != 128 or config.mma_m != 128 or not config.swapped:
-            p.append("y_tail64 halves a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128")
+        if config.mma_n != 128 or config.mma_m not in (64, 128) or not config.swapped:
+            p.append("y_tail64 halves a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128 "
+                     "(or 64 with one consumer warpgroup)")
     if config.prepass_store not in ("direct", "staged"):
         p.append(f"prepass_store must be 'direct' or 'staged', got {config.prepass_store!r}")
     elif config.prepass_store == "staged":
@@ -1168,8 +1183,11 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append("schedule='snake' and y_tail16 go together (the snake deals the tiles by their wgmma N)")
     if (config.schedule == "balanced") != (config.y_tail64 is True):
         p.append("schedule='balanced' and y_tail64 go together (the balanced split costs the 64-row tiles)")
-    if config.ctas_per_sm != 1:
-        p.append(f"ctas_per_sm must be 1 (the kernel takes most of shared memory), got {config.ctas_per_sm}")
+    if config.ctas_per_sm not in CTAS_PER_SM or isinstance(config.ctas_per_sm, bool):
+        p.append(f"ctas_per_sm must be one of {CTAS_PER_SM}, got {config.ctas_per_sm!r}")
+    elif config.ctas_per_sm == 2:
+        p += _built_with("ctas_per_sm=2", config, consumer_warpgroups=1, y_source="prepass", cluster_x=1,
+                         prepass_kernel_warps=0, prepass_decoders=0, consumer_regs=0)
     if not isinstance(config.stream_k, bool):
         p.append(f"stream_k must be a bool, got {config.stream_k!r}")
     elif config.stream_k and (not config.y_tail64 or config.prepass_sync != "barrier" or config.prepass_kernel_warps
@@ -1356,6 +1374,12 @@ PHASE1_KERNEL_STAGED_EXIT_CONFIG = replace(PHASE1_KERNEL_STAGED_CONFIG, prepass_
 # issue 14, session 18: the production prepass build with stream-K over its balanced lists
 # (``..._prec1xsw_t64_sk_es``; kernel.plan, streamk_*)
 STREAM_K_CONFIG = replace(SPLIT_WARP_CONFIG, stream_k=True)
+# issue 14, session 19: the production prepass build as two CTAs per SM (ctas_per_sm=2, label
+# "..._cta2"): one consumer warpgroup each (an X 64 x Y 128 tile), 3 X stages, a Y ring of 4 boxes
+# (one K tile) and C staged in 64-row passes: 108680 B of shared memory and 161 registers (ptxas,
+# .minnctapersm 2), so two fit on an SM. Ten warps per SM instead of nine, each CTA's Y ring its own
+TWO_CTA_CONFIG = replace(SPLIT_WARP_CONFIG, tile_n=64, consumer_warpgroups=1, ctas_per_sm=2, num_ab_stages=3,
+                         fp16_buffers=4)
 # Session 17: the own launch at fewer registers per phase-1 thread (does the GEMM's CTA start
 # beside it only with room to spare on the fullest sub-partition?)
 PHASE1_KERNEL_R48_CONFIG = replace(PHASE1_KERNEL_EXIT_CONFIG, prepass_kernel_regs=48)
@@ -1610,6 +1634,9 @@ _DECLARED_MATRIX: tuple[HopperConfig, ...] = (
     # issue 14, session 18: the production prepass build with stream-K over its balanced lists
     # (stream_k, label "..._t64_sk_es")
     STREAM_K_CONFIG,
+    # issue 14, session 19: the production prepass build as two CTAs per SM (ctas_per_sm, label
+    # "..._cta2")
+    TWO_CTA_CONFIG,
     # (issue 14, session 17: the own-launch builds with readiness flags, PHASE1_FLAGS_CONFIG and
     # PHASE1_FLAGS_STAGED_CONFIG, measured correct and slower, are not declared:
     # kernel/tests/test_hopper_phase1_kernel.py compiles them)

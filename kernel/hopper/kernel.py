@@ -415,6 +415,11 @@ class HopperNvfp4GroupedGemm:
         x_layout = cute.tile_to_shape(atom, (x_rows, SUB_K, self.fp16_buffers), order=(0, 1, 2))
         y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers * self.y_copies), order=(0, 1, 2))
         launch = dict(grid=(num_ctas, 1, 1), block=(self.threads, 1, 1), min_blocks_per_mp=1, stream=stream)
+        if self.config.ctas_per_sm > 1:
+            # HopperConfig.ctas_per_sm: ptxas keeps the registers to what that many CTAs leave
+            # (launch_register_cap), and the carveout gives the SM's shared memory to them
+            launch.update(max_number_threads=[self.threads, 1, 1], min_blocks_per_mp=self.config.ctas_per_sm,
+                          preferred_smem_carveout=100)
         if self.cluster != 1:
             # clusters of consecutive CTAs (the plan's num_ctas is a multiple of cluster_x)
             launch["cluster"] = (self.cluster, 1, 1)
