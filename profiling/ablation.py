@@ -148,6 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from kernel import hopper
+    from profiling.preflight import missing_hopper_gpu
+
+    if (line := missing_hopper_gpu("profiling.ablation")):
+        print(line, file=sys.stderr)
+        return 2
     from profiling import floors, timing
     from profiling.benchmarks import _support as S
 

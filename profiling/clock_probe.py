@@ -146,6 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from kernel import hopper
+    from profiling.preflight import missing_hopper_gpu
+
+    if (line := missing_hopper_gpu("profiling.clock_probe")):
+        print(line, file=sys.stderr)
+        return 2
     from kernel.hopper.config import DECLARED_VARIANTS
     from profiling import floors, timing
     from profiling.benchmarks import _support as S

@@ -49,6 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ks = [int(k) for k in args.ks.split(",")]
     if any(k <= 0 or k % K_TILE for k in ks):
         p.error(f"--ks: every K must be a positive multiple of {K_TILE}")
+    from profiling.preflight import missing_hopper_gpu
+
+    if (line := missing_hopper_gpu("profiling.k_slope")):
+        print(line, file=sys.stderr)
+        return 2
 
     import oracle
     from kernel import hopper

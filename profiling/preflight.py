@@ -54,3 +54,16 @@ def missing_nsight_python() -> str | None:
     except importlib.metadata.PackageNotFoundError:
         return f"nsight-python is not installed ({NSIGHT_FIX}); using ncu directly"
     return None
+
+
+def missing_hopper_gpu(prog: str) -> str | None:
+    """The line a Hopper GPU tool (``profiling.ablation``, ``timeline``, ``k_slope``,
+    ``clock_probe``) prints and exits with when this machine cannot run the sm_90a kernel (no CUDA
+    device, a CPU build of torch, or a GPU that is not sm_90); None when it can."""
+    from kernel.hopper.launch import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is None:
+        return None
+    return (f"python -m {prog}: {reason}. It times the Hopper kernel on an sm_90 GPU; on this machine "
+            "`python -m profiling.static_report` compiles the variants and reports their SASS")

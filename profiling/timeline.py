@@ -109,6 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.launches < 1:
         p.error("--launches must be >= 1")
+    from profiling.preflight import missing_hopper_gpu
+
+    if (line := missing_hopper_gpu("profiling.timeline")):
+        print(line, file=sys.stderr)
+        return 2
 
     import torch
 

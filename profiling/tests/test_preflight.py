@@ -2,6 +2,8 @@
 
 import importlib.metadata
 
+import pytest
+
 from profiling import preflight
 
 
@@ -39,3 +41,19 @@ def test_missing_gpu_names_the_tool(monkeypatch):
     assert preflight.missing_gpu("the sweep").startswith("no CUDA GPU") and "the sweep" in preflight.missing_gpu("the sweep")
     monkeypatch.setattr(kernel.device, "cuda_capability", lambda: (9, 0))
     assert preflight.missing_gpu("the sweep") is None
+
+
+@pytest.mark.parametrize("tool", ["ablation", "timeline", "k_slope", "clock_probe"])
+def test_hopper_gpu_tools_say_so_without_an_sm90_gpu(tool, monkeypatch, capsys):
+    """Without an sm_90 GPU each timing tool exits 2 with one line naming itself and what to run
+    instead, before it imports the kernel or touches CUDA (not a torch traceback)."""
+    import importlib
+
+    import kernel.device
+
+    monkeypatch.setattr(kernel.device, "cuda_capability", lambda: None)
+    mod = importlib.import_module(f"profiling.{tool}")
+    assert mod.main(["--variant", "h90_anything"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"python -m profiling.{tool}: ") and "sm_90" in err and "\n" not in err
+    assert "profiling.static_report" in err
