@@ -794,6 +794,39 @@ STREAMK_MUTANTS: tuple[Mutant, ...] = (
         ["kernel/tests/test_hopper_streamk.py"],
     ),
     _m(
+        "hopper_static_two_cta_no_launch_bounds",
+        "the two-CTA build launched without its launch bounds (no .minnctapersm 2): ptxas may take "
+        "more registers than two CTAs leave on an SM, so the second CTA waits for the first to end, "
+        "seen in the PTX and the registers on a CPU",
+        "kernel/hopper/kernel.py",
+        "            launch.update(max_number_threads=[self.threads, 1, 1], min_blocks_per_mp=self.config.ctas_per_sm,\n"
+        "                          preferred_smem_carveout=100)\n",
+        "            pass\n",
+        "hopper-static",
+        ["kernel/tests/test_hopper_two_cta.py"],
+    ),
+    _m(
+        "plan_two_cta_whole_smem",
+        "a two-CTA build budgeted against one CTA's shared-memory limit (its C staging grows to "
+        "128 rows and two CTAs no longer fit on one SM)",
+        "kernel/hopper/config.py",
+        "    if config.ctas_per_sm > 1:\n        return min(SMEM_CAPACITY_BYTES, (SMEM_PER_SM_BYTES",
+        "    if config.ctas_per_sm > 9:\n        return min(SMEM_CAPACITY_BYTES, (SMEM_PER_SM_BYTES",
+        "plan",
+        ["kernel/tests/test_hopper_two_cta.py"],
+    ),
+    _m(
+        "hopper_two_cta_half_carveout",
+        "the two-CTA build asks for half of the SM's shared memory as its carveout: one CTA fits "
+        "per SM, the other half of the grid starts only when the first half ends (every result "
+        "still right: only the residency check can see it)",
+        "kernel/hopper/kernel.py",
+        "                          preferred_smem_carveout=100)\n",
+        "                          preferred_smem_carveout=50)\n",
+        "hopper",
+        ["kernel/tests/test_gpu_two_cta.py::test_two_ctas_are_resident_on_every_sm"],
+    ),
+    _m(
         "hopper_streamk_never_takes",
         "a stream-K suffix CTA that always waits for the prefix's partial (the take removed): it "
         "spins forever when the CTA before it never claims (a grid that is not co-resident)",
