@@ -148,16 +148,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from kernel import hopper
-    from profiling.preflight import missing_hopper_gpu
-
-    if (line := missing_hopper_gpu("profiling.ablation")):
-        print(line, file=sys.stderr)
-        return 2
     from profiling import floors, timing
     from profiling.benchmarks import _support as S
 
     builds = parse_builds(args.variant, args.config, args.ablate,
                           None if args.parts is None else args.parts.split(","))
+    from profiling.preflight import missing_hopper_gpu
+
+    if (line := missing_hopper_gpu("profiling.ablation")):
+        print(line, file=sys.stderr)
+        return 2
     rows = []
     for shape_name in args.shapes.split(","):
         shape = floors.get_shape(shape_name)

@@ -146,11 +146,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from kernel import hopper
-    from profiling.preflight import missing_hopper_gpu
-
-    if (line := missing_hopper_gpu("profiling.clock_probe")):
-        print(line, file=sys.stderr)
-        return 2
     from kernel.hopper.config import DECLARED_VARIANTS
     from profiling import floors, timing
     from profiling.benchmarks import _support as S
@@ -160,6 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for kind in kinds:
         if kind not in DATA_KINDS:
             p.error(f"--data {kind!r}: use {', '.join(DATA_KINDS)}")
+    from profiling.preflight import missing_hopper_gpu
+
+    if (line := missing_hopper_gpu("profiling.clock_probe")):
+        print(line, file=sys.stderr)
+        return 2
     print("| variant | shape | data | us per launch (burst) | us per launch (sustained) | SM MHz (median) | power W (median / limit) | max temp C | clock-event reasons (share of samples) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for shape_name in args.shapes.split(","):

@@ -49,11 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ks = [int(k) for k in args.ks.split(",")]
     if any(k <= 0 or k % K_TILE for k in ks):
         p.error(f"--ks: every K must be a positive multiple of {K_TILE}")
-    from profiling.preflight import missing_hopper_gpu
-
-    if (line := missing_hopper_gpu("profiling.k_slope")):
-        print(line, file=sys.stderr)
-        return 2
 
     import oracle
     from kernel import hopper
@@ -65,6 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         builds = {v: (b.config, b.ablation) for v, b in labelled_builds(args.variant).items()}
     except ValueError as exc:
         p.error(str(exc))
+    from profiling.preflight import missing_hopper_gpu
+
+    if (line := missing_hopper_gpu("profiling.k_slope")):
+        print(line, file=sys.stderr)
+        return 2
     base = floors.get_shape(args.shape)
     times: dict[str, list[float]] = {v: [] for v in args.variant}
     for k in ks:

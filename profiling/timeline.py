@@ -109,11 +109,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.launches < 1:
         p.error("--launches must be >= 1")
-    from profiling.preflight import missing_hopper_gpu
-
-    if (line := missing_hopper_gpu("profiling.timeline")):
-        print(line, file=sys.stderr)
-        return 2
 
     import torch
 
@@ -128,6 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         builds = {v: (b.config, b.ablation) for v, b in labelled_builds(args.variant).items()}
     except ValueError as exc:
         p.error(str(exc))
+    from profiling.preflight import missing_hopper_gpu
+
+    if (line := missing_hopper_gpu("profiling.timeline")):
+        print(line, file=sys.stderr)
+        return 2
     shape = floors.get_shape(args.shape)
     host = oracle.make_inputs(shape.problem_sizes(), S.SEED, distribution=S.DISTRIBUTION)
     first = oracle.data_to(host, "cuda")

@@ -46,14 +46,15 @@ def test_missing_gpu_names_the_tool(monkeypatch):
 @pytest.mark.parametrize("tool", ["ablation", "timeline", "k_slope", "clock_probe"])
 def test_hopper_gpu_tools_say_so_without_an_sm90_gpu(tool, monkeypatch, capsys):
     """Without an sm_90 GPU each timing tool exits 2 with one line naming itself and what to run
-    instead, before it imports the kernel or touches CUDA (not a torch traceback)."""
+    instead, once its arguments are checked and before any CUDA work (not a torch traceback)."""
     import importlib
 
     import kernel.device
+    from kernel.hopper.config import SPLIT_WARP_CONFIG
 
     monkeypatch.setattr(kernel.device, "cuda_capability", lambda: None)
     mod = importlib.import_module(f"profiling.{tool}")
-    assert mod.main(["--variant", "h90_anything"]) == 2
+    assert mod.main(["--variant", SPLIT_WARP_CONFIG.label]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"python -m profiling.{tool}: ") and "sm_90" in err and "\n" not in err
     assert "profiling.static_report" in err
