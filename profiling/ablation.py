@@ -32,6 +32,7 @@ import time
 from typing import Sequence
 
 from kernel.hopper.ablation import ANY_PARTS, PREPASS_PARTS, REGS_PARTS, Ablation, check_ablation
+from profiling.preflight import missing_hopper_gpu
 
 ABLATIONS = ("no_mma", "no_dequant", "load_only")
 
@@ -153,8 +154,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     builds = parse_builds(args.variant, args.config, args.ablate,
                           None if args.parts is None else args.parts.split(","))
-    from profiling.preflight import missing_hopper_gpu
-
     if (line := missing_hopper_gpu("profiling.ablation")):
         print(line, file=sys.stderr)
         return 2

@@ -30,6 +30,8 @@ import tempfile
 import time
 from typing import Sequence
 
+from profiling.preflight import missing_hopper_gpu
+
 # nvidia-smi's clocks_event_reasons bit mask (nvml.h, nvmlClocksEventReason*)
 REASONS = {
     0x1: "idle",
@@ -155,8 +157,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     for kind in kinds:
         if kind not in DATA_KINDS:
             p.error(f"--data {kind!r}: use {', '.join(DATA_KINDS)}")
-    from profiling.preflight import missing_hopper_gpu
-
     if (line := missing_hopper_gpu("profiling.clock_probe")):
         print(line, file=sys.stderr)
         return 2

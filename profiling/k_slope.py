@@ -23,6 +23,8 @@ import argparse
 import sys
 from typing import Sequence
 
+from profiling.preflight import missing_hopper_gpu
+
 K_TILE = 256
 
 
@@ -60,8 +62,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         builds = {v: (b.config, b.ablation) for v, b in labelled_builds(args.variant).items()}
     except ValueError as exc:
         p.error(str(exc))
-    from profiling.preflight import missing_hopper_gpu
-
     if (line := missing_hopper_gpu("profiling.k_slope")):
         print(line, file=sys.stderr)
         return 2

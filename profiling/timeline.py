@@ -35,6 +35,8 @@ import statistics
 import sys
 from typing import Sequence
 
+from profiling.preflight import missing_hopper_gpu
+
 
 def launch_rows(stamps: dict[str, list[int]]) -> dict[str, tuple[int, float, float]] | None:
     """One launch's stamps (``kernel.perturbation.timeline_stamps``) relative to its earliest
@@ -123,8 +125,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         builds = {v: (b.config, b.ablation) for v, b in labelled_builds(args.variant).items()}
     except ValueError as exc:
         p.error(str(exc))
-    from profiling.preflight import missing_hopper_gpu
-
     if (line := missing_hopper_gpu("profiling.timeline")):
         print(line, file=sys.stderr)
         return 2

@@ -791,8 +791,9 @@ def phase1_launch_smem(config: HopperConfig) -> int:
 
 
 def smem_capacity(config: HopperConfig) -> int:
-    """Dynamic shared memory the GEMM's CTA may take: the per-block limit, or with
-    ``prepass_kernel_warps`` what leaves room for one phase-1 CTA on the same SM."""
+    """Dynamic shared memory the GEMM's CTA may take: the per-block limit; with ``ctas_per_sm``
+    > 1 that share of the SM (each CTA with its 2 KB), in whole KB; with ``prepass_kernel_warps``
+    what leaves room for one phase-1 CTA on the same SM."""
     if config.ctas_per_sm > 1:
         return min(SMEM_CAPACITY_BYTES, (SMEM_PER_SM_BYTES - config.ctas_per_sm * SMEM_PER_CTA_OVERHEAD)
                    // config.ctas_per_sm // SMEM_ALIGN * SMEM_ALIGN)
