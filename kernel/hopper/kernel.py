@@ -642,8 +642,10 @@ class HopperNvfp4GroupedGemm:
     @cute.jit
     def streamk_claim(self, m_sizes: cute.Tensor, ea: cutlass.Int32, ka: cutlass.Int32, eb: cutlass.Int32,
                       kb: cutlass.Int32):
-        """stream_k, lane 0 of the producer warp (``streamk_setup``): 1 if this CTA's first piece
-        hands on and it claimed the boundary it ends at, else 0."""
+        """stream_k, every lane of the producer warp (``streamk_setup``); lane 0 makes the claim,
+        and its value is the one stored for the consumers (``if_lane0_store_share``): 1 if this
+        CTA's first piece hands on and it claimed the boundary it ends at, else 0 (0 on the other
+        lanes, which never read it)."""
         cta, _, _ = cute.arch.block_idx()
         _e, _k0, _k1, _w, first_hands_on = streamk_piece(ea, ka, eb, kb, cutlass.Int32(0))
         claimed = cutlass.Int32(0)
