@@ -22,6 +22,15 @@ full, where in a graph the next launch's start overlaps the previous one's tail.
 
     python -m profiling.timeline --variant LABEL [--variant LABEL2] --shape bench4 [--launches 20] [--graph]
     python -m profiling.timeline --variant LABEL~no_epilogue --shape bench4
+    python -m profiling.timeline --variant LABEL --shape bench1 --graph --per-cta out/
+    python -m profiling.timeline_plot out/timeline_bench1_*.csv -o timeline_bench1.png
+
+``--per-cta DIR`` also writes one CSV per variant (``timeline_<shape>_<label>.csv``): a row per
+CTA with the work the host plan gave it (``modelled``: the schedule's cost model, quarter units
+x K tiles, as ``kernel.plan``'s balanced and stream-K splits count it; ``work``: its tiles or
+stream-K pieces) and each point's median over the launches, in us after the launch's first CTA
+start. A CTA that ends late against what it was given is the schedule's model failing, not the
+CTA's work; ``profiling.timeline_plot`` draws it.
 
 Needs a CUDA GPU. Prints one markdown table per variant to stdout, progress to stderr. The
 stamps cost a few instructions on one thread per point (a 64-bit store, or a compare-and-swap
@@ -31,8 +40,12 @@ for the "first" points); nothing is added inside the consumers' K loop.
 from __future__ import annotations
 
 import argparse
+import csv
+import math
+import re
 import statistics
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from profiling.preflight import missing_hopper_gpu
@@ -100,6 +113,77 @@ def table(label: str, summary: dict[str, tuple[int, float, float]], ctas: int) -
     return "\n".join(lines)
 
 
+def per_cta_medians(stamps_in_order: list[dict[str, list[int]]]) -> list[dict[str, float]]:
+    """Per CTA, per point: the median over launches of the CTA's stamp in us after its launch's
+    earliest CTA start (nan where the CTA never reached the point in any launch); empty
+    launches are left out."""
+    per_cta: list[dict[str, list[float]]] = []
+    for stamps in stamps_in_order:
+        starts = [t for t in stamps["start"] if t]
+        if not starts:
+            continue
+        t0 = min(starts)
+        for name, values in stamps.items():
+            while len(per_cta) < len(values):
+                per_cta.append({n: [] for n in stamps})
+            for cta, t in enumerate(values):
+                if t:
+                    per_cta[cta][name].append((t - t0) / 1000.0)
+    return [{name: statistics.median(v) if v else math.nan for name, v in row.items()} for row in per_cta]
+
+
+def cta_work(plan, config) -> list[tuple[int, str]]:
+    """Per CTA of ``plan`` (a prepared launch's host plan) under ``config``: (modelled cost,
+    what it runs). The cost is the host schedule's own model, quarter units (``FULL_COST`` a full
+    tile, ``LIGHT_COST`` a light one) times K tiles: for stream-K builds its pieces
+    (``P`` a prefix it hands on, ``S`` a suffix that continues a partial, entry:K tiles), for the
+    others its tiles (full + light). The sum over the CTAs is the problem's whole weight."""
+    from kernel.plan import FULL_COST, LIGHT_COST, STREAMK_END, slot_list_entries, streamk_pieces
+
+    out = []
+    if getattr(config, "stream_k", False):
+        entry_w, entry_k = [], []  # per list entry: weight per K tile, K tiles (full list, then light)
+        for light_list in (0, 1):
+            for size in plan.sizes:
+                count = slot_list_entries(size, plan.tile_m, plan.tile_n, light_list)[2]
+                entry_w += [LIGHT_COST if light_list else FULL_COST] * count
+                entry_k += [size[2] // plan.tile_k] * count
+        for cta in range(plan.num_ctas):
+            cost, parts, whole = 0, [], 0
+            for p in streamk_pieces(plan.sizes, plan.tile_m, plan.tile_n, plan.tile_k, plan.num_ctas, cta):
+                k1 = entry_k[p.entry] if p.k1 == STREAMK_END else p.k1
+                cost += (k1 - p.k0) * entry_w[p.entry]
+                if p.waits or p.publishes:
+                    parts.append(f"{'S' if p.waits else ''}{'P' if p.publishes else ''}{p.entry}:{p.k0}-{k1}")
+                else:
+                    whole += 1
+            out.append((cost, " ".join(parts[:1] + ([f"{whole} tiles"] if whole else []) + parts[1:])))
+        return out
+    for cta in range(plan.num_ctas):
+        tiles = list(plan.cta_tiles(cta))
+        light = sum(plan.is_light(t) for t in tiles) if plan.schedule == "balanced" else 0
+        cost = sum((plan.tile_cost(t) if plan.schedule == "balanced" else FULL_COST)
+                   * plan.k_tiles(plan.locate(t).slot) for t in tiles)
+        out.append((cost, f"{len(tiles) - light} full + {light} light" if light else f"{len(tiles)} tiles"))
+    return out
+
+
+def write_per_cta(path: Path, label: str, work: list[tuple[int, str]], medians: list[dict[str, float]]) -> Path:
+    """The ``--per-cta`` CSV: one row per stamped CTA (label, cta, modelled, work, each point)."""
+    points = list(medians[0]) if medians else []
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "cta", "modelled", "work"] + points)
+        for cta, row in enumerate(medians):
+            cost, what = work[cta] if cta < len(work) else (0, "")
+            w.writerow([label, cta, cost, what] + [f"{row[p]:.3f}" for p in points])
+    return path
+
+
+def per_cta_path(folder: Path, shape: str, label: str) -> Path:
+    return folder / f"timeline_{shape}_{re.sub(r'[^A-Za-z0-9._-]', '_', label)}.csv"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profiling.timeline", description=__doc__.split("\n\n")[0])
     p.add_argument("--variant", action="append", required=True,
@@ -108,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--launches", type=int, default=20, help="launches measured (back to back, rotated inputs)")
     p.add_argument("--graph", action="store_true",
                    help="replay the launches from a CUDA graph (as the benchmark), not from Python on a stream")
+    p.add_argument("--per-cta", metavar="DIR", type=Path,
+                   help="also write each variant's per-CTA medians and planned work to DIR (profiling.timeline_plot)")
     args = p.parse_args(argv)
     if args.launches < 1:
         p.error("--launches must be >= 1")
@@ -145,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         replayer = None
         if args.graph:  # the stamps' tables are reset outside the graph, before each replay
             replayer = timing.Replayer([lambda q=q: hopper.launch(q) for q in prepared], method="graph").prepare()
-        rows = []
+        rows, stamp_lists = [], []
         while len(rows) < args.launches:
             for q in prepared:
                 q.delay_table.copy_(words)
@@ -156,11 +242,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for q in prepared:  # back to back
                     hopper.launch(q)
             torch.cuda.synchronize()
-            rows += sequence_rows([timeline_stamps(q.delay_table.cpu().tolist(), ctas) for q in prepared])
+            stamps = [timeline_stamps(q.delay_table.cpu().tolist(), ctas) for q in prepared]
+            rows += sequence_rows(stamps)
+            stamp_lists += stamps
         mode = "CUDA-graph replay" if replayer is not None else "stream launches"
         print(f"  {v}: {len(rows)} launches ({mode})", file=sys.stderr, flush=True)
         print(table(v, summarize(rows[:args.launches]), ctas))
         print()
+        if args.per_cta is not None:
+            args.per_cta.mkdir(parents=True, exist_ok=True)
+            medians = per_cta_medians(stamp_lists[:args.launches])
+            path = write_per_cta(per_cta_path(args.per_cta, args.shape, v), v, cta_work(prepared[0].plan, config), medians)
+            print(f"  {v}: per-CTA medians -> {path}", file=sys.stderr, flush=True)
     return 0
 
 
