@@ -153,11 +153,13 @@ def cta_work(plan, config) -> list[tuple[int, str]]:
             for p in streamk_pieces(plan.sizes, plan.tile_m, plan.tile_n, plan.tile_k, plan.num_ctas, cta):
                 k1 = entry_k[p.entry] if p.k1 == STREAMK_END else p.k1
                 cost += (k1 - p.k0) * entry_w[p.entry]
-                if p.waits or p.publishes:
+                if p.waits or p.publishes:  # in the order the CTA runs them, whole tiles counted between
+                    parts += [f"{whole} tiles"] if whole else []
                     parts.append(f"{'S' if p.waits else ''}{'P' if p.publishes else ''}{p.entry}:{p.k0}-{k1}")
+                    whole = 0
                 else:
                     whole += 1
-            out.append((cost, " ".join(parts[:1] + ([f"{whole} tiles"] if whole else []) + parts[1:])))
+            out.append((cost, " ".join(parts + ([f"{whole} tiles"] if whole else []))))
         return out
     for cta in range(plan.num_ctas):
         tiles = list(plan.cta_tiles(cta))

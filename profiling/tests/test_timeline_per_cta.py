@@ -65,6 +65,12 @@ def test_stream_k_work_names_its_prefix_and_suffix_and_evens_out_bench1():
     sk, bal = cta_work(plan, STREAM_K_CONFIG), cta_work(plan, SPLIT_WARP_CONFIG)
     assert max(w for w, _ in sk) < max(w for w, _ in bal)
     assert any(d.startswith("P") for _, d in sk) and any(" S" in d or d.startswith("S") for _, d in sk)
+    # the pieces in the order the CTA runs them (kernel.plan.streamk_pieces): a prefix first, a
+    # suffix that continues a partial last, whole tiles counted between
+    for _, d in sk:
+        words = d.split()
+        assert all(not w.startswith("S") for w in words[:-1]) or len(words) == 1, d
+        assert all(not w.startswith("P") for w in words[1:]), d
 
 
 def test_csv_round_trip_plot_and_summary(tmp_path):
