@@ -456,16 +456,17 @@ class StreamKPiece(NamedTuple):
     publishes: bool  # hands its partial on at boundary ``cta + 1`` (k1 != STREAMK_END)
 
 
-def _streamk_segments(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int):
+def streamk_segments(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int):
     """(entries, weight per K tile, K tiles) of each (list, slot) segment, full list first,
-    slots in order: the loop the device unrolls (kernel.device_schedule.streamk_*)."""
+    slots in order: the loop the device unrolls (kernel.device_schedule.streamk_*); a
+    :class:`StreamKPiece`'s ``entry`` counts the entries in this order."""
     return [(slot_list_entries(size, tile_m, tile_n, light_list)[2], LIGHT_COST if light_list else FULL_COST,
              size[2] // tile_k) for light_list in (0, 1) for size in sizes]
 
 
 def streamk_weight(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int) -> int:
     """W: every tile's K tiles, each weighted FULL_COST or LIGHT_COST."""
-    return _segments_weight(_streamk_segments(sizes, tile_m, tile_n, tile_k))
+    return _segments_weight(streamk_segments(sizes, tile_m, tile_n, tile_k))
 
 
 def _segments_weight(segs) -> int:
@@ -485,7 +486,7 @@ def streamk_boundary(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, t
     """(entry, K tile) where CTA ``b``'s range starts (``b`` >= :func:`streamk_ranges`: the end,
     (entries, 0)): the first K-tile start at or past weight T_b = b * (W // R) + min(b, W % R),
     R the ranges."""
-    segs = _streamk_segments(sizes, tile_m, tile_n, tile_k)
+    segs = streamk_segments(sizes, tile_m, tile_n, tile_k)
     total = _segments_weight(segs)
     ranges = streamk_ranges(total, ctas)
     q, r = divmod(total, ranges)

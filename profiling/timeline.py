@@ -138,16 +138,14 @@ def cta_work(plan, config) -> list[tuple[int, str]]:
     tile, ``LIGHT_COST`` a light one) times K tiles: for stream-K builds its pieces
     (``P`` a prefix it hands on, ``S`` a suffix that continues a partial, entry:K tiles), for the
     others its tiles (full + light). The sum over the CTAs is the problem's whole weight."""
-    from kernel.plan import FULL_COST, LIGHT_COST, STREAMK_END, slot_list_entries, streamk_pieces
+    from kernel.plan import FULL_COST, STREAMK_END, streamk_pieces, streamk_segments
 
     out = []
     if getattr(config, "stream_k", False):
-        entry_w, entry_k = [], []  # per list entry: weight per K tile, K tiles (full list, then light)
-        for light_list in (0, 1):
-            for size in plan.sizes:
-                count = slot_list_entries(size, plan.tile_m, plan.tile_n, light_list)[2]
-                entry_w += [LIGHT_COST if light_list else FULL_COST] * count
-                entry_k += [size[2] // plan.tile_k] * count
+        entry_w, entry_k = [], []  # per list entry: weight per K tile, K tiles
+        for count, weight, k_tiles in streamk_segments(plan.sizes, plan.tile_m, plan.tile_n, plan.tile_k):
+            entry_w += [weight] * count
+            entry_k += [k_tiles] * count
         for cta in range(plan.num_ctas):
             cost, parts, whole = 0, [], 0
             for p in streamk_pieces(plan.sizes, plan.tile_m, plan.tile_n, plan.tile_k, plan.num_ctas, cta):

@@ -75,14 +75,12 @@ def summary_line(label: str, rows: list[dict], late: int = 4) -> str:
 
 
 def fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
-    """Least squares y = a + b x; None when x does not vary."""
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx == 0:
+    """Least squares y = a + b x (a, b); None when x does not vary."""
+    try:
+        slope, intercept = statistics.linear_regression(xs, ys)
+    except statistics.StatisticsError:
         return None
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    return my - b * mx, b
+    return intercept, slope
 
 
 def plot(tables: list[tuple[str, list[dict]]], out: Path) -> Path:

@@ -99,3 +99,8 @@ def test_a_csv_that_is_not_a_timeline_is_refused_with_its_name(tmp_path, capsys)
     assert timeline_plot.main([str(bad), "-o", str(tmp_path / "x.png")]) == 2
     assert "speed.csv" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_the_end_against_work_line_is_least_squares_and_absent_without_spread():
+    assert timeline_plot.fit([1, 2, 3, 4], [3.0, 5.0, 7.0, 9.0]) == pytest.approx((1.0, 2.0))
+    assert timeline_plot.fit([5, 5, 5], [1.0, 2.0, 3.0]) is None
