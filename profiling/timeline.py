@@ -51,17 +51,26 @@ from typing import Sequence
 from profiling.preflight import missing_hopper_gpu
 
 
-def launch_rows(stamps: dict[str, list[int]]) -> dict[str, tuple[int, float, float]] | None:
-    """One launch's stamps (``kernel.perturbation.timeline_stamps``) relative to its earliest
-    CTA start: point -> (CTAs that reached it, median us, largest us) over those CTAs. None when
-    no CTA started (an empty launch)."""
+def relative_us(stamps: dict[str, list[int]]) -> dict[str, list[float | None]] | None:
+    """One launch's stamps (``kernel.perturbation.timeline_stamps``) in us after its earliest CTA
+    start: point -> per CTA (None: that CTA did not reach it). None when no CTA started (an
+    empty launch)."""
     starts = [t for t in stamps["start"] if t]
     if not starts:
         return None
     t0 = min(starts)
+    return {name: [(t - t0) / 1000.0 if t else None for t in values] for name, values in stamps.items()}
+
+
+def launch_rows(stamps: dict[str, list[int]]) -> dict[str, tuple[int, float, float]] | None:
+    """One launch's stamps relative to its earliest CTA start (:func:`relative_us`): point ->
+    (CTAs that reached it, median us, largest us) over those CTAs. None for an empty launch."""
+    relative = relative_us(stamps)
+    if relative is None:
+        return None
     rows = {}
-    for name, values in stamps.items():
-        reached = [(t - t0) / 1000.0 for t in values if t]
+    for name, values in relative.items():
+        reached = [t for t in values if t is not None]
         if reached:
             rows[name] = (len(reached), statistics.median(reached), max(reached))
         else:
@@ -115,21 +124,14 @@ def table(label: str, summary: dict[str, tuple[int, float, float]], ctas: int) -
 
 def per_cta_medians(stamps_in_order: list[dict[str, list[int]]]) -> list[dict[str, float]]:
     """Per CTA, per point: the median over launches of the CTA's stamp in us after its launch's
-    earliest CTA start (nan where the CTA never reached the point in any launch); empty
-    launches are left out."""
-    per_cta: list[dict[str, list[float]]] = []
-    for stamps in stamps_in_order:
-        starts = [t for t in stamps["start"] if t]
-        if not starts:
-            continue
-        t0 = min(starts)
-        for name, values in stamps.items():
-            while len(per_cta) < len(values):
-                per_cta.append({n: [] for n in stamps})
-            for cta, t in enumerate(values):
-                if t:
-                    per_cta[cta][name].append((t - t0) / 1000.0)
-    return [{name: statistics.median(v) if v else math.nan for name, v in row.items()} for row in per_cta]
+    earliest CTA start (:func:`relative_us`; nan where the CTA never reached the point in any
+    launch); empty launches are left out."""
+    launches = [r for r in map(relative_us, stamps_in_order) if r is not None]
+    if not launches:
+        return []
+    ctas = len(launches[0]["start"])
+    return [{name: statistics.median(v) if (v := [r[name][cta] for r in launches if r[name][cta] is not None])
+             else math.nan for name in launches[0]} for cta in range(ctas)]
 
 
 def cta_work(plan, config) -> list[tuple[int, str]]:
@@ -174,8 +176,7 @@ def write_per_cta(path: Path, label: str, work: list[tuple[int, str]], medians: 
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["label", "cta", "modelled", "work"] + points)
-        for cta, row in enumerate(medians):
-            cost, what = work[cta] if cta < len(work) else (0, "")
+        for cta, (row, (cost, what)) in enumerate(zip(medians, work)):  # the stamped CTAs: the first TIMELINE_CTAS
             w.writerow([label, cta, cost, what] + [f"{row[p]:.3f}" for p in points])
     return path
 
