@@ -3,7 +3,30 @@
 from __future__ import annotations
 
 
-class HarnessError(Exception):
+def rebuild_error(cls: type, message: str, state: dict) -> BaseException:
+    """Unpickle an error of the harness: its class, its message and its fields, without calling
+    its ``__init__`` (whose signature is the class's own business)."""
+    error = cls.__new__(cls, message)
+    BaseException.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
+
+class PicklableError:
+    """Mixin for exception classes whose ``__init__`` takes other arguments than the message.
+
+    ``BaseException`` pickles itself as ``cls(*self.args)``, which calls ``__init__`` with the
+    formatted message alone: a class with a signature of its own then fails to unpickle, and a
+    ``multiprocessing`` pool whose worker raised it loses its result thread and waits forever.
+    This mixin pickles the class, the message and the instance's fields instead, so the error
+    crosses a process boundary with its message and fields intact. Every exception class of the
+    project derives from it (``kernel/tests/test_errors_pickle.py`` enumerates them)."""
+
+    def __reduce__(self):
+        return rebuild_error, (type(self), str(self), dict(self.__dict__))
+
+
+class HarnessError(PicklableError, Exception):
     """Base class of every error the harness raises on purpose."""
 
 

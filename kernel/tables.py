@@ -19,6 +19,7 @@ table (the tensor maps) the same way, and :func:`damaged_guards` says whether a 
 
 from __future__ import annotations
 
+from kernel.errors import PicklableError
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
@@ -38,7 +39,7 @@ GUARD_POINTER = 0x7FFF_DEAD_0000_0000  # above the GPU's 49-bit virtual address 
 GUARD_BYTE = 0xFF  # tensor-map guard rows: no valid descriptor
 
 
-class GuardEntryRead(IndexError):
+class GuardEntryRead(PicklableError, IndexError):
     """A read of a guard row of a strict table (``table``, ``slot`` out of ``[0, rows)``)."""
 
     def __init__(self, table: str, slot: int, rows: int):

@@ -5,7 +5,11 @@ Every rule has a stable identifier (``InvalidProblemError.rule``). Decisions rec
 * groups with M == 0 or N == 0 are accepted and produce empty outputs (they own no tile);
 * K must be a positive multiple of the kernel's K granularity;
 * inputs may alias each other (groups sharing one A, B or scale tensor are legal), but an
-  output ``c`` may overlap no input and no other output.
+  output ``c`` may overlap no input and no other output;
+* the plain (row-major) scale tensors ``sfa``/``sfb`` are checked only for what a kernel that
+  never reads them needs: type, dtype and shape, on whatever device the caller keeps them (the
+  leaderboard's generator leaves them in host memory). A kernel that reads them declares
+  ``KernelConstraints.reads_plain_scales`` and gets every rule on them, device included.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ class KernelConstraints:
     # any order of fp32 additions; None: no order declared. oracle.bounds derives the error bound
     # from it (the Hopper wgmma updates per 16, tcgen05 block-scaled MMA per 64, the CPU model per K tile)
     accumulation_chunk: int | None = None
+    # the kernel reads the plain (row-major) sfa/sfb; False: it reads only the blocked copies, and
+    # the plain ones may live anywhere (the leaderboard keeps them in host memory)
+    reads_plain_scales: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,13 +89,20 @@ def _check_tensor(
     shape: tuple[int, ...],
     strides: tuple[int, ...] | None,
     constraints: KernelConstraints,
+    *,
+    read_by_kernel: bool = True,
 ) -> None:
+    """Every rule for a tensor the kernel reads or writes; type, dtype and shape alone for one it
+    never touches (``read_by_kernel=False``: the plain scales of a kernel that reads the blocked
+    ones)."""
     if not isinstance(t, torch.Tensor):
         _fail("type", f"expected a torch.Tensor, got {type(t).__name__}", group, name)
     if t.dtype != dtype:
         _fail("dtype", f"expected {dtype}, got {t.dtype}", group, name)
     if tuple(t.shape) != shape:
         _fail("shape", f"expected shape {list(shape)}, got {list(t.shape)}", group, name)
+    if not read_by_kernel:
+        return
     if t.device.type != constraints.device_type:
         _fail("device", f"expected a {constraints.device_type} tensor, got {t.device}", group, name)
     if t.numel() == 0:
@@ -164,11 +178,12 @@ def validate_problem(data: Any, constraints: KernelConstraints) -> list[GroupTen
         _check_tensor(a, "a", g, fp4, (m, k2, 1), (k2, 1, m * k2), constraints)
         _check_tensor(b, "b", g, fp4, (n, k2, 1), (k2, 1, n * k2), constraints)
         _check_tensor(c, "c", g, torch.float16, (m, n, 1), (n, 1, m * n), constraints)
-        _check_tensor(sfa, "sfa", g, fp8, (m, k16, 1), (k16, 1, m * k16), constraints)
-        _check_tensor(sfb, "sfb", g, fp8, (n, k16, 1), (k16, 1, n * k16), constraints)
+        plain = constraints.reads_plain_scales
+        _check_tensor(sfa, "sfa", g, fp8, (m, k16, 1), (k16, 1, m * k16), constraints, read_by_kernel=plain)
+        _check_tensor(sfb, "sfb", g, fp8, (n, k16, 1), (k16, 1, n * k16), constraints, read_by_kernel=plain)
         _check_tensor(sfa_r, "sfa_blocked", g, fp8, blocked_shape(m, k), blocked_strides(m, k), constraints)
         _check_tensor(sfb_r, "sfb_blocked", g, fp8, blocked_shape(n, k), blocked_strides(n, k), constraints)
-        for name, t in (("a", a), ("b", b), ("c", c), ("sfa", sfa), ("sfb", sfb)):
+        for name, t in (("a", a), ("b", b), ("c", c)) + ((("sfa", sfa), ("sfb", sfb)) if plain else ()):
             if device is None:
                 device = t.device
             elif t.device != device:
@@ -180,11 +195,14 @@ def validate_problem(data: Any, constraints: KernelConstraints) -> list[GroupTen
 
 
 def _check_output_aliasing(groups: Sequence[GroupTensors]) -> None:
-    """An output may overlap no input and no other output (inputs may share storage)."""
+    """An output may overlap no input and no other output (inputs may share storage). Addresses
+    are compared within one device: a plain scale tensor kept in host memory cannot overlap an
+    output on the GPU, whatever its numeric address."""
     inputs = []
     for g, t in enumerate(groups):
         for name in ("a", "b", "sfa", "sfb", "sfa_blocked", "sfb_blocked"):
-            r = _byte_range(getattr(t, name))
+            tensor = getattr(t, name)
+            r = _byte_range(tensor) if tensor.device == t.c.device else None
             if r is not None:
                 inputs.append((r, g, name))
     outputs = [(r, g) for g, t in enumerate(groups) if (r := _byte_range(t.c)) is not None]

@@ -9,6 +9,8 @@ import torch
 
 
 def _rebuild_on(tensors, device, copy: bool):
+    """``device`` None: each tensor stays on its own device. A tensor subclass (host-memory
+    plain scales, oracle.host_memory) stays in its class."""
     moved, rebuilt_by_id = {}, {}     # the same object in gives the same object out
     rebuilt = []
     for t in tensors:
@@ -19,10 +21,12 @@ def _rebuild_on(tensors, device, copy: bool):
         key = (str(storage.device), storage.data_ptr())
         if key not in moved:
             whole = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage)
-            moved[key] = whole.to(device, copy=copy)
+            moved[key] = whole.to(t.device if device is None else device, copy=copy)
         whole = moved[key]
         rebuilt_by_id[id(t)] = whole.view(t.dtype).as_strided(t.shape, t.stride(),
                                                               t.storage_offset())
+        if type(t) is not torch.Tensor:
+            rebuilt_by_id[id(t)] = rebuilt_by_id[id(t)].as_subclass(type(t))
         rebuilt.append(rebuilt_by_id[id(t)])
     return rebuilt
 
@@ -41,8 +45,9 @@ def data_to(data, device):
 
 
 def clone_data(data):
-    """A deep copy (fresh storages, same device) with the same sharing and views as the input."""
-    return _map_tensors(data, lambda ts: _rebuild_on(ts, ts[0].device, copy=True))
+    """A deep copy (fresh storages, each tensor on its own device) with the same sharing and
+    views as the input."""
+    return _map_tensors(data, lambda ts: _rebuild_on(ts, None, copy=True))
 
 
 def replace_outputs(data, new_c_list):

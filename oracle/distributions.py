@@ -8,7 +8,8 @@
   tiny         subnormal scales 0x01..0x07, mostly zero codes: many fp16-subnormal outputs
   nan_scales   uniform with 2 scale bytes of sfa and 2 of sfb set to 0x7F/0xFF per group
   gaussian     quantize_nvfp4 of standard normal data (realistic)
-  leaderboard  the seeds' weak generator: codes {0, +-0.5, +-1, +-1.5}, scales {1, 2}
+  leaderboard  the public leaderboard's generator: each packed byte drawn from [0, 255) and
+               masked with 0b1011_1011 (codes {+-0, +-0.5, +-1, +-1.5}), scales {1, 2}
 
 Every draw uses the torch.Generator it is given (CPU), never the global RNG, in a fixed order,
 so a (seed, distribution, sizes) triple names one problem on every machine.
@@ -58,6 +59,14 @@ def _all_codes(shape, gen):
     return _randbytes(0, 16, shape, gen)
 
 
+def _leaderboard_codes(shape, gen):
+    """Codes as the leaderboard draws them: a packed byte from [0, 255) (its randint(255)), each
+    nibble masked to its sign bit and two low bits; low nibble first."""
+    rows, k = shape
+    packed = _randbytes(0, 255, (rows, k // 2), gen) & 0b1011_1011
+    return torch.stack((packed & 0xF, packed >> 4), dim=-1).reshape(rows, k)
+
+
 def _draw_operand(rows, k, gen, codes_fn, scales_fn):
     return codes_fn((rows, k), gen), scales_fn((rows, k // 16), gen)
 
@@ -102,8 +111,8 @@ def _draw_group(distribution: str, m: int, n: int, k: int, gen) -> GroupCodes:
         codes_fn = lambda shape, g: torch.where(  # noqa: E731
             torch.rand(shape, generator=g) < 0.75, 0, _pick([1, 2, 9, 10], shape, g))
         scales_fn = lambda shape, g: _randint(1, 8, shape, g).to(torch.uint8)  # noqa: E731
-    elif distribution == "leaderboard":           # the seeds' generator: {0,+-.5,+-1,+-1.5} x {1,2}
-        codes_fn = lambda shape, g: _pick([0, 1, 2, 3, 8, 9, 10, 11], shape, g)  # noqa: E731
+    elif distribution == "leaderboard":           # the leaderboard's generator (module docstring)
+        codes_fn = _leaderboard_codes
         scales_fn = lambda shape, g: _pick([0x38, 0x40], shape, g)  # noqa: E731
     elif distribution not in ("uniform", "nan_scales"):
         raise ValueError(f"unknown distribution {distribution!r}; known: {DISTRIBUTIONS}")

@@ -9,7 +9,11 @@ group 0's operand for every group).
 Layouts: separate (own tensors per group); shared_a / shared_b (every group holds the same a, sfa,
 sfa_r objects, resp. b; needs equal M and K, resp. N and K); views (each kind of tensor is one
 buffer, every group's tensor a view at a 256-byte aligned offset, gaps poisoned); packed_c (all
-c are contiguous chunks of one flat fp16 buffer at 16-byte aligned offsets, gaps NaN).
+c are contiguous chunks of one flat fp16 buffer at 16-byte aligned offsets, gaps NaN);
+leaderboard (the public leaderboard generator's layout: every tensor the (mn, k, l)-permuted view
+of an (l, mn, k) buffer, c prefilled with standard normal fp16, the blocked scales' padding left
+as random {1, 2} fill, and the plain scales sfa/sfb kept in host memory wherever the others go:
+see :func:`place` and oracle.host_memory).
 """
 
 import torch
@@ -17,9 +21,11 @@ import torch
 from .datautil import data_to
 from .distributions import DISTRIBUTIONS, GroupCodes, draw_groups
 from .formats import as_e4m3, as_fp4x2, pack_e2m1
-from .layouts import blocked_buffer, blocked_from_buffer, to_blocked
+from .host_memory import host_only
+from .layouts import blocked_buffer, blocked_from_buffer, blocked_rests, to_blocked
 
-LAYOUTS = ("separate", "shared_a", "shared_b", "views", "packed_c")
+LAYOUTS = ("separate", "shared_a", "shared_b", "views", "packed_c", "leaderboard")
+LEADERBOARD_SCALE_FILL = (0x38, 0x40)  # E4M3 1.0 and 2.0: the generator's randint(1, 3) fill
 VIEW_ALIGN_BYTES = 256      # `views`: every tensor starts at a 256-byte aligned offset
 PACKED_C_ALIGN_BYTES = 16   # `packed_c`: the alignment a vectorized 16-byte store needs
 _GAP_BYTES = {"ab": 0x77, "scales": 0x7F, "c": 0xFF}   # gaps: +6 codes, NaN scales, NaN fp16
@@ -29,7 +35,7 @@ def make_inputs(problem_sizes, seed: int, distribution: str = "uniform", device=
                 layout: str = "separate"):
     """A seeded problem; see distributions.py for the distributions. c is filled with NaN."""
     return data_from_codes(draw_groups(problem_sizes, seed, distribution), layout=layout,
-                           device=device)
+                           device=device, seed=seed)
 
 
 def _require_equal(groups, layout, operand):
@@ -40,10 +46,15 @@ def _require_equal(groups, layout, operand):
                          f"got {sorted(dims)}")
 
 
-def data_from_codes(groups: list[GroupCodes], *, layout: str = "separate", device="cpu"):
-    """Build the problem tuple from per-group codes and scale bytes (uint8 CPU tensors)."""
+def data_from_codes(groups: list[GroupCodes], *, layout: str = "separate", device="cpu",
+                    seed: int = 0):
+    """Build the problem tuple from per-group codes and scale bytes (uint8 CPU tensors).
+    ``seed`` seeds what a layout fills beside the values (the leaderboard layout's c prefill and
+    blocked-scale padding)."""
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; known: {LAYOUTS}")
+    if layout == "leaderboard":
+        return place(_leaderboard_tensors(groups, seed), device, layout)
     if layout == "shared_a":
         _require_equal(groups, layout, "a")
     if layout == "shared_b":
@@ -75,7 +86,49 @@ def data_from_codes(groups: list[GroupCodes], *, layout: str = "separate", devic
     if layout == "packed_c":
         cs = _place_in_one_buffer([c for _, _, c in abc], PACKED_C_ALIGN_BYTES, _GAP_BYTES["c"])
         abc = [(a, b, c) for (a, b, _), c in zip(abc, cs)]
-    return data_to((abc, sf, sf_r, sizes), device)
+    return place((abc, sf, sf_r, sizes), device, layout)
+
+
+def place(data, device, layout: str):
+    """The problem on ``device`` as ``layout`` places it: every tensor there (with the sharing and
+    views the layout built), except in the leaderboard layout, whose plain scales stay in host
+    memory: CPU tensors when ``device`` is a GPU, :func:`oracle.host_memory.host_only` tensors
+    when it is the CPU (so a subject that reads them as device tensors fails on every machine)."""
+    moved = data_to(data, device)
+    if layout != "leaderboard":
+        return moved
+    on_cpu = torch.device(device).type == "cpu"
+    host = [tuple(host_only(t.cpu()) if on_cpu else t.cpu() for t in pair) for pair in data[1]]
+    return moved[0], host, moved[2], moved[3]
+
+
+def _permuted_view(rows_major: torch.Tensor) -> torch.Tensor:
+    """[mn, k] -> the (mn, k, 1) permute(1, 2, 0) view of an (1, mn, k) buffer (the generator's)."""
+    return rows_major.unsqueeze(0).permute(1, 2, 0)
+
+
+def _leaderboard_tensors(groups: list[GroupCodes], seed: int):
+    """The leaderboard generator's tensors for these codes, on the CPU (module docstring)."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    fill = torch.tensor(LEADERBOARD_SCALE_FILL, dtype=torch.uint8)
+    abc, sf, sf_r, sizes = [], [], [], []
+    for g in groups:
+        (m, k), n = g.a_codes.shape, g.b_codes.shape[0]
+        operands = []
+        for codes, scales in ((g.a_codes, g.sfa), (g.b_codes, g.sfb)):
+            rows = codes.shape[0]
+            rest_m, rest_k = blocked_rests(rows, k // 16)
+            pad = fill[torch.randint(0, 2, (rest_m * 128, rest_k * 4), generator=gen)]
+            operands.append((_permuted_view(as_fp4x2(pack_e2m1(codes))),
+                             _permuted_view(as_e4m3(scales.contiguous())),
+                             to_blocked(as_e4m3(scales.contiguous()), pad_fill=pad)))
+        (a, sfa, sfa_r), (b, sfb, sfb_r) = operands
+        c = _permuted_view(torch.randn((m, n), generator=gen).to(torch.float16))
+        abc.append((a, b, c))
+        sf.append((sfa, sfb))
+        sf_r.append((sfa_r, sfb_r))
+        sizes.append((m, n, k, 1))
+    return abc, sf, sf_r, sizes
 
 
 def _place_in_one_buffer(tensors, align: int, gap_byte: int):
@@ -109,4 +162,4 @@ def _into_shared_buffers(abc, sf, sf_r):
     return (list(zip(a_s, b_s, c_s)), list(zip(sfa_s, sfb_s)), list(zip(sfa_r_s, sfb_r_s)))
 
 
-__all__ = ["LAYOUTS", "DISTRIBUTIONS", "make_inputs", "data_from_codes"]
+__all__ = ["LAYOUTS", "DISTRIBUTIONS", "make_inputs", "data_from_codes", "place"]

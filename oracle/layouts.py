@@ -31,12 +31,14 @@ def blocked_offset(i, j, rest_m: int, rest_k: int, b=0):
 
 
 def to_blocked(sf_rowmajor: torch.Tensor, *, row_pad_byte: int = ROW_PAD_NAN,
-               col_pad_byte: int = COL_PAD_ZERO) -> torch.Tensor:
+               col_pad_byte: int = COL_PAD_ZERO, pad_fill: torch.Tensor | None = None) -> torch.Tensor:
     """Row-major scales [mn, k16] (or [mn, k16, 1]) -> blocked (32, 4, rest_m, 4, rest_k, 1).
 
     The result is a permuted view of a fresh contiguous buffer and keeps the input dtype.
     Padding: rows >= mn get row_pad_byte in every column (the row rule wins in the corner),
-    columns >= k16 of real rows get col_pad_byte.
+    columns >= k16 of real rows get col_pad_byte; or, with ``pad_fill`` (uint8
+    [rest_m * 128, rest_k * 4]), every padding byte is taken from it (the leaderboard leaves its
+    random fill there).
     """
     if sf_rowmajor.dim() == 3:
         if sf_rowmajor.shape[2] != 1:
@@ -44,9 +46,14 @@ def to_blocked(sf_rowmajor: torch.Tensor, *, row_pad_byte: int = ROW_PAD_NAN,
         sf_rowmajor = sf_rowmajor[:, :, 0]
     mn, k16 = sf_rowmajor.shape
     rest_m, rest_k = blocked_rests(mn, k16)
-    padded = torch.full((rest_m * 128, rest_k * 4), col_pad_byte, dtype=torch.uint8,
-                        device=sf_rowmajor.device)
-    padded[mn:, :] = row_pad_byte
+    if pad_fill is not None:
+        if tuple(pad_fill.shape) != (rest_m * 128, rest_k * 4):
+            raise ValueError(f"pad_fill must be [{rest_m * 128}, {rest_k * 4}], got {tuple(pad_fill.shape)}")
+        padded = as_uint8(pad_fill).to(sf_rowmajor.device, copy=True)
+    else:
+        padded = torch.full((rest_m * 128, rest_k * 4), col_pad_byte, dtype=torch.uint8,
+                            device=sf_rowmajor.device)
+        padded[mn:, :] = row_pad_byte
     padded[:mn, :k16] = as_uint8(sf_rowmajor)
     # row i = (tile_m, i4, i32), column j = (tile_k, j4) -> buffer order (tile_m, tile_k, i32, i4, j4)
     buffer = (padded.view(rest_m, 4, 32, rest_k, 4).permute(0, 3, 2, 1, 4).contiguous()

@@ -30,7 +30,8 @@ def operand_integers(packed: torch.Tensor, scales: torch.Tensor, k: int
         raise ValueError(f"operand shapes {tuple(packed.shape)} / {tuple(scales.shape)} "
                          f"do not match k = {k}")
     codes = unpack_e2m1(packed.reshape(rows, k // 2))
-    scale_int, scale_nan = e4m3_times_512(scales.reshape(rows, k // 16))
+    # the plain scales may live in host memory (the leaderboard layout): read them where A is
+    scale_int, scale_nan = e4m3_times_512(scales.to(packed.device).reshape(rows, k // 16))
     values = e2m1_twice(codes).view(rows, k // 16, 16) * scale_int.unsqueeze(-1)
     return values.view(rows, k), scale_nan.any(dim=1)
 

@@ -36,7 +36,7 @@ def check_blocked_scales(data, *, check_padding: bool = True) -> list[str]:
                 problems.append(f"{where}: blocked tensor is not the permute(3,4,1,5,2,0) view "
                                 f"of a contiguous buffer (strides {blocked.stride()})")
             padded = as_uint8(from_blocked(blocked, rows, k16, keep_padding=True))
-            real = as_uint8(rowmajor.reshape(rows, k16))
+            real = as_uint8(rowmajor.to(padded.device).reshape(rows, k16))  # plain scales may be host memory
             bad = (padded[:rows, :k16] != real).nonzero()
             if len(bad):
                 i, j = bad[0].tolist()

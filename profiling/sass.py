@@ -14,6 +14,7 @@ of each instruction family is laid out (disjoint address ranges = separate code 
 
 from __future__ import annotations
 
+from kernel.errors import PicklableError
 import functools
 import os
 import re
@@ -61,7 +62,7 @@ _RESOURCE_FUNC_RE = re.compile(r"^\s*Function\s+(\S+):\s*$")
 _RESOURCE_RE = re.compile(r"([A-Z_]+(?:\[\d+\])?):(\d+)")
 
 
-class ToolMissing(RuntimeError):
+class ToolMissing(PicklableError, RuntimeError):
     pass
 
 

@@ -27,6 +27,7 @@ family is selected, or always with ``--isolate``.
 
 from __future__ import annotations
 
+from kernel.errors import PicklableError
 import argparse
 import importlib
 import json
@@ -73,7 +74,7 @@ FAMILY_ARCH: dict[str, str] = {f.name: f.arch for f in families()}
 REQUIRED = ("ARCH", "STATIC_MATRIX", "static_build")
 
 
-class FamilyMissing(Exception):
+class FamilyMissing(PicklableError, Exception):
     pass
 
 

@@ -20,6 +20,7 @@ end, and the CTAs that end latest, with their work.
 
 from __future__ import annotations
 
+from kernel.errors import PicklableError
 import argparse
 import csv
 import math
@@ -32,7 +33,7 @@ REQUIRED = ("label", "cta", "modelled", "work", "start")
 END_POINTS = ("epilogue_last_end", "producer_tail", "epilogue_last")  # the first a CTA has is its end
 
 
-class TimelineCsvError(ValueError):
+class TimelineCsvError(PicklableError, ValueError):
     """A CSV that is not ``profiling.timeline --per-cta`` output (names the file and the rule)."""
 
 

@@ -3,7 +3,10 @@
 Tensor breakages are generic over the seven tensors of a group (a, b, c, sfa, sfb and both
 blocked scale layouts): each builds a replacement tensor that differs from the valid one in one
 respect only (type, dtype, shape, device, strides, base alignment, or c placed over it), so the
-validation rule that rejects it is the one named. The CPU model reads the logical view and
+validation rule that rejects it is the one named. The plain scales sfa/sfb of a kernel that reads
+only the blocked ones are held to type, dtype, shape and aliasing alone (kernel.validation), so
+their other breakages are not drawn for it (strategies.applicable_breakages). The base problem
+is drawn in the separate or the leaderboard layout (plain scales in host memory). The CPU model reads the logical view and
 cannot notice a wrong stride or a misaligned base; the GPU kernels read bytes, so the rules
 matter there, and every one of them is broken here for every tensor.
 """
@@ -147,7 +150,8 @@ def broken_problem(inv: InvalidExample, constraints: KernelConstraints, device: 
     """The tensors of ``inv.base`` with ``inv.breakage`` applied."""
     base, g = inv.base, inv.group
     sizes = list(base.sizes)
-    make = lambda s: oracle.make_inputs(s, base.seed, distribution="uniform", device=device)  # noqa: E731
+    make = lambda s: oracle.make_inputs(s, base.seed, distribution="uniform", device=device,  # noqa: E731
+                                        layout=base.layout)
     if inv.breakage in PROBLEM_BREAKAGES:
         return _break_problem(inv.breakage, sizes, g, constraints, make)
     rule, name = inv.breakage.split(":")

@@ -225,7 +225,7 @@ def check_example_in_process(variant: SubjectVariant, example: Example, *, rerun
         example.sizes, example.seed, distribution=example.distribution, device="cpu", layout=example.layout
     )
     clock.lap("inputs")
-    data = oracle.data_to(data, variant.device)
+    data = oracle.place(data, variant.device, example.layout)
     clock.lap("transfers")
     # one exact computation on the subject's device: reference, bound (for the subject's declared
     # accumulation), exact sums

@@ -3,8 +3,10 @@ pytest see a failing example, and its message ends with a one-line reproduction.
 
 from __future__ import annotations
 
+from kernel.errors import PicklableError
 
-class SubjectCheckFailed(AssertionError):
+
+class SubjectCheckFailed(PicklableError, AssertionError):
     """The subject's result broke a check (properties.checks)."""
 
     kind = "fail"

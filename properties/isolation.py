@@ -37,6 +37,7 @@ Command line, a fuzzing campaign that reports every example and goes on::
 
 from __future__ import annotations
 
+from kernel.errors import PicklableError
 import argparse
 import collections
 import dataclasses
@@ -60,7 +61,7 @@ MODES = ("auto", "always", "never")
 KINDS = ("pass", "fail", "fault", "timeout", "error")
 
 
-class WorkerStartError(RuntimeError):
+class WorkerStartError(PicklableError, RuntimeError):
     """The worker could not import or resolve the subject: no example can run."""
 
 

@@ -105,8 +105,8 @@ def corner_examples(constraints: KernelConstraints, seed: int = 0) -> dict[str, 
 
     Empty groups (M or N zero) before, between and after non-empty ones in caller order; M and N
     at the tile multiples 64, 128, 256 and one past; G = 1 and G = max_groups; K at the
-    granularity and at the standard shapes' 7168; every group sharing one B; the four standard
-    shapes at full size."""
+    granularity and at the standard shapes' 7168; every group sharing one B; the leaderboard's
+    first test case in its layout; the four standard shapes at full size."""
     gran, g_max = constraints.k_granularity, constraints.max_groups
     k_std = -(-STANDARD_K // gran) * gran
     k_small = gran * max(1, 256 // gran)
@@ -123,6 +123,10 @@ def corner_examples(constraints: KernelConstraints, seed: int = 0) -> dict[str, 
     examples = {name: Example(sizes, seed, "uniform", "separate") for name, sizes in corners.items()}
     examples["all_groups_share_b"] = Example(((1, 136, k_small, 1), (128, 136, k_small, 1), (200, 136, k_small, 1)),
                                              seed, "uniform", "shared_b")
+    # the leaderboard's first test case as its generator builds it (plain scales in host memory)
+    if 256 % gran == 0 and g_max >= 2:
+        examples["leaderboard_test_case"] = Example(((96, 128, 256, 1), (128, 256, 512, 1)), seed,
+                                                    "leaderboard", "leaderboard")
     for name, (ms, n, k) in STANDARD_SHAPES.items():
         if k % gran == 0 and len(ms) <= g_max:
             examples[name] = Example(tuple((m, n, k, 1) for m in ms), seed, "uniform", "separate")
@@ -156,6 +160,11 @@ PROBLEM_BREAKAGES = {
 }
 # breakage name -> the InvalidProblemError.rule it must raise
 BREAKAGES = {**PROBLEM_BREAKAGES, **{f"{rule}:{tensor}": rule for rule in TENSOR_RULES for tensor in TENSORS}}
+# the plain scales of a kernel that never reads them: only these rules apply (kernel.validation)
+PLAIN_SCALES = ("sfa", "sfb")
+PLAIN_SCALE_RULES = ("type", "dtype", "shape", "aliasing")
+# the layouts an invalid problem is built in: the plain one and the leaderboard's
+INVALID_BASE_LAYOUTS = ("separate", "leaderboard")
 
 
 def breakage_tensor(breakage: str) -> str:
@@ -168,13 +177,19 @@ def breakage_tensor(breakage: str) -> str:
 
 def applicable_breakages(constraints: KernelConstraints) -> list[str]:
     """The breakages a problem for ``constraints`` can show: an off-grid K must stay a multiple of
-    16 (the scale blocks), so a K granularity of 16 has none."""
-    return sorted(b for b in BREAKAGES if b != "k_not_multiple" or constraints.k_granularity >= 32)
+    16 (the scale blocks), so a K granularity of 16 has none; the plain scales of a kernel that
+    does not read them break only the rules they are held to."""
+    def applies(breakage: str) -> bool:
+        if breakage == "k_not_multiple":
+            return constraints.k_granularity >= 32
+        rule, _, tensor = breakage.partition(":")
+        return constraints.reads_plain_scales or tensor not in PLAIN_SCALES or rule in PLAIN_SCALE_RULES
+    return sorted(b for b in BREAKAGES if applies(b))
 
 
 @st.composite
 def invalid_examples(draw, variant: SubjectVariant) -> InvalidExample:
-    base = draw(examples(variant, distributions=["uniform"], layouts=["separate"]))
+    base = draw(examples(variant, distributions=["uniform"], layouts=list(INVALID_BASE_LAYOUTS)))
     breakage = draw(st.sampled_from(applicable_breakages(variant.constraints)))
     group = draw(st.integers(0, len(base.sizes) - 1))
     if breakage in ("too_many_groups", "no_groups"):

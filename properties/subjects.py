@@ -23,6 +23,7 @@ message says what was wrong and what to use instead.
 
 from __future__ import annotations
 
+from kernel.errors import PicklableError
 import dataclasses
 import functools
 import importlib.util
@@ -49,7 +50,7 @@ CPU_LIMITS = SizeLimits(max_groups=5, max_m=260, max_n=260, max_k_blocks=5)
 GPU_LIMITS = SizeLimits(max_groups=6, max_m=640, max_n=800, max_k_blocks=8)  # G is a compile-time constant: few compiles
 
 
-class UnknownSubjectError(ValueError):
+class UnknownSubjectError(PicklableError, ValueError):
     """``--subject`` names no subject (or a file that does not exist or defines no custom_kernel)."""
 
 

@@ -8,6 +8,7 @@ typed error, so a dropped rule fails here in every CI run.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 
@@ -18,10 +19,16 @@ from kernel import validation
 from kernel.errors import InvalidProblemError
 from kernel.validation import KernelConstraints, validate_problem
 from properties.breakages import broken_problem
-from properties.strategies import (BREAKAGES, PROBLEM_BREAKAGES, TENSOR_RULES, TENSORS, Example,
-                                   InvalidExample, applicable_breakages, breakage_tensor)
+from properties.strategies import (BREAKAGES, INVALID_BASE_LAYOUTS, PLAIN_SCALE_RULES, PLAIN_SCALES,
+                                   PROBLEM_BREAKAGES, TENSOR_RULES, TENSORS, Example, InvalidExample,
+                                   applicable_breakages, breakage_tensor)
 
 CONSTRAINTS = KernelConstraints(k_granularity=64, max_groups=6, device_type="cpu")
+# a kernel that reads the plain scales: every rule applies to them too
+READS_PLAIN = dataclasses.replace(CONSTRAINTS, reads_plain_scales=True)
+# what a kernel that never reads the plain scales does not hold them to
+NOT_HELD = sorted(f"{rule}:{tensor}" for tensor in PLAIN_SCALES for rule in TENSOR_RULES
+                  if rule not in PLAIN_SCALE_RULES)
 # K > 64 and M > 128 in some group: two 128-row scale blocks and two 4-column scale blocks
 SIZES = ((3, 5, 128, 1), (130, 9, 192, 1), (4, 140, 64, 1))
 # rules validation raises that no breakage can show on one machine, and why
@@ -51,16 +58,18 @@ def test_the_unbroken_problem_is_valid():
     validate_problem(oracle.make_inputs(list(SIZES), 0), CONSTRAINTS)
 
 
+@pytest.mark.parametrize("layout", INVALID_BASE_LAYOUTS)
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
-def test_each_breakage_raises_its_rule_naming_group_and_tensor(breakage):
-    assert breakage in applicable_breakages(CONSTRAINTS)
+def test_each_breakage_raises_its_rule_naming_group_and_tensor(breakage, layout):
+    constraints = READS_PLAIN if breakage in NOT_HELD else CONSTRAINTS
+    assert breakage in applicable_breakages(constraints)
     groups = [None] if breakage in ("no_groups", "too_many_groups") else range(len(SIZES))
     for group in groups:
-        inv = InvalidExample(Example(SIZES, 0, "uniform", "separate"), breakage, BREAKAGES[breakage], group,
+        inv = InvalidExample(Example(SIZES, 0, "uniform", layout), breakage, BREAKAGES[breakage], group,
                              breakage_tensor(breakage))
-        problem = broken_problem(inv, CONSTRAINTS, "cpu")
+        problem = broken_problem(inv, constraints, "cpu")
         with pytest.raises(InvalidProblemError) as info:
-            validate_problem(problem, CONSTRAINTS)
+            validate_problem(problem, constraints)
         err = info.value
         assert (err.rule, err.tensor) == (inv.rule, inv.tensor), f"{breakage} in group {group}: {err}"
         if breakage == "aliasing:c":
@@ -69,7 +78,20 @@ def test_each_breakage_raises_its_rule_naming_group_and_tensor(breakage):
             assert err.group == group, f"{breakage} in group {group}: {err}"
 
 
+@pytest.mark.parametrize("layout", INVALID_BASE_LAYOUTS)
+@pytest.mark.parametrize("breakage", NOT_HELD)
+def test_a_kernel_that_never_reads_the_plain_scales_accepts_them_anywhere(breakage, layout):
+    """Plain scales on another device (the leaderboard keeps them in host memory), with other
+    strides or misaligned: valid for a kernel that reads only the blocked scales, and not drawn
+    as breakages for it."""
+    assert breakage not in applicable_breakages(CONSTRAINTS)
+    inv = InvalidExample(Example(SIZES, 0, "uniform", layout), breakage, BREAKAGES[breakage], 1,
+                         breakage_tensor(breakage))
+    validate_problem(broken_problem(inv, CONSTRAINTS, "cpu"), CONSTRAINTS)
+
+
 def test_a_k_granularity_of_16_has_no_off_grid_k():
     assert "k_not_multiple" not in applicable_breakages(KernelConstraints(k_granularity=16))
-    assert set(applicable_breakages(KernelConstraints(k_granularity=32))) == set(BREAKAGES)
+    assert set(applicable_breakages(KernelConstraints(k_granularity=32, reads_plain_scales=True))) == set(BREAKAGES)
+    assert set(BREAKAGES) - set(applicable_breakages(KernelConstraints(k_granularity=32))) == set(NOT_HELD)
     assert set(PROBLEM_BREAKAGES) <= set(BREAKAGES)

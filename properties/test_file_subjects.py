@@ -88,6 +88,21 @@ def test_false_validator_fails_the_invalid_input_property_with_a_repro_line():
     assert "test_subject_rejects_invalid_problems" in replay.stdout and "failed" in replay.stdout
 
 
+def test_reading_the_plain_scales_on_the_device_fails_on_the_leaderboard_layout():
+    """The leaderboard keeps the plain scales in host memory: a submission that uses them as
+    device tensors fails the corner built in that layout (a device mismatch on a GPU, a
+    HostMemoryRead on a machine without one), with a repro line that fails again."""
+    result = _pytest(_fixture("torch_host_scales_submission.py"),
+                     f"{PROPERTY_FILE}::test_subject_matches_oracle_on_corners", "-k", "leaderboard_test_case")
+    out = result.stdout + result.stderr
+    assert result.returncode == 1 and re.search(r"\b1 failed\b", out), out[-3000:]
+    assert "HostMemoryRead" in out or "Expected all tensors to be on the same device" in out, out[-3000:]
+    lines = REPRO_LINE.findall(out)
+    assert lines, f"no repro line in the failure:\n{out[-3000:]}"
+    replay = _replay(lines[-1])
+    assert replay.returncode == 1, replay.stdout[-2000:] + replay.stderr[-2000:]
+
+
 @pytest.mark.parametrize("name", ["torch_reference_submission.py", "torch_wrong_submission.py"])
 def test_only_an_explicit_flag_opts_a_file_into_input_validation(name):
     from properties.subjects import resolve_subject

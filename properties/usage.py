@@ -6,12 +6,13 @@ Everything here turns a usage mistake into one line that says what is wrong and 
 
 from __future__ import annotations
 
+from kernel.errors import PicklableError
 import dataclasses
 
 from kernel.family import FAMILIES
 
 
-class UsageMistake(ValueError):
+class UsageMistake(PicklableError, ValueError):
     """A --subject / --variant value that names nothing; the message is one line with the fix."""
 
 
