@@ -33,17 +33,17 @@ class GroupCodes:
 
 
 def _randint(low, high, shape, gen):
-    return torch.randint(low, high, shape, generator=gen, dtype=torch.int64)
+    return torch.randint(low, high, shape, generator=gen, dtype=torch.int64, device=gen.device)
 
 
 def _randbytes(low, high, shape, gen):
     """``_randint``'s values and generator use (torch draws the same 32-bit words for a range below
     2^32 whatever the dtype), as uint8: the bulk code and scale draws, in half the time."""
-    return torch.randint(low, high, shape, generator=gen, dtype=torch.uint8)
+    return torch.randint(low, high, shape, generator=gen, dtype=torch.uint8, device=gen.device)
 
 
 def _pick(choices, shape, gen) -> torch.Tensor:
-    table = torch.tensor(choices, dtype=torch.uint8)
+    table = torch.tensor(choices, dtype=torch.uint8, device=gen.device)
     return table[_randbytes(0, len(choices), shape, gen).long()]
 
 
@@ -78,7 +78,7 @@ def _uniform_scales(shape, gen):          # 2^-3 .. 1.875 * 2^2: outputs mostly 
 def _sparse_codes(shape, gen):            # ~90% zeros, both +0 and -0
     zero = _pick([0, 8], shape, gen)
     nonzero = _randbytes(1, 8, shape, gen) + 8 * _randbytes(0, 2, shape, gen)
-    return torch.where(torch.rand(shape, generator=gen) < 0.9, zero, nonzero)
+    return torch.where(torch.rand(shape, generator=gen, device=gen.device) < 0.9, zero, nonzero)
 
 
 def exact_sum_max_scale_byte(k: int) -> int:
@@ -96,8 +96,8 @@ def exact_sum_max_scale_byte(k: int) -> int:
 
 def _draw_group(distribution: str, m: int, n: int, k: int, gen) -> GroupCodes:
     if distribution == "gaussian":
-        a_codes, sfa = quantize_nvfp4(torch.randn((m, k), generator=gen))
-        b_codes, sfb = quantize_nvfp4(torch.randn((n, k), generator=gen))
+        a_codes, sfa = quantize_nvfp4(torch.randn((m, k), generator=gen, device=gen.device).cpu())
+        b_codes, sfb = quantize_nvfp4(torch.randn((n, k), generator=gen, device=gen.device).cpu())
         return GroupCodes(a_codes, sfa, b_codes, sfb)
     codes_fn, scales_fn = _all_codes, _uniform_scales
     if distribution == "sparse":
@@ -109,7 +109,7 @@ def _draw_group(distribution: str, m: int, n: int, k: int, gen) -> GroupCodes:
         scales_fn = lambda shape, g: _scale_bytes(7, 15, shape, g)  # noqa: E731
     elif distribution == "tiny":                  # subnormal scales, mostly zero/small codes
         codes_fn = lambda shape, g: torch.where(  # noqa: E731
-            torch.rand(shape, generator=g) < 0.75, 0, _pick([1, 2, 9, 10], shape, g))
+            torch.rand(shape, generator=g, device=g.device) < 0.75, 0, _pick([1, 2, 9, 10], shape, g))
         scales_fn = lambda shape, g: _randint(1, 8, shape, g).to(torch.uint8)  # noqa: E731
     elif distribution == "leaderboard":           # the leaderboard's generator (module docstring)
         codes_fn = _leaderboard_codes
@@ -138,11 +138,13 @@ DISTRIBUTIONS = ("uniform", "sparse", "exact_sum", "extreme", "tiny", "nan_scale
                  "gaussian", "leaderboard")
 
 
-def draw_groups(problem_sizes, seed: int, distribution: str = "uniform") -> list[GroupCodes]:
-    """Codes for every group, from torch.Generator(seed) on the CPU."""
+def draw_groups(problem_sizes, seed: int, distribution: str = "uniform", device="cpu") -> list[GroupCodes]:
+    """Codes for every group, from torch.Generator(seed) on the CPU; ``device`` draws them with a
+    generator of that device instead (fast for large problems; the bytes of a seed then depend on
+    the device, as the leaderboard's own draws on the GPU do)."""
     if distribution not in DISTRIBUTIONS:
         raise ValueError(f"unknown distribution {distribution!r}; known: {DISTRIBUTIONS}")
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    gen = torch.Generator(device=device).manual_seed(seed)
     groups = []
     for size in problem_sizes:
         m, n, k, batches = size

@@ -32,9 +32,11 @@ _GAP_BYTES = {"ab": 0x77, "scales": 0x7F, "c": 0xFF}   # gaps: +6 codes, NaN sca
 
 
 def make_inputs(problem_sizes, seed: int, distribution: str = "uniform", device="cpu",
-                layout: str = "separate"):
-    """A seeded problem; see distributions.py for the distributions. c is filled with NaN."""
-    return data_from_codes(draw_groups(problem_sizes, seed, distribution), layout=layout,
+                layout: str = "separate", draw_device="cpu"):
+    """A seeded problem; see distributions.py for the distributions. c is filled with NaN (the
+    leaderboard layout prefills normals). ``draw_device``: where the codes are drawn (the CPU
+    makes a seed's bytes the same on every machine)."""
+    return data_from_codes(draw_groups(problem_sizes, seed, distribution, draw_device), layout=layout,
                            device=device, seed=seed)
 
 

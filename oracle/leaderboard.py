@@ -11,8 +11,8 @@ Written from the problem's public definition, in this project's own code:
 * inputs (:func:`generate_input`): the ``leaderboard`` distribution (oracle.distributions) in the
   ``leaderboard`` layout (oracle.inputs): permuted (l, mn, k) views, c prefilled with normals,
   the blocked scales' padding random {1, 2}, the plain scales in host memory. Values come from
-  this project's seeded generator, not the leaderboard's RNG stream: the layouts, devices and
-  value distribution are the leaderboard's, the bytes are not;
+  this project's seeded generator on the inputs' device, not the leaderboard's RNG stream: the
+  layouts, devices and value distribution are the leaderboard's, the bytes are not;
 * check (:func:`check_outputs`): every element within ``atol + rtol * |reference|`` (NaN,
   +inf and -inf where the reference has them), the leaderboard's rule, against this project's
   exact reference instead of ``torch._scaled_mm`` (which needs an sm_100 GPU). The problem's
@@ -129,9 +129,10 @@ def benchmark_seeds(case: Case, count: int = INPUTS_PER_BENCHMARK) -> list[int]:
 
 
 def generate_input(case: Case, seed: int | None = None, device="cuda"):
-    """The leaderboard's input tuple for ``case`` (``seed`` overrides the case's)."""
+    """The leaderboard's input tuple for ``case`` (``seed`` overrides the case's), its codes drawn
+    on ``device`` as the leaderboard draws them on the GPU."""
     return make_inputs(case.sizes, case.seed if seed is None else seed, distribution="leaderboard",
-                       device=device, layout="leaderboard")
+                       device=device, layout="leaderboard", draw_device=device)
 
 
 def _mismatches(received: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> list[str]:
