@@ -142,7 +142,7 @@ gpu_summary() {
     for i in "${!STEP_NAMES[@]}"; do
       printf '| %s | %s | %s | %s |\n' "${STEP_NAMES[$i]}" "${STEP_SECONDS[$i]}" "${STEP_RCS[$i]}" "${verdicts[$i]}"
     done
-    printf '\n%s steps, %s s in all, %s\n' "${#STEP_NAMES[@]}" "$(( SECONDS - GPU_T0 ))" \
+    printf '\nsteps: %s, %s s in all, %s\n' "${#STEP_NAMES[@]}" "$(( SECONDS - GPU_T0 ))" \
       "$([ "$failed" = 0 ] && echo 'all passed' || echo 'FAILED')"
   } | tee "$OUT/summary.md"
   return "$failed"

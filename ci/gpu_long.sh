@@ -3,9 +3,9 @@
 # The long GPU runs, on the family the GPU runs. The words pick them (default: main long):
 #   main      the README's main command (python3 -m pytest -m properties --subject=auto
 #             --hypothesis-profile=ci: the production variants), its wall time against
-#             MAIN_LIMIT_S (300 s), then the main property alone on the fastest production
-#             variant with the per-stage split (inputs, transfers, oracle, subject, checks) and
-#             examples/s after compiles
+#             MAIN_LIMIT_S (300 s), then the main property alone on the family's FASTEST_CONFIG
+#             (its default variant when it declares none) with the per-stage split (inputs,
+#             transfers, oracle, subject, checks) and examples/s after compiles
 #   long      each input distribution on its own (ci profile), then the gpu-long profile (500
 #             examples) of the main property, on each LABEL (default: the default variant)
 #   nightly   every property, plain and perturbed (--perturb=on), under the nightly profile
@@ -47,8 +47,8 @@ for run in "${RUNS[@]}"; do
       step main timeout --kill-after=10 "${T_MAIN:-$(( MAIN_LIMIT_S + 60 ))}" "${PYTEST[@]}" -m properties \
         --subject=auto --hypothesis-profile=ci --junitxml="$OUT/main.xml"
       main_s=${STEP_SECONDS[-1]}
-      step main_within_limit test "$main_s" -le "$MAIN_LIMIT_S" \
-        && echo "the main command took $main_s s (limit $MAIN_LIMIT_S s)"
+      echo "the main command took $main_s s (limit $MAIN_LIMIT_S s)"
+      step main_within_limit test "$main_s" -le "$MAIN_LIMIT_S"
       fastest=$(python3 -c "from kernel.family import get_family
 f = get_family('$FAMILY')
 print(getattr(f.module, 'FASTEST_CONFIG', f.default_config).label)")

@@ -7,7 +7,7 @@
 # the tools (default: bench):
 #   bench       profiling/benchmarks/bench_gpu.py on SHAPES with the cuBLAS bf16 peer in the same
 #               run, then the table (profiling.benchmarks.speed_table): $OUT/bench_gpu.json,
-#               $OUT/speed_table.md; a LABEL left untimed (a crash) is timed again alone
+#               $OUT/speed_table.md; a LABEL the run left untimed (it crashed) is timed again alone
 #   ablation    profiling.ablation: each build checked against the oracle, then timed without parts
 #               (ABLATE_PARTS=p1,p2: also the ablated twins, e.g. no_epilogue)
 #   slope       profiling.k_slope on SLOPE_SHAPE's M and N at K = SLOPE_KS: fixed cost per launch
@@ -66,7 +66,8 @@ for tool in "${TOOLS[@]}"; do
       bench_gpu bench "$OUT/bench_gpu.json" "$(IFS=','; echo "${plain[*]}")"
       jsons=("$OUT/bench_gpu.json")
       n_shapes=$(tr ',' '\n' <<< "$SHAPES" | grep -c .)
-      for i in "${!plain[@]}"; do  # a variant whose timings are missing (a crash) is timed alone
+      for i in "${!plain[@]}"; do  # a variant the run left untimed (it crashed) is timed alone
+        [ -s "$OUT/bench_gpu.json" ] || break  # no JSON: the run itself died (see bench.log)
         [ "$(timed_count "$OUT/bench_gpu.json" "${plain[$i]}")" = "$n_shapes" ] && continue
         bench_gpu "bench_alone_$i" "$OUT/bench_alone_$i.json" "${plain[$i]}"
         jsons+=("$OUT/bench_alone_$i.json")

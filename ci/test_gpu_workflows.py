@@ -115,13 +115,13 @@ def test_step_logs_times_and_summarizes(tmp_path):
     rows = re.findall(r"^\| (\w+) \| (\d+) \| (\d+) \| (\w+) \|$", (out / "summary.md").read_text(), re.M)
     assert [(name, rc, verdict) for name, _, rc, verdict in rows] == [
         ("good", "0", "ok"), ("bad", "5", "FAIL"), ("slow", "124", "TIMEOUT")]
-    assert "3 steps" in done.stdout and "FAILED" in done.stdout
+    assert "steps: 3," in done.stdout and "FAILED" in done.stdout
 
 
 def test_all_steps_passing_exit_0(tmp_path):
     done = _with_header(tmp_path, "step a true\nstep b echo ok\ngpu_finish")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 steps" in done.stdout and "all passed" in done.stdout
+    assert "steps: 2," in done.stdout and "all passed" in done.stdout
 
 
 def test_unknown_labels_are_misuse(tmp_path):
