@@ -3,9 +3,10 @@
 # Correctness of kernel variants on the GPU (the family the GPU runs: Hopper on sm_90). LABELs are
 # declared variant labels (python3 -m pytest --list-variants); none: the production variants.
 # Steps, each under its own timeout, logs and summary.md under $OUT (default ./gpu-out):
-#   smoke       only when SMOKE=MODULE (ci.prepass_smoke, ci.schedule_smoke, ci.cluster_y_smoke):
-#               bit-identity against the build it derives from, repeated launches, two streams;
-#               a broken protocol hangs and is killed by T_SMOKE, and then nothing else runs
+#   smoke       only when SMOKE=MODULE (ci.prepass_smoke, ci.schedule_smoke, ci.cluster_y_smoke,
+#               ci.epilogue_smoke) on the LABELs: bit-identity against the build each derives
+#               from, repeated launches, two streams; a broken protocol hangs and is killed by
+#               T_SMOKE, and then nothing else runs
 #   properties  python3 -m pytest -m properties --subject=FAMILY --variant=LABEL... --hypothesis-profile=ci
 #               (the main kernel-vs-oracle property, the corners, invalid problems, seen shapes)
 #   perturbed   the perturbed property alone (--perturb=only; with the step above: --perturb=on):
@@ -17,8 +18,9 @@
 #   isolation   only when ISOLATION=1: the planted faulty subjects (properties/faulty_subjects: an
 #               out-of-bounds store, a device hang) fail their example alone (properties.isolation)
 # Variables: HYPOTHESIS_PROFILE (default ci), GPU_TESTS (paths, default kernel/tests; 0 skips),
-# GPU_K (-k filter of gpu_tests), SANITIZE=0 skips sanitize, T_SMOKE T_PROPS T_PERTURB T_GPU_TESTS
-# T_SANITIZE T_BOUND T_ISOLATION (seconds; defaults below).
+# GPU_K (-k filter of gpu_tests), SANITIZE=0 skips sanitize, OUT; each step's limit in seconds:
+# T_SMOKE 150, T_PROPS 420, T_PERTURB 300, T_GPU_TESTS 540, T_SANITIZE 300, T_BOUND 120,
+# T_ISOLATION 240 (per faulty subject).
 # Run time on one H100/H200: not measured as a whole; each step is bounded by its T_ variable.
 # The properties step on the production variants is the README's main command (about 4 min on an
 # H200: 224 s, 2026-12-04); the others are not measured in this form.
