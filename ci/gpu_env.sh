@@ -5,7 +5,7 @@
 #   gpu_finish             # the summary table; exits 1 when a step failed
 # What sourcing it does: cd to the repository root; source .device/env.sh when present (a folder
 # .device/ with env.sh, if you installed from an offline bundle); export PYTHONUNBUFFERED=1 and
-# OUT (default ./gpu-out, made absolute, created). Exit statuses of the scripts: 0 every step
+# OUT (default ./gpu-out, made absolute; created by gpu_init and step). Exit statuses of the scripts: 0 every step
 # passed, 1 a step failed, 2 misuse (the usage line on stderr), 3 no sm_90 / sm_100 GPU here.
 # Variables: OUT (the log folder), STEP_TAIL (lines of each step's output echoed, default 30;
 # 0: all of it), NVIDIA_SMI (default nvidia-smi from PATH).
@@ -14,7 +14,6 @@ GPU_SCRIPT=${GPU_SCRIPT:-$(cd "$(dirname "$0")" && pwd)/$(basename "$0")}
 OUT=${OUT:-$PWD/gpu-out}
 case "$OUT" in /*) ;; *) OUT=$PWD/$OUT ;; esac
 export OUT
-mkdir -p "$OUT" || exit 2
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 # shellcheck disable=SC1091
 [ -f .device/env.sh ] && source .device/env.sh
@@ -54,6 +53,7 @@ gpu_init() {
       *) ARGS+=("$a") ;;
     esac
   done
+  mkdir -p "$OUT" || exit 2
   if ! command -v "$NVIDIA_SMI" > /dev/null 2>&1; then
     echo "$(basename "$GPU_SCRIPT"): no $NVIDIA_SMI: needs an NVIDIA sm_90 (H100/H200) or sm_100 GPU" >&2
     exit 3
@@ -113,6 +113,7 @@ PY
 step() {
   local name=$1; shift
   local start=$SECONDS rc
+  mkdir -p "$OUT"
   echo "== [$(( SECONDS - GPU_T0 )) s] $name: $*"
   if [ "${STEP_TAIL:-30}" = 0 ]; then
     "$@" 2>&1 | tee "$OUT/$name.log"
