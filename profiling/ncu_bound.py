@@ -1,5 +1,5 @@
 """Which resource bounds a kernel, read from one ncu ``--csv --page raw`` export with the
-speed-of-light, memory, scheduler and warp-state sections (``ci/h200_ncu_bound.sh``):
+speed-of-light, memory, scheduler and warp-state sections (``bash ci/gpu_profile.sh bound``):
 
     python -m profiling.ncu_bound out/ncu/ncu_LABEL.csv [--shapes bench1,bench3]
 

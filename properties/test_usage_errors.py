@@ -94,7 +94,7 @@ def test_list_variants_names_every_declared_variant_once():
 
 
 def test_an_experimental_variant_label_is_a_valid_selection():
-    """--variant=LABEL runs experimental variants too (README, ci/h200_variants.sh, ci/h200_speed.sh):
+    """--variant=LABEL runs experimental variants too (README, ci/gpu_check.sh, ci/gpu_speed.sh):
     the usage check must look the label up in the whole declared matrix, not the production set."""
     from kernel.hopper import EXPERIMENTAL_VARIANTS
     from properties.usage import UsageMistake, check_selection

@@ -18,7 +18,7 @@ Why a shape wants which tile (tile counts on 132 SMs; kernel/hopper/NOTES.md, is
 
 ``PROPOSED_TABLE`` is that reasoning. It is not wired into the launch path (``custom_kernel``
 still takes one config), and measurement says it must not be: in one H200 run on 2026-12-01
-(``bash ci/h200_speed.sh``, CUDA-graph replay, profiling/PERF_LOG.md) the 192-row variants were
+(``bash ci/gpu_speed.sh``, CUDA-graph replay, profiling/PERF_LOG.md) the 192-row variants were
 slower on every shape (bench1-4: 186 / 119 / 57 / 27 us for 192x128 and 240 / 135 / 39 / 33 us
 for 192x64, against 171 / 110 / 37 / 19 us for ``FASTEST_CONFIG``), so the measured winner on all
 four shapes is the fallback. The table stays as the mechanism for the next variant that wins a
@@ -111,14 +111,14 @@ PROPOSED_TABLE = DispatchTable(
 # per-distribution and gpu-long runs or the mutant catalog that the default must pass.
 # Later the same day: Y decoded once per call (`y_source="prepass"`) 146.1 / 96.1 / 37.1 / 23.1 us
 # against 170.8 / 110.2 / 36.4 / 18.3 for FASTEST_CONFIG in one run: it wins bench1 and bench2.
-# Session 4 (one H200, ci/h200_m64.sh, profiling.ablation, same run): the prepass with problem-sized
+# Session 4 (one H200, profiling.ablation, same run): the prepass with problem-sized
 # phase-1 chunks and early X stages, 143.4 / 92.2 / 33.7 / 19.7 us, against FASTEST_CONFIG
 # 168.2 / 109.0 / 36.3 / 18.3: it wins bench1-3; FASTEST_CONFIG keeps bench4 (SPLIT_DQ2 measured
 # 18.3 there too, in another run). Geomean 53.4 us = 2.14x the floor. Ready-flags, 64-row Y tiles
 # and 2-CTA multicast variants were slower (profiling/PERF_LOG.md).
 PREPASS = "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_pre"
 PREPASS_CHUNKED = "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1x"
-# Session 5 (one H200, ci/h200_mixed.sh, profiling.ablation, same run): mixed 128/64-row Y tiles
+# Session 5 (one H200, profiling.ablation, same run): mixed 128/64-row Y tiles
 # with the cost-balanced schedule, 136.8 / 82.5 / 33.4 / 19.0 us, against PREPASS_CHUNKED 143.5 /
 # 92.9 / 33.8 / 19.6 and FASTEST_CONFIG 168.9 / 109.9 / 36.6 / 18.6: it wins bench1-3,
 # FASTEST_CONFIG keeps bench4. Geomean 51.5 us = 2.06x the floor. It passed the ci property, each
@@ -150,8 +150,8 @@ PHASE1_STAGED_TABLE = DispatchTable(
     {"bench1": PHASE1_STAGED, "bench2": PHASE1_STAGED, "bench3": PHASE1_STAGED, "bench4": FASTEST_STAGED},
     fallback=by_label(PHASE1_STAGED),
 )
-# Session 8 (one H200, ci/h200_lean.sh twice: profiling.ablation and bench_gpu with cuBLAS in each
-# call): phase 1's exit trimmed (prepass_lean_exit, LEAN_EXIT) against PHASE1_STAGED, us,
+# Session 8 (one H200, twice: profiling.ablation and bench_gpu with cuBLAS in each
+# run): phase 1's exit trimmed (prepass_lean_exit, LEAN_EXIT) against PHASE1_STAGED, us,
 # bench1 / bench2 / bench3 / bench4:
 #   ablation   lean 125.1 / 74.8 / 30.4 / 17.1   PHASE1_STAGED 121.3 / 73.0 / 32.2 / 18.5
 #   bench_gpu  lean 127.4 / 78.9 / 30.6 / 17.4   PHASE1_STAGED 122.9 / 74.4 / 31.3 / 18.7,
@@ -166,7 +166,7 @@ LEAN_TABLE = DispatchTable(
     {"bench1": PHASE1_STAGED, "bench2": PHASE1_STAGED, "bench3": LEAN_EXIT, "bench4": LEAN_EXIT},
     fallback=by_label(PHASE1_STAGED),
 )
-# Session 9 (one H200, ci/h200_session9.sh, one bench_gpu run): the production prepass build with
+# Session 9 (one H200, one bench_gpu run): the production prepass build with
 # only the split's 32-lane search (prepass_split_warp, SPLIT_WARP) 121.0 / 75.1 / 30.7 / 18.3 us
 # against PHASE1_STAGED 122.4 / 74.5 / 31.7 / 18.7, FASTEST_STAGED 17.6 on bench4, cuBLAS bf16
 # 183.7 / 92.9 / 32.1 / 16.7: faster on bench1, bench3 and bench4, 0.8 % slower on bench2 (one
@@ -179,8 +179,8 @@ SPLIT_WARP_TABLE = DispatchTable(
     {"bench1": SPLIT_WARP, "bench2": SPLIT_WARP, "bench3": SPLIT_WARP, "bench4": FASTEST_STAGED},
     fallback=by_label(SPLIT_WARP),
 )
-# Session 12 (one H200, ci/h200_session12b.sh and 12c.sh: three bench_gpu runs, the last two in
-# opposite variant orders): programmatic dependent launch (HopperConfig.pdl) on bench4's build
+# Session 12 (one H200, three bench_gpu runs, the last two in opposite
+# variant orders): programmatic dependent launch (HopperConfig.pdl) on bench4's build
 # FASTEST_STAGED: 16.94 / 17.14 / 17.18 us against 17.52 / 17.76 / 17.78 without (cuBLAS bf16
 # 16.57 / 16.81 / 16.80). On the prepass build it is neutral on bench1 and bench3 and costs bench2
 # 4 % in every run (79.1 / 76.0 / 77.0 against 74.2 / 73.1 / 73.6; the _rs_es build +1.5-2.7 %
@@ -192,7 +192,7 @@ PDL_TABLE = DispatchTable(
     {"bench1": SPLIT_WARP, "bench2": SPLIT_WARP, "bench3": SPLIT_WARP, "bench4": FASTEST_STAGED_PDL},
     fallback=by_label(SPLIT_WARP),
 )
-# Session 15 (one H200, ci/h200_session15b.sh and 15c.sh: two bench_gpu runs): bench4's build
+# Session 15 (one H200, two bench_gpu runs): bench4's build
 # with two wgmma groups in flight while the warps decode the next sub-block (IN_FLIGHT:
 # wgmma_in_flight=2, 4 fp16 buffers, one barrier per sub-block, 3 raw stages) 16.56 / 16.48 us
 # against FASTEST_STAGED_PDL's 17.15 / 16.90 and cuBLAS bf16's 16.67 / 16.66; on bench1-3 it

@@ -33,7 +33,7 @@ DRY_RUN_SMS = 132
 
 # wgmma accumulates K in steps of 16 (one m64nNk16 instruction per update of the fp32
 # accumulators), in order over K; the error bound holds the kernel to that (oracle.bounds).
-# Measured on the H200 with ci/h200_bound.sh: no element of bench1-4 or of the K=7168
+# Measured on the H200 with ci.bound_check (BOUND=1 bash ci/gpu_check.sh): no element of bench1-4 or of the K=7168
 # truncation adversary exceeded the bound (median 1 fp16 ulp).
 ACCUMULATION_CHUNK = 16
 

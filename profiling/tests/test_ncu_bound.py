@@ -6,7 +6,7 @@ from profiling import ncu_bound
 from profiling.ncu_report import parse_raw_csv
 
 DATA = Path(__file__).parent / "data" / "ncu_raw_small.csv"
-# one kernel of a real H200 export (ci/h200_ncu_bound.sh, the mixed-tail prepass variant on bench1),
+# one kernel of a real H200 export (ci/gpu_profile.sh bound, the mixed-tail prepass variant on bench1),
 # trimmed to the columns the summary reads
 H200 = Path(__file__).parent / "data" / "ncu_bound_h200.csv"
 
