@@ -123,8 +123,8 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
     # first calls on new tensors of seen shapes: with the native helpers (kernel.native_probe:
     # the seen-shape pass, template key, weak references) where loaded, then the Python code alone
     fresh_py = [oracle.clone_data(data) for _ in range(FIRST_WARMUP + FIRST_SAMPLES)]
-    # the native pass once more with torch's pinned copy instead of the driver copy (issue 13:
-    # NVFP4_DRIVER_COPY=0 in one process), where the module has the driver copy and it is on
+    # the native pass once more with torch's pinned copy instead of the driver copy
+    # (NVFP4_DRIVER_COPY=0 in one process), where the module has the driver copy and it is on
     upload = native_probe.driver_copy() if native else None
     both_uploads = upload is not None and upload["enabled"]
     fresh_tc = [oracle.clone_data(data) for _ in range(FIRST_WARMUP + FIRST_SAMPLES)] if both_uploads else []

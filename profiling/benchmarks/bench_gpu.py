@@ -81,7 +81,7 @@ def _time(benchmark, launches, lpr):
     return r
 
 
-# Peers first: the kernel benchmarks reuse the peer timing of the same session.
+# Peers first: the kernel benchmarks reuse the peer timing of the same pytest session.
 @pytest.mark.parametrize("shape", _shape_params())
 def test_peer_cublas_bf16(benchmark, shape, ceilings):
     from profiling import peers
