@@ -80,7 +80,7 @@ def perturbed(variant: SubjectVariant, perturbation: Perturbation) -> SubjectVar
 
 def stress_enabled() -> bool:
     """Stressed seeds (tag ``-t``) launch beside the stressor only with ``NVFP4_TENSOR_STRESS=1``:
-    on the H200 no subject CTA of the Hopper variants (~190 KB of shared memory) ever started
+    on the H200 (2026-12-01) no subject CTA of the Hopper variants (~190 KB of shared memory) ever started
     beside it (properties/tensor_stress.py), so by default it stays off and costs nothing."""
     return os.environ.get("NVFP4_TENSOR_STRESS", "0") == "1"
 

@@ -281,7 +281,7 @@ def test_the_stressor_keeps_wgmmas_queued_until_its_stop_word(tmp_path):
     accumulating, one burst waited for, then a pause), the loop's exit decided for the whole CTA
     (BAR.RED), the stop word read from global memory each turn, the accumulator stored at the
     end (what keeps ptxas from folding the wgmmas away), and, by the register model (a necessary
-    condition only: properties/MUTANTS.md, eighth pass), room beside the default variant's CTA
+    condition only: properties/MUTANTS.md, the tensor-pipe stressor), room beside the default variant's CTA
     in every sub-partition's register file, none beside the fastest one's."""
     pytest.importorskip("cutlass")
     from kernel.hopper.config import DECLARED_VARIANTS, smem_bytes
