@@ -15,7 +15,7 @@ from kernel.perturbation import Perturbation, palette, runtime_perturbation
 from kernel.validation import KernelConstraints
 from properties import isolation
 from properties.failures import SubjectCheckFailed
-from properties.perturbed import build_name, perturbed, resolve_perturbed, split_name
+from properties.perturbed import build_name, perturbed, split_name
 from properties.strategies import (STRESS_CTAS, WINDOW_SUB_BLOCKS, Example, perturbed_examples, stress_sizes,
                                    sub_blocks_per_tile)
 from properties.subjects import resolve_subject
@@ -46,7 +46,7 @@ def test_name_round_trips_and_labels_carry_the_tag():
 
 
 def test_subjects_without_a_schedule_are_skipped_with_the_reason():
-    (v, *_) = resolve_perturbed(f"model~{P.tag}")
+    (v, *_) = resolve_subject(f"model~{P.tag}")
     assert v.skip_reason and "no schedule" in v.skip_reason
 
 
