@@ -103,7 +103,7 @@ def load_family(family: str) -> tuple[Any, str | None]:
     name = FAMILIES[family]
     try:
         return importlib.import_module(name), None
-    except Exception as exc:  # not written yet, or cutlass missing on this machine
+    except Exception as exc:  # a broken family module, or cutlass missing on this machine
         return None, f"{name} does not import: {type(exc).__name__}: {exc}"[:300]
 
 
@@ -124,7 +124,7 @@ def family_variants(family: str, *, need_device: bool = True) -> list[VariantSpe
             VariantSpec(family, cfg.label, cfg, i, cfg == default, module, reason)
             for i, cfg in enumerate(module.DECLARED_VARIANTS)
         ]
-    except Exception as exc:  # a family still being written: missing interface
+    except Exception as exc:  # a family module without the full interface
         why = f"{FAMILIES[family]} lacks the family interface: {type(exc).__name__}: {exc}"[:300]
         return [VariantSpec(family, "unavailable", None, 0, False, None, why)]
 
