@@ -36,7 +36,7 @@ the gate and stop protocol work), but no CTA of the default variant, of ``_rs`` 
 fp16 matmul ever started beside it: every such launch waited for the stressor's cap, whatever the
 stressor's shared-memory carveout (default, 50, 85, 86, 90, 100 %), with a 122- and a
 58-register stressor, flooding or in bursts. The host time of the subject's call stayed far
-below the wait (95 us stressed, 44 us plain, against the 100 ms cap), so it is the GPU that does not place those ~190 KB CTAs on an SM that runs another
+below the wait (95 us stressed, 44 us plain, against the 100 ms cap that run had), so it is the GPU that does not place those ~190 KB CTAs on an SM that runs another
 kernel's CTA. Hence it is off by default (``NVFP4_TENSOR_STRESS=1`` turns it on, see
 properties/perturbed.py); a subject with smaller CTAs can use it as is. What would get around it
 (not built): a stressor warpgroup inside the subject's own CTA in perturbed builds. When a
