@@ -1,8 +1,8 @@
 """What the GPU's clock does while a Hopper variant runs back to back, and why.
 
 A kernel time ratio is only half the story on a GPU whose SM clock moves: the H200 ran the prepass
-variants at 1.68-1.82 GHz (ncu, unlocked clocks, 2026-12-01) against 1.98 GHz idle, and ablations that skip
-work also draw less power. This script replays one variant on one standard shape for ``--seconds``
+variants at 1.68-1.82 GHz (ncu, unlocked clocks, 2026-12-01) against 1.98 GHz idle, and ablations
+that skip work also draw less power. This script replays one variant on one standard shape for ``--seconds``
 (CUDA-graph replay, inputs rotated past L2, as the benchmarks) while ``nvidia-smi`` samples the
 SM clock, the power draw against its limit, the temperature and the active clock-event reasons
 (power cap, thermal, ...) every 100 ms, and prints one row per (variant, shape, data): the time

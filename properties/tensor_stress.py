@@ -9,7 +9,7 @@ kernel's barriers couple the warps, so a delayed warp holds the others back and 
 those warps at issue. Work queued by *another CTA on the same SM* does neither: its warps are not
 bound by the subject's barriers, and every SM sub-partition's tensor core is shared by all the
 warps resident on it. So this module launches, on a side stream, one small CTA per SM (one
-warpgroup, 8 KB of shared memory, few registers) that keeps ``m64n128k16`` wgmmas queued (~128
+warpgroup, 1 KB of shared memory, few registers) that queues bursts of ``m64n128k16`` wgmmas (~128
 tensor cycles each) until the subject has finished.
 The subject's wgmma groups then wait behind them, while its dequantizing warps run at full speed:
 the backlog the races need ("stress" in the sense of Alglave et al., ASPLOS 2015).
