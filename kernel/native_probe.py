@@ -21,9 +21,9 @@ the build fails (no compiler, no headers), the Python probe and the Python seen-
 used. ``NVFP4_NATIVE_PROBE=0`` turns all of it off.
 
 The seen-shape pass uploads its table block to a CUDA device with the CUDA driver's
-``cuMemcpyHtoDAsync_v2`` from a reused pageable host buffer (issue 13; why that is safe: the
-comment "Upload" in ``fast_probe.cpp``), else with torch's copy from a fresh pinned buffer, as
-before; ``NVFP4_DRIVER_COPY=0`` (read when the module loads) or :func:`driver_copy` ``(False)``
+``cuMemcpyHtoDAsync_v2`` from a reused pageable host buffer (why that is safe: the comment
+"Upload" in ``fast_probe.cpp``), else with torch's copy from a fresh pinned buffer, as the
+Python path does; ``NVFP4_DRIVER_COPY=0`` (read when the module loads) or :func:`driver_copy` ``(False)``
 forces torch's copy. :func:`driver_copy` also says which is in use and counts them.
 
     python kernel/native_probe.py --build    # build (or find) it now; prints where and how long

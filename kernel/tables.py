@@ -143,7 +143,7 @@ class TableCache(ImmutableLru):
             strict: bool = False) -> DeviceTables:
         pointers = slot_pointers(plan, groups)
         key = (plan.sizes, plan.tile_prefix, pointers, str(device))
-        if strict:  # the production key stays as it was
+        if strict:  # a separate key: the production key carries no marker
             key += ("strict",)
         return super().get(key, lambda: build_tables(plan, pointers, device, GUARD_ROWS if strict else 0))
 

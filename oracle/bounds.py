@@ -38,7 +38,7 @@ so E uses gamma_{chunk+2} in place of gamma_chunk, and covers both:
 (with no declared order, one chunk of K terms in any tree: E = gamma_{K-1} S). The a-posteriori partial sums |s_j| replace the sum of
 |terms| over all of K: with random signs |s_j| grows like sqrt(j), so E is about
 chunk * u * sum_j |s_j| instead of K * u * S (at K = 7168, uniform codes: a median of 51 fp16
-ulps before, about 1 now with chunk 16; see oracle/tests/test_bounds.py).
+ulps for K * u * S, about 1 for chunk 16; see oracle/tests/test_bounds.py).
 
 The fp16 step is taken exactly: fp16 rounding is monotone, so a kernel result y with
 |y - x| <= E rounds into [fp16(x - E), fp16(x + E)], both computed by correct integer rounding

@@ -1,8 +1,8 @@
 """What the GPU's clock does while a Hopper variant runs back to back, and why.
 
 A kernel time ratio is only half the story on a GPU whose SM clock moves: the H200 ran the prepass
-variants at 1.68-1.82 GHz (ncu, unlocked clocks) against 1.98 GHz idle, and ablations that skip
-work also draw less power. This script replays one variant on one standard shape for ``--seconds``
+variants at 1.68-1.82 GHz (ncu, unlocked clocks, 2026-12-01) against 1.98 GHz idle, and ablations
+that skip work also draw less power. This script replays one variant on one standard shape for ``--seconds``
 (CUDA-graph replay, inputs rotated past L2, as the benchmarks) while ``nvidia-smi`` samples the
 SM clock, the power draw against its limit, the temperature and the active clock-event reasons
 (power cap, thermal, ...) every 100 ms, and prints one row per (variant, shape, data): the time
@@ -17,7 +17,8 @@ how much the operands' content moves power and clock, i.e. whether a change that
 as padding rows, can pay on a power-capped shape): ``random`` leaves the benchmark inputs as they
 are, ``zero_a`` / ``zero_b`` set every code of each group's A / B to 0.
 
-Needs a CUDA GPU and ``nvidia-smi`` on PATH; the figures go into PERF_LOG with the run's command.
+Needs a CUDA GPU and ``nvidia-smi`` on PATH; its figures belong in the results table
+(docs/results.md) with the run's command.
 """
 
 from __future__ import annotations

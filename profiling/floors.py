@@ -8,9 +8,9 @@ per-group ``(m, n, k, l)`` sizes, as the leaderboard's ``problem_sizes``.
   blocked layout the Blackwell kernel reads) and the fp16 C written;
 * FLOPs: ``2 * m * n * k`` per group;
 * floor = max(bytes / bandwidth, FLOPs / tensor rate). The default ceilings are the H200
-  figures measured in FACTS.md (4.3e12 B/s device-to-device copy, 790e12 FLOP/s bf16 dense
-  matmul); pass :class:`Ceilings` measured in the session (``profiling.timing.measure_ceilings``)
-  to get floors at this machine's rates.
+  figures of FACTS.md (measured 2026-11-29: 4.3e12 B/s device-to-device copy, 790e12 FLOP/s
+  bf16 dense matmul); pass :class:`Ceilings` measured on the machine at hand
+  (``profiling.timing.measure_ceilings``) to get floors at its rates.
 
 With the defaults these reproduce FACTS.md's floorB / floorF columns (bench1 33.6 / 76.1 us).
 """
@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 
 Size = tuple[int, int, int, int]
 
-# FACTS.md, "H200 ceilings measured here".
+# FACTS.md, "H200 ceilings measured here" (2026-11-29).
 H200_COPY_BYTES_PER_S = 4.3e12
 H200_BF16_FLOPS_PER_S = 790e12
 

@@ -3,7 +3,7 @@
     python -m profiling.host_overhead [--family hopper] [--variant LABEL] [--shapes bench1,bench4]
                                       [--calls 300] [--probe native|python] [--json PATH]
 
-Per shape set, on the family's fastest production variant by default:
+Per shape set, on the family's second production variant by default (its only one where it has one):
 
 * ``repeat_us``: host time per repeated call with the same tensors (eager loops without
   synchronization inside, ``time.perf_counter`` around them; the lower of a ``--calls`` loop and
@@ -123,8 +123,8 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
     # first calls on new tensors of seen shapes: with the native helpers (kernel.native_probe:
     # the seen-shape pass, template key, weak references) where loaded, then the Python code alone
     fresh_py = [oracle.clone_data(data) for _ in range(FIRST_WARMUP + FIRST_SAMPLES)]
-    # the native pass once more with torch's pinned copy instead of the driver copy (issue 13:
-    # NVFP4_DRIVER_COPY=0 in one process), where the module has the driver copy and it is on
+    # the native pass once more with torch's pinned copy instead of the driver copy
+    # (NVFP4_DRIVER_COPY=0 in one process), where the module has the driver copy and it is on
     upload = native_probe.driver_copy() if native else None
     both_uploads = upload is not None and upload["enabled"]
     fresh_tc = [oracle.clone_data(data) for _ in range(FIRST_WARMUP + FIRST_SAMPLES)] if both_uploads else []
@@ -381,7 +381,7 @@ def table(rows: Sequence[dict]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profiling.host_overhead", description=__doc__.split("\n\n")[0])
     p.add_argument("--family", default="hopper")
-    p.add_argument("--variant", help="a declared label (default: the family's fastest production variant)")
+    p.add_argument("--variant", help="a declared label (default: the family's second production variant)")
     p.add_argument("--shapes", default="bench1,bench2,bench3,bench4")
     p.add_argument("--calls", type=int, default=300)
     p.add_argument("--probe", choices=("native", "python"), default="native",

@@ -59,8 +59,8 @@ _COMMON: tuple[Metric, ...] = (
     Metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "smem_conflicts_ld", "", "smem"),
     Metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "smem_conflicts_st", "", "smem"),
     Metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "smem_wavefronts", "", "smem"),
-    # how busy the L1 data pipe is: what bounded the Hopper kernel in issue 7 (ncu's "L1: Data
-    # Pipe Lsu Wavefronts" row); an ncu that does not know it drops it and says so
+    # how busy the L1 data pipe is (the shared-memory traffic of the Hopper kernel's decode goes
+    # through it; ncu's "L1: Data Pipe Lsu Wavefronts" row); an ncu that does not know it drops it and says so
     Metric("l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed", "lsu_pipe_pct", "%", "smem"),
     Metric("launch__registers_per_thread", "regs_per_thread", "", "launch", core=True),
     Metric("launch__shared_mem_per_block_dynamic", "smem_dynamic_bytes", "B", "launch"),

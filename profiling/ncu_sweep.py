@@ -18,7 +18,7 @@ How (see profiling/PROFILING.md):
   domain ``ncu_sweep``, ``--nvtx-include``), read back with Nsight Compute's ``ncu_report``
   module or, failing that, ``ncu --import --csv --page raw``.
 * ``auto``: nsight, then ncu if nsight fails, then ncu with the core metric set; every stage
-  runs in its own process group under a deadline, so a hang cannot eat the device session.
+  runs in its own process group under a deadline, so a hang cannot use up the device time.
 * ``--compile-only``: compile every case's kernel (no GPU needed; the Blackwell path here).
 
 The tool is split by concern, one job per module:

@@ -1,8 +1,8 @@
 """What one first call's table upload costs on this host (GPU needed), stage by stage: a pinned
 host buffer from torch's caching host allocator, the non-blocking host->device copy of it, and
-both, at the table block size of a problem with ``--groups`` groups (issue 13: the seen-shape
-first call's native pass did exactly these two after its checks, and still does with
-``NVFP4_DRIVER_COPY=0``); next to them the upload the native pass does now by default: a device
+both, at the table block size of a problem with ``--groups`` groups (the upload of the seen-shape
+first call's Python path, and of its native pass with ``NVFP4_DRIVER_COPY=0``); next to them the
+upload the native pass makes by default: a device
 block from torch's caching allocator and the CUDA driver's ``cuMemcpyHtoDAsync_v2`` from a reused
 pageable buffer on the current stream (``driver_*``; called here through ctypes, which adds the
 ``ctypes_call_us`` of a trivial driver call, ``cuCtxGetCurrent``, that the C++ pass does not pay).

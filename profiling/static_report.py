@@ -16,7 +16,7 @@ The families come from the registry (:mod:`kernel.family`); each family's packag
   ``label``, ``arch``, ``cubin`` (path), ``compile_seconds``, ``shared_bytes`` (dynamic shared
   memory per CTA), ``threads_per_cta`` and ``facts`` (a dict of family-specific numbers).
 
-A family whose module does not exist yet is reported as missing, not as an error.
+A family whose module does not exist, or lacks the report hooks, is reported as missing, not as an error.
 
 One process can compile for several architectures (measured with nvidia-cutlass-dsl 4.8.1: the
 seed compiled for sm_100a in a process whose CUTE_DSL_ARCH was sm_90a, given
@@ -89,11 +89,11 @@ def load_family(name: str):
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:  # only the family module itself may be absent
         if e.name is not None and module_name.startswith(e.name):
-            raise FamilyMissing(f"{module_name} does not exist yet") from e
+            raise FamilyMissing(f"{module_name} does not exist") from e
         raise
     lacking = [attr for attr in REQUIRED if not hasattr(module, attr)]
     if lacking:
-        raise FamilyMissing(f"{module_name} does not provide {', '.join(lacking)} yet")
+        raise FamilyMissing(f"{module_name} does not provide {', '.join(lacking)}")
     return module
 
 

@@ -29,7 +29,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
-H200_L2_BYTES = 50 * 1024 * 1024  # FACTS.md / the issue: the H200 L2 is 50 MB
+H200_L2_BYTES = 50 * 1024 * 1024  # FACTS.md: the H200 L2 is 50 MB
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -359,7 +359,7 @@ def measure_ceilings(copy_bytes: int = 1 << 30, matmul_n: int = 8192, samples: i
     return Ceilings(
         bandwidth=bandwidth,
         tensor_flops=flops,
-        source=f"measured this session on {torch.cuda.get_device_name()}: "
+        source=f"measured in this process on {torch.cuda.get_device_name()}: "
         f"{copy_bytes >> 20} MiB D2D copy, bf16 {matmul_n}^3 matmul (medians)",
     )
 

@@ -408,7 +408,7 @@ class IsolatedRunner:
 
 
 class IsolatingRunner(ExampleRunner):
-    """The example runner of a test session: variants that ``should_isolate`` run in their
+    """The example runner of a pytest session: variants that ``should_isolate`` run in their
     (reused) worker, the rest in this process. A run keeps one worker per variant, so each
     (variant, group count) compiles once per run as long as the worker lives; beyond
     ``max_live_workers`` (each GPU worker holds a CUDA context and its compiled kernels) the least

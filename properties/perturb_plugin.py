@@ -1,8 +1,8 @@
 """pytest option ``--perturb=off|on|only``: which kernel properties run on perturbed builds.
 
 * ``off`` (default): only the plain properties (``properties/test_perturbed_properties.py``
-  deselected), so existing selections (``-k test_subject_matches_oracle`` matches both) and the
-  ci budget stay as they were;
+  deselected), so a selection such as ``-k test_subject_matches_oracle`` (which matches both)
+  and the ci budget cover the plain properties only;
 * ``on``: both; the perturbed property draws run-time perturbations (any seed, or seeds
   1..``--perturb-palette``) of three kinds (delays, quiet, window: kernel.perturbation.KINDS);
   one build per kind and group count serves all its seeds (the seed's delay table is data) and

@@ -4,7 +4,8 @@ A perturbed subject is named ``BASE~TAG`` (``hopper~s1-d4000-p50-poison-none``):
 subject's variants, each compiled with the perturbation of that tag (seeded delays at every sync
 site, poison on release), labelled ``LABEL~TAG``. Because the name carries the perturbation, an
 isolation worker, ``properties.repro`` and ``ci.sanitize`` rebuild the same variant from it
-(``properties.subjects.resolve_subject`` hands such names here).
+(``properties.subjects.resolve_subject`` resolves such names with :func:`split_name` and
+:func:`perturbed`).
 
 A family supports perturbation when its ``custom_kernel`` takes a ``perturbation`` argument
 (and gets ``strict=True``, guarded device tables, when it takes ``strict``);
@@ -22,7 +23,7 @@ import inspect
 import os
 
 from kernel.perturbation import Perturbation
-from properties.subjects import SubjectVariant
+from properties.subject_variant import SubjectVariant
 
 SEPARATOR = "~"
 
@@ -80,13 +81,6 @@ def perturbed(variant: SubjectVariant, perturbation: Perturbation) -> SubjectVar
 
 def stress_enabled() -> bool:
     """Stressed seeds (tag ``-t``) launch beside the stressor only with ``NVFP4_TENSOR_STRESS=1``:
-    on the H200 no subject CTA of the Hopper variants (~190 KB of shared memory) ever started
+    on the H200 (2026-12-01) no subject CTA of the Hopper variants (~190 KB of shared memory) ever started
     beside it (properties/tensor_stress.py), so by default it stays off and costs nothing."""
     return os.environ.get("NVFP4_TENSOR_STRESS", "0") == "1"
-
-
-def resolve_perturbed(name: str, scope: str = "production") -> list[SubjectVariant]:
-    from properties.subjects import resolve_subject
-
-    base, perturbation = split_name(name)
-    return [perturbed(v, perturbation) for v in resolve_subject(base, scope)]

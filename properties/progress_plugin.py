@@ -1,6 +1,6 @@
 """Pytest plugin: progress and timing of the checked examples, per subject variant.
 
-Registered by the conftest with the session's :class:`properties.checks.ExampleRunner`, it
+Registered by the conftest with the pytest session's :class:`properties.checks.ExampleRunner`, it
 
 * orders the tests of each module so that every variant's tests run one after another, and
   closes a variant's worker after its last test: a worker (its CUDA context, its compiled

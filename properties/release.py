@@ -2,9 +2,9 @@
 
 CPython frees an object the moment its last reference goes, and runs its weak-reference callbacks
 then (what evicts a fast-path entry); only an object held by a reference cycle waits for the
-cycle collector. ``gc.collect()`` after every freeing step made it certain, but one collection
+cycle collector. ``gc.collect()`` after every freeing step would make it certain, but one collection
 walks the whole heap: about 0.1 s on a CPU machine and more in a process that has imported CUDA
-and CuTe DSL, which was most of the host state machines' time in the property command.
+and CuTe DSL, which would be most of the host state machines' time in the property command.
 """
 
 from __future__ import annotations

@@ -27,23 +27,13 @@ from kernel.errors import PicklableError
 import dataclasses
 import functools
 import importlib.util
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 from kernel.device import cuda_capability
 from kernel.family import FAMILIES, KernelFamily, Scope, family_for_capability
 from kernel.validation import KernelConstraints
-
-
-@dataclass(frozen=True)
-class SizeLimits:
-    """How large the strategies draw problems for a subject (speed, not correctness)."""
-
-    max_groups: int = 6
-    max_m: int = 300
-    max_n: int = 300
-    max_k_blocks: int = 6  # K is drawn as k_granularity * [1, max_k_blocks]
+from properties.perturbed import SEPARATOR, perturbed, split_name
+from properties.subject_variant import SizeLimits, SubjectVariant
 
 
 CPU_LIMITS = SizeLimits(max_groups=5, max_m=260, max_n=260, max_k_blocks=5)
@@ -55,33 +45,6 @@ class UnknownSubjectError(PicklableError, ValueError):
 
 
 SUBJECT_NAMES = ("model", *FAMILIES, "auto")
-
-
-@dataclass(frozen=True)
-class SubjectVariant:
-    subject: str
-    label: str
-    run: Callable[[Any], list] = field(compare=False)
-    constraints: KernelConstraints
-    limits: SizeLimits
-    skip_reason: str | None = None
-    # the --subject value that resolves to this variant again (in a worker process, in a repro
-    # line); "" for variants built in code (properties.wrong_subjects), which cannot be re-resolved
-    source: str = field(default="", compare=False)
-    # raises InvalidProblemError on bad input (test_subject_rejects_invalid_problems runs only then)
-    validates_input: bool = True
-
-    @property
-    def repro_subject(self) -> str:
-        return self.source or self.subject
-
-    @property
-    def device(self) -> str:
-        return self.constraints.device_type
-
-    @property
-    def test_id(self) -> str:
-        return f"{self.subject}:{self.label}"
 
 
 def _model_variants() -> list[SubjectVariant]:
@@ -152,10 +115,9 @@ def resolve_subject(name: str, scope: Scope = "production") -> list[SubjectVaria
     """``scope`` picks a kernel family's production variants or its whole declared matrix ("all");
     the model and file subjects have one scope. ``BASE~TAG`` names a perturbed build of BASE's
     variants (properties.perturbed)."""
-    if "~" in name:  # BASE~PERTURBATION (properties.perturbed)
-        from properties.perturbed import resolve_perturbed
-
-        return resolve_perturbed(name, scope)
+    if SEPARATOR in name:  # BASE~PERTURBATION (properties.perturbed)
+        base, perturbation = split_name(name)
+        return [perturbed(v, perturbation) for v in resolve_subject(base, scope)]
     if name == "auto":
         name = auto_subject_name()
     return [dataclasses.replace(v, source=name) for v in _resolve(name, scope)]

@@ -565,7 +565,7 @@ def test_a_native_pass_that_raises_falls_back_to_the_python_path(monkeypatch):
     assert pipeline.launched[-1] == expected_launch(data)
 
 
-# ---- the seen path's objects built without dataclass __init__ (issue 13, fifth step) --------
+# ---- the seen path's objects built without dataclass __init__ -------------------------------
 
 GROUP_FIELDS = ("a", "b", "c", "sfa", "sfb", "sfa_blocked", "sfb_blocked")
 

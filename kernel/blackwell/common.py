@@ -416,8 +416,8 @@ class GroupedGemmBase:
                 tCtAcc,
             )
 
-    # Trace-time helpers (plain Python, no dynamic control flow): each emits exactly the ops the
-    # kernels used to spell out inline, in the same order, so the compiled code is unchanged.
+    # Trace-time helpers (plain Python, no dynamic control flow): a call emits its ops inline at
+    # the call site, in a fixed order, so a kernel compiles as if they were written out there.
 
     def setup_shared(
         self,

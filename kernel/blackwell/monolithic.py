@@ -1,6 +1,7 @@
 """Monolithic kernel: 128 threads, one output tile per CTA, no warp roles beyond warp 0.
 
-The design of the seed diff's `+` side, carried to any group count and run-time shapes:
+The design of the seed diff's `+` side (shared/seeds/submission_402102.diff), carried to any
+group count and run-time shapes:
 CTA c computes global tile c (grid = total tiles, ``make_plan(max_ctas=None)``). Warp 0 writes
 the group's TMA descriptors into the CTA's own workspace entry, then issues both the TMA loads
 and the MMAs, keeping up to ``num_ab_stages`` K tiles in flight; then all four warps run the

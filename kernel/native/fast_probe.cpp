@@ -175,8 +175,8 @@ PyObject* probe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 // tensors), a torch function mode, any exception while reading a tensor. On None the caller runs
 // the Python accept, which decides (so this can only accept what the Python path accepts).
 //
-// Upload, for a CUDA device (issue 13): the driver copy below where it is available and on, else
-// the torch copy (unchanged since the fourth step):
+// Upload, for a CUDA device: the driver copy below where it is available and on, else the torch
+// copy (the same copy the Python seen-shape path makes):
 //
 // * driver copy (default; NVFP4_DRIVER_COPY=0 or native_probe.driver_copy(False) turns it off):
 //   the device block from at::empty on the device (torch's caching allocator, the device's

@@ -8,7 +8,7 @@ Knobs are environment variables (they work whatever directory pytest is started 
 * ``NVFP4_BENCH_VARIANTS``: ``all`` or comma-separated variant labels (default: every declared
   variant on bench1..bench4, the family's default variant on the leaderboard test shapes);
 * ``NVFP4_BENCH_CEILINGS``: ``measure`` (default on a GPU: a D2D copy and a bf16 matmul, once
-  per session) or ``facts`` (FACTS.md's H200 figures);
+  per pytest session) or ``facts`` (FACTS.md's H200 figures);
 * ``NVFP4_BENCH_SLOW``: the regression demonstration. Benchmarks of a family's *default*
   variant run a deliberately slower configuration under the default's benchmark name, so
   ``--benchmark-compare`` matches it with the baseline:
@@ -103,7 +103,7 @@ def load_family(family: str) -> tuple[Any, str | None]:
     name = FAMILIES[family]
     try:
         return importlib.import_module(name), None
-    except Exception as exc:  # not written yet, or cutlass missing on this machine
+    except Exception as exc:  # a broken family module, or cutlass missing on this machine
         return None, f"{name} does not import: {type(exc).__name__}: {exc}"[:300]
 
 
@@ -124,7 +124,7 @@ def family_variants(family: str, *, need_device: bool = True) -> list[VariantSpe
             VariantSpec(family, cfg.label, cfg, i, cfg == default, module, reason)
             for i, cfg in enumerate(module.DECLARED_VARIANTS)
         ]
-    except Exception as exc:  # a family still being written: missing interface
+    except Exception as exc:  # a family module without the full interface
         why = f"{FAMILIES[family]} lacks the family interface: {type(exc).__name__}: {exc}"[:300]
         return [VariantSpec(family, "unavailable", None, 0, False, None, why)]
 
@@ -288,7 +288,7 @@ def oracle_device_inputs(shape: ShapeSet):
 
 
 def peer_timing(shape: ShapeSet):
-    """The peer's device timing on this shape, measured once per session."""
+    """The peer's device timing on this shape, measured once per pytest session."""
     from profiling import timing
 
     if shape.name not in _PEER_TIMINGS:

@@ -19,7 +19,7 @@ from profiling.benchmarks import _support as S
 
 ROUNDS = 20  # replays pytest-benchmark times (each also one event sample)
 WARMUP_REPLAYS = 2
-FACTS_CUBLAS_US = {"bench1": 188.7, "bench2": 97.7, "bench3": 35.7, "bench4": 19.2}  # FACTS.md, H200
+FACTS_CUBLAS_US = {"bench1": 188.7, "bench2": 97.7, "bench3": 35.7, "bench4": 19.2}  # FACTS.md, H200 2026-11-29
 
 
 def _shape_params():
@@ -81,7 +81,7 @@ def _time(benchmark, launches, lpr):
     return r
 
 
-# Peers first: the kernel benchmarks reuse the peer timing of the same session.
+# Peers first: the kernel benchmarks reuse the peer timing of the same pytest session.
 @pytest.mark.parametrize("shape", _shape_params())
 def test_peer_cublas_bf16(benchmark, shape, ceilings):
     from profiling import peers

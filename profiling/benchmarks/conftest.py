@@ -1,7 +1,7 @@
 """pytest-benchmark hooks for profiling/benchmarks.
 
 * Machine information (GPU, compute capability, driver, torch, CUDA, nvidia-cutlass-dsl, the
-  ceilings measured in the session) goes into every saved run under ``machine_info["nvfp4"]``.
+  ceilings measured in the pytest session) goes into every saved run under ``machine_info["nvfp4"]``.
 * Outside ``--benchmark-only`` (the plain ``pytest`` CI run) the benchmarks here are skipped
   with a reason, unless ``--benchmark-enable`` or ``--benchmark-disable`` (run once, untimed: a
   smoke test) is given explicitly.
@@ -18,7 +18,7 @@ _HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="session")
 def ceilings():
-    """Bandwidth and tensor-rate ceilings: measured once per session on a GPU (or FACTS.md's)."""
+    """Bandwidth and tensor-rate ceilings: measured once per pytest session on a GPU (or FACTS.md's)."""
     from profiling.benchmarks._support import run_ceilings
 
     return run_ceilings()

@@ -1,4 +1,4 @@
-"""Issue 14's table: device medians of every kernel variant and the cuBLAS bf16 peer on the
+"""The speed table: device medians of every kernel variant and the cuBLAS bf16 peer on the
 standard shapes, from one pytest-benchmark JSON (one run, so the ratios compare like with like).
 
     python3 -m profiling.benchmarks.speed_table $OUT/bench_gpu.json [--markdown OUT.md]

@@ -24,7 +24,7 @@ def test_ablate_adds_three_ablated_builds_of_split_configs_and_no_epilogue_of_ev
     assert sorted(b.label for b in split) == sorted(f"{SPLIT}~ablate-{a}" for a in ablation.ABLATIONS)
     assert {b.ablation for b in split} == {Ablation(a) for a in ablation.ABLATIONS}
     assert all(b.config is builds[0].config for b in split), "an ablated build keeps its variant's config"
-    # issue 14, session 6: every config's no_epilogue twin (what writing C costs)
+    # then every config's no_epilogue twin (what writing C costs)
     assert [b.label for b in builds[5:]] == [f"{SPLIT}~ablate-no_epilogue", f"{COOP}~ablate-no_epilogue"]
     assert [b.config for b in builds[5:]] == [builds[0].config, builds[1].config]
     assert [b.label for b in ablation.parse_builds([SPLIT, COOP], [], ablate=False)] == [SPLIT, COOP]
@@ -72,7 +72,7 @@ def test_the_tool_builds_the_ablated_kernel_through_the_build_option(monkeypatch
 
 
 def test_build_timeout_report_marks_missing_and_timed_out_cells(capsys, tmp_path):
-    """--build-timeout (issue 14q): no timer without it; the partial report a firing timer
+    """--build-timeout: no timer without it; the partial report a firing timer
     writes shows TIMEOUT for the hung build and "-" for what never ran, and keeps the rows."""
     import argparse
     import json

@@ -156,7 +156,8 @@ def test_check_output_dir_finds_deep_and_oddly_named_files(tmp_path):
 
 
 def test_summary_shows_the_l1_data_pipe_column(tmp_path):
-    """The LSU-wavefront % of peak (what bounded the Hopper kernel in issue 7) reaches the table."""
+    """The LSU-wavefront % of peak (the L1 pipe the Hopper kernel's shared-memory traffic uses)
+    reaches the table."""
     table = R.build_table(raw_rows(), case_records())
     for r in table:
         r["lsu_pipe_pct"] = 57.49 if r["variant"] == A else math.nan

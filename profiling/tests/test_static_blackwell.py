@@ -1,6 +1,6 @@
 """Structure the sm_100a cubins must show, checked on a CPU from the static report.
 
-The matrix is compiled once per session (about 15 s on 2 cores). What SASS can prove here:
+The matrix is compiled once per pytest session (about 15 s on 2 cores). What SASS can prove here:
 instruction *sites* and their layout in the binary. It cannot prove which warp runs a site;
 the role checks below say what they do establish.
 """
