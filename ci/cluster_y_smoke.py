@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from kernel.hopper.config import FASTEST_STAGED_PDL_CONFIG
+from kernel.hopper.variants import FASTEST_STAGED_PDL_CONFIG
 
 CASES = [
     [(128, 256, 256, 1)],  # one cluster tile, one K tile
@@ -35,7 +35,7 @@ def twin_of(config):
 
 def main(argv=None) -> int:
     from ci.prepass_smoke import compare_with_twins
-    from kernel.hopper.config import DECLARED_VARIANTS
+    from kernel.hopper.variants import DECLARED_VARIANTS
 
     argv = sys.argv[1:] if argv is None else argv
     labels = argv or [c.label for c in DECLARED_VARIANTS if c.y_cluster_decode]

@@ -24,7 +24,7 @@ CASES = [
 
 def main(argv=None) -> int:
     from ci.prepass_smoke import compare_with_twins
-    from kernel.hopper.config import DECLARED_VARIANTS
+    from kernel.hopper.variants import DECLARED_VARIANTS
 
     argv = sys.argv[1:] if argv is None else argv
     labels = argv or [c.label for c in DECLARED_VARIANTS if c.epilogue == "smem"]

@@ -146,7 +146,7 @@ def main(argv=None) -> int:
 
     import oracle
     from kernel import hopper
-    from kernel.hopper.config import DECLARED_VARIANTS, FASTEST_CONFIG, named_configs
+    from kernel.hopper.variants import DECLARED_VARIANTS, FASTEST_CONFIG, named_configs
 
     argv = sys.argv[1:] if argv is None else argv
     labels = argv or [next(c.label for c in DECLARED_VARIANTS if c.y_source == "prepass")]

@@ -56,7 +56,8 @@ def twin_of(config):
 def builds_of(labels, lags):
     """The builds of ``labels``: declared variants, or configs kernel.hopper.config names but does
     not declare (measured, e.g. ``STAGGER_CONFIG``)."""
-    from kernel.hopper.config import DECLARED_VARIANTS, check_config, named_configs
+    from kernel.hopper.config import check_config
+    from kernel.hopper.variants import DECLARED_VARIANTS, named_configs
 
     by_label = named_configs()
     labels = labels or [c.label for c in DECLARED_VARIANTS

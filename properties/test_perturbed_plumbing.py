@@ -284,7 +284,8 @@ def test_the_stressor_keeps_wgmmas_queued_until_its_stop_word(tmp_path):
     condition only: properties/MUTANTS.md, eighth pass), room beside the default variant's CTA
     in every sub-partition's register file, none beside the fastest one's."""
     pytest.importorskip("cutlass")
-    from kernel.hopper.config import DECLARED_VARIANTS, smem_bytes
+    from kernel.hopper.config import smem_bytes
+    from kernel.hopper.variants import DECLARED_VARIANTS
     from kernel.hopper.launch import static_build
     from profiling import sass
     from properties import tensor_stress

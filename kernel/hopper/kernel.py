@@ -67,38 +67,29 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 
 from kernel.hopper import config as cfgmod
-from kernel.device_schedule import (balanced_counts, balanced_locate, balanced_share, balanced_share_warp,
-                                    cluster_tile_range, cta_tile_range, group_search, snake_index, snake_locate,
-                                    snake_rounds, streamk_count, streamk_piece, streamk_range, uniform_share)
+from kernel.device_schedule import (
+    balanced_counts,
+    balanced_locate,
+    balanced_share,
+    balanced_share_warp,
+    cta_tile_range,
+    group_search,
+    uniform_share,
+)
 from kernel.hopper import staging
 from kernel.hopper.config import HopperConfig
-from kernel.plan import (SNAKE_ROWS_STEP, STREAMK_CLAIMED, STREAMK_END, STREAMK_IDLE, STREAMK_PUBLISHED,
-                         STREAMK_TAKEN)
-from kernel.tables import GUARD_POINTER, GUARD_PREFIX, GUARD_SIZE
 from kernel.perturbation import (JITTER_MODE_WORD, JITTER_NS_WORD, SEED_WORD, SKEW_NS_WORD, SKEW_WARP_WORD, SLOT_INDEX,
                                  TIMELINE_CTAS, TIMELINE_INDEX, TIMELINE_POINTS, TIMELINE_WORD0, Perturbation)
 from kernel.hopper.ablation import Ablation, check_ablation
 from kernel.hopper.ptx import (
     timeline_stamp,
-    bulk_copy_to_peer,
-    mapa_shared_u32,
     arrive_release_gpu,
     copy_y_staged_items,
     store_y_staged_item,
-    decode_x_raw_rs,
-    load_x_raw_rs,
     mbarrier_complete_tx,
     atom_add_relaxed_gpu,
-    dequant_y_global_rs,
     load_y_global_items,
-    store_y_global_item,
-    tid_x_opaque,
-    prefetch_l2_pair,
     fence_proxy_async_global,
-    atom_add_acq_rel_gpu,
-    ld_relaxed_gpu_u32,
-    store_release_gpu,
-    wait_flags_ready,
     ld_shared_u32,
     st_shared_u32,
     store_relaxed_gpu,
@@ -124,27 +115,18 @@ from kernel.hopper.ptx import (
     stmatrix_x4_trans_f16,
     tensormap_acquire,
     tma_load_rows,
-    tma_load_rows_multicast,
     hb_check,
     hb_check_map,
     hb_check_reuse,
     hb_mask_update,
     low_word,
-    atom_cas_relaxed_gpu,
-    st_global_v4_f32,
-    ld_global_cg_v4_f32_or_zero,
 )
 
 SUB_K = cfgmod.DEQUANT_SUB_K
-TAIL16_STEP = SNAKE_ROWS_STEP  # y_tail16: the wgmma N step, the snake schedule's class step
 # y_source="prepass": the workspace's layout (kernel.hopper.workspace states it for the host)
-from kernel.hopper.workspace import (  # noqa: E402
-    CLAIM_WORD, DATA_OFFSET, DONE_WORD, ITEMS_PER_THREAD, PASSED_WORD, TENSOR_MAP_OFFSET,
-)
-from kernel.hopper.workspace import FLAG_CELL_BYTES, GEN_WORD, STREAMK_STATE_BYTES  # noqa: E402
+from kernel.hopper.workspace import CLAIM_WORD, DATA_OFFSET, DONE_WORD, PASSED_WORD, TENSOR_MAP_OFFSET  # noqa: E402
 from kernel.perturbation import CHECK_RULE_INDEX, SKEWED_SITES  # noqa: E402
 
-X_RAW_REGS = 6  # x_prefetch: a sub-block's raw X bytes (two 8-byte runs) and its two scale bytes
 
 # the happens-before checker's shadow state (harness builds with Perturbation.checks): one slot of
 # HB_WARP_WORDS int32 per warp of the CTA, in shared memory. Consumer warps: the wgmma groups
@@ -159,54 +141,6 @@ HB_PUBLISHED = 20  # + fp16 buffer (4)
 HB_OUT_RAW, HB_OUT_Y = 0, 1  # producer warps: stages filled and not seen released (bit masks)
 HB_MAPS = 8  # producer warps: per issuing lane 0 / 1, a count then 4 entries (words 8-17)
 HB_MAP_WS = 18  # producer warps: per issuing lane 0 / 1, the prepass workspace's map (words 18-19)
-
-
-@cute.jit
-def copy_tables_to_smem(tidx: cutlass.Int32, threads: cutlass.Constexpr[int], srcs: tuple, dsts: tuple,
-                        reals: cutlass.Constexpr[tuple], leads: cutlass.Constexpr[tuple],
-                        fills: cutlass.Constexpr[tuple]):
-    """``smem_tables``: table t's ``reals[t]`` elements at ``srcs[t]`` (global) to ``dsts[t] +
-    leads[t]`` (shared), with ``leads[t]`` elements of ``fills[t]`` before them and after them;
-    element i by thread i mod ``threads``. Every load of a thread is issued before its first store
-    and none is under a branch (the index is clamped into the table, the fill chosen after the
-    load), so the whole copy is one round trip to memory: with a load and a store per branch,
-    ptxas kept each thread's three loads one after the other (three round trips, measured)."""
-    values = []
-    for t in cutlass.range_constexpr(len(reals)):
-        real, lead = reals[t], leads[t]
-        count = real + 2 * lead
-        src = cute.make_tensor(srcs[t], cute.make_layout(real))
-        for j in cutlass.range_constexpr((count + threads - 1) // threads):
-            r = tidx + j * threads - lead
-            x = src[cutlass.min(cutlass.max(r, cutlass.Int32(0)), cutlass.Int32(real - 1))]
-            v = src.element_type(fills[t])
-            if r >= 0:
-                if r < real:
-                    v = x
-            values.append(v)
-    n = 0
-    for t in cutlass.range_constexpr(len(reals)):
-        count = reals[t] + 2 * leads[t]
-        dst = cute.make_tensor(dsts[t], cute.make_layout(count))
-        for j in cutlass.range_constexpr((count + threads - 1) // threads):
-            i = tidx + j * threads
-            if i < count:
-                dst[i] = values[n]
-            n += 1
-
-
-@cute.jit
-def if_thread0_count_through(tid: cutlass.Int32, ws: cutlass.Int64, gen: cutlass.Int32):
-    """``prepass_sync="flags"``, thread 0 of phase 1's threads after its CTA's last claim (and its
-    generation read): count the CTA through; the last CTA through resets the claim and passed
-    words and advances the generation (kernel.hopper.workspace)."""
-    if tid == 0:
-        num_ctas_x, _, _ = cute.arch.grid_dim()
-        passed = atom_add_acq_rel_gpu(ws + PASSED_WORD, cutlass.Int32(1))
-        if passed == cutlass.Int32(num_ctas_x) - 1:
-            store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
-            store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
-            store_relaxed_gpu(ws + GEN_WORD, gen + 1)
 
 
 @cute.jit
@@ -264,88 +198,35 @@ class HopperNvfp4GroupedGemm:
         self.producer_warp = self.dequant_warp0 + (self.dequant_warps if self.split else 0)
         self.fp16_buffers = config.fp16_buffers
         self.threads = config.threads
-        # prepass_decoders (session 10, experimental): phase 1's own warps, after the producer
-        # warp(s); they decode in the background while the other roles run phase 2
-        self.decoders = config.prepass_decoders
-        self.decoder_warp0 = self.producer_warp + config.producer_warps
-        self.decoder_threads = 32 * config.prepass_decoders
-        self.decoder_staging = cfgmod.decoder_staging_bytes(config)
         self.out_multiplier = float(2.0 ** (-2 * config.operand_exp_shift))
         self.x_buf_bytes = self.mma_m * SUB_K * 2
         self.y_buf_bytes = self.mma_n * SUB_K * 2
         stages, raw_bytes = self.stages, self.stages * self.raw_stage_bytes
         self.x_in_regs = config.x_operand == "regs"
-        # x_operand="regs" with Y's half-row units not a multiple of the consumer threads (3
-        # consumer warpgroups): one unit per thread, the threads past the last unit skip it
-        self.y_units_ragged = self.x_in_regs and (2 * self.mma_n) % self.consumer_threads != 0
         # x_operand="regs": X never goes through shared memory (a token allocation)
         x_elems = 8 if self.x_in_regs else config.fp16_buffers * self.mma_m * SUB_K
-        # y_per_warpgroup: one 2-buffer Y ring per consumer warpgroup (buffers w*2, w*2+1)
-        self.y_per_wg = config.y_per_warpgroup
-        self.y_copies = config.y_copies
-        y_elems = config.fp16_buffers * self.mma_n * SUB_K * self.y_copies
+        y_elems = config.fp16_buffers * self.mma_n * SUB_K
         # y_source="prepass": Y arrives as fp16 TMA boxes in a ring of fp16_buffers (its own
         # full/empty mbarriers); one more 8-byte cell holds phase 1's two claim slots
         self.prepass = config.y_source == "prepass"
         self.y_tx_bytes = cfgmod.y_box_tx_bytes(config)
-        # cluster_x = 2 (issue 14, experimental): CTAs per cluster along X; each CTA's producer
-        # loads ``y_cta_rows`` rows of every Y box (its rank's half), multicast to both CTAs.
-        # The Y ring's full barrier: one arrive (this CTA's producer, expecting the whole box,
-        # ``y_tx_bytes``) plus the complete_tx of both halves; its empty barrier: one arrive per
-        # consumer warp of every CTA of the cluster (``warp_release``: lane r of each warp on
-        # rank r's barrier, PipelineTmaAsync's signalling for a cluster layout), since each
-        # producer overwrites the buffer in both CTAs. With a cluster layout, create() fences the
-        # barrier init and syncs the cluster (every thread of both CTAs, before phase 1), so no
-        # multicast or remote arrive reaches an uninitialized barrier
-        self.cluster = config.cluster_x
-        # y_cluster_decode (session 13, experimental): the cluster shares the decode of Y
-        # (consume_cluster_y); its mbarriers, landed[b] then free[b], in ycl_bars
-        self.y_cluster = config.y_cluster_decode
-        self.y_cta_rows = cfgmod.y_box_rows_per_cta(config)
-        self.y_release_warps = self.cluster * self.consumer_warps
-        self.y_cluster_vmnk = (1, self.cluster, 1, 1)
         fp16_bar_count = 2 * config.fp16_buffers if self.split else 1
         if self.prepass:
             fp16_bar_count = 2 * config.fp16_buffers + 1
-        # prepass_sync="flags": phase 1 publishes per (Y block, K chunk) flags instead of the
-        # grid barrier; one more 8-byte cell broadcasts the launch's generation (claim slot 2)
-        self.prepass_flags = config.prepass_sync == "flags"
-        if self.prepass_flags:
-            fp16_bar_count += 1
-        # prepass_kernel_warps (session 16): phase 1 in the launch before this one (phase1_kernel);
-        # with flags (session 17) this launch only waits on them: its phase 1 is not inline
-        self.own_launch = config.prepass_kernel_warps != 0
-        self.inline_flags = self.prepass_flags and not self.own_launch
-        # y_tail64 (session 5, experimental): a tile whose Y rows are at most 64 (m - m0 <= 64, a
-        # group's last Y block) runs wgmma N = 64 on the first half of the 128-row Y buffer and of
-        # the accumulators; tiles come from the balanced schedule (kernel.plan): this CTA's
-        # (first full, full count, first light, light count), set while the kernel is traced
+        # y_tail64: a tile whose Y rows are at most 64 (m - m0 <= 64, a group's last Y block)
+        # runs wgmma N = 64 on the first half of the 128-row Y buffer and of the accumulators;
+        # tiles come from the balanced schedule (kernel.plan): this CTA's (first full, full
+        # count, first light, light count), set while the kernel is traced
         self.tail64 = config.y_tail64
-        # y_tail16 (session 10, experimental): every tile's wgmma N is its Y rows rounded up to 16
-        # (16 .. 128, per tile at run time), on the first N rows of the 128-row Y buffer and the
-        # first N / 2 accumulators; tiles from the snake schedule (kernel.plan)
-        self.tail16 = config.y_tail16
-        self.x_prefetch = config.x_prefetch
-        # prepass_chunk builds: the first tile's X stages go out before phase 1's completion
-        # barrier (producer_x_first; prepass_x_before: before phase 1)
-        self.early_x = config.prepass_x_early or config.prepass_x_before
         self.half_n = self.mma_n // 2
         self.share = None
         if self.tail64:
             # the share's four int32 after the claim slots (the producer warp computes it during
             # phase 1's completion wait, the consumers read it after the barrier)
             fp16_bar_count += cfgmod.TAIL64_SHARE_BYTES // 8
-        # stream_k (session 18): the CTA's stream-K range instead of a balanced share (kernel.plan
-        # streamk_*): (first entry, its K tile, end entry, its K tile, full-list length, the claim
-        # of the boundary the range ends in, the last piece's first K tile as the producer decided)
-        self.stream_k = config.stream_k
-        # (harness builds: Perturbation.streamk_take, every boundary taken by the CTA after it)
-        self.forced_take = config.stream_k and perturbation is not None and perturbation.streamk_take
-        if self.stream_k:
-            fp16_bar_count += cfgmod.STREAMK_SHARE_BYTES // 8
 
         hb_words = (config.threads // 32) * HB_WARP_WORDS
-        # epilogue="smem" (session 6, experimental): C staged through one shared buffer per
+        # epilogue="smem": C staged through one shared buffer per
         # consumer warpgroup (kernel/hopper/staging.py), ``epi_rows`` rows of C per pass, in a
         # region of its own after the fp16 buffers: nothing else reads or writes it (the
         # producer's TMA writes only the raw stages and the Y ring), so only the consumer
@@ -357,25 +238,14 @@ class HopperNvfp4GroupedGemm:
         self.smem_storage = None  # the kernel's SharedStorage, set while the kernel is traced
 
         epi_bytes = cfgmod.epilogue_stage_bytes_for(config, self.epi_rows) if self.staged_epilogue else 0
-        # smem_tables: the three device tables in shared memory, guard rows included (tables_to_smem)
-        self.smem_tables = config.smem_tables
-        table_words = cfgmod.smem_table_words(num_groups)
 
         @cute.struct
         class SharedStorage:
             bars: cute.struct.MemRange[cutlass.Int64, stages * 2]
             fp16_bars: cute.struct.MemRange[cutlass.Int64, fp16_bar_count]
-            if self.y_cluster:
-                ycl_bars: cute.struct.MemRange[cutlass.Int64, 2 * cfgmod.Y_CLUSTER_BUFFERS]
-            if self.smem_tables:
-                t_ptrs: cute.struct.MemRange[cutlass.Int64, table_words["pointers"]]
-                t_sizes: cute.struct.MemRange[cutlass.Int32, table_words["sizes"]]
-                t_prefix: cute.struct.MemRange[cutlass.Int32, table_words["prefix"]]
             raw: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, raw_bytes], cfgmod.SMEM_ALIGN]
             sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, x_elems], cfgmod.SMEM_ALIGN]
             sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
-            if self.decoder_staging:  # prepass_decoders, staged: the decoder warps' item slots
-                sP: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, self.decoder_staging], cfgmod.SMEM_ALIGN]
             if self.staged_epilogue:  # epilogue="smem": the staging buffers of C
                 sC: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, epi_bytes], cfgmod.SMEM_ALIGN]
             if self.checks:  # harness builds only: the checker's shadow state
@@ -413,121 +283,11 @@ class HopperNvfp4GroupedGemm:
         atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
         x_rows = 64 if self.x_in_regs else self.mma_m
         x_layout = cute.tile_to_shape(atom, (x_rows, SUB_K, self.fp16_buffers), order=(0, 1, 2))
-        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers * self.y_copies), order=(0, 1, 2))
+        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers), order=(0, 1, 2))
         launch = dict(grid=(num_ctas, 1, 1), block=(self.threads, 1, 1), min_blocks_per_mp=1, stream=stream)
-        if self.config.ctas_per_sm > 1:
-            # HopperConfig.ctas_per_sm: ptxas keeps the registers to what that many CTAs leave
-            # (launch_register_cap), and the carveout gives the SM's shared memory to them
-            launch.update(max_number_threads=[self.threads, 1, 1], min_blocks_per_mp=self.config.ctas_per_sm,
-                          preferred_smem_carveout=100)
-        if self.cluster != 1:
-            # clusters of consecutive CTAs (the plan's num_ctas is a multiple of cluster_x)
-            launch["cluster"] = (self.cluster, 1, 1)
         if self.config.pdl:
             launch["use_pdl"] = True  # griddepcontrol in the kernel (HopperConfig.pdl)
-        if self.config.prepass_kernel_warps:
-            # phase 1's own launch first (HopperConfig.prepass_kernel_warps); both with the
-            # programmatic-serialization attribute, so each may start beside its predecessor
-            sizes_ptr, _prefix, ptrs_ptr, _tmaps, _delays, ws_ptr = pointers
-            threads = 32 * self.config.prepass_kernel_warps
-            self.phase1_kernel(sizes_ptr, ptrs_ptr, ws_ptr).launch(
-                grid=(num_ctas, 1, 1), block=(threads, 1, 1), stream=stream, use_pdl=True,
-                # the register cap: 65536 / (threads x min blocks) = prepass_kernel_regs; the
-                # carveout: all shared memory, the GEMM's CTAs' configuration. (Measured on the
-                # H200, profiling.pdl_probe: a dependent launch that needs 100 KB of shared memory
-                # or more starts on an SM only once this launch's CTA there has left, whatever
-                # the carveout, so the GEMM does not run beside phase 1 there)
-                max_number_threads=[threads, 1, 1],
-                min_blocks_per_mp=65536 // (threads * self.config.prepass_kernel_regs),
-                preferred_smem_carveout=100,
-            )
-            launch["use_pdl"] = True
         self.kernel(tiled_mma, x_layout, y_layout, *pointers).launch(**launch)
-
-    @cute.kernel
-    def phase1_kernel(self, sizes_ptr: cute.Pointer, ptrs_ptr: cute.Pointer, ws_ptr: cute.Pointer):
-        """``prepass_kernel_warps``: phase 1 in a launch of its own. Every thread waits for the
-        stream's previous kernel first (its writes of A and its scales visible, its reads of the
-        workspace done), and only then lets the GEMM's grid launch: so whatever the GEMM reads
-        before its own wait (tables, tensor maps, B) was complete before it started."""
-        cute.arch.griddepcontrol_wait()
-        cute.arch.griddepcontrol_launch_dependents()
-        tidx, _, _ = cute.arch.thread_idx()
-        G = self.num_groups
-        m_sizes = cute.make_tensor(sizes_ptr, cute.make_layout((G, 4), stride=(4, 1)))
-        m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
-        scratch = cutlass.Int32(0)
-        if cutlass.const_expr(cfgmod.phase1_launch_smem(self.config)):
-            smem = cutlass.memory.SmemAllocator()
-            scratch = smem.allocate_array(cutlass.Uint8, cfgmod.phase1_launch_smem(self.config),
-                                          byte_alignment=128).toint()
-        if cutlass.const_expr(self.ablates("prepass")):
-            pass  # profiling only (no_prepass): no item decoded, the GEMM reads stale rows
-        elif cutlass.const_expr(self.prepass_flags):
-            self.phase1_warp_flags(cutlass.Int32(tidx), m_sizes, m_ptrs, ws_ptr.toint(), scratch)
-        else:
-            self.phase1_own_decode(cutlass.Int32(tidx), m_sizes, m_ptrs, ws_ptr.toint(), scratch)
-
-    @cute.jit
-    def own_launch_count_through(self, ws: cutlass.Int64, gen: cutlass.Int32):
-        """``prepass_kernel_warps`` with flags, the producer warp after its last Y box and the
-        rings' tails: wait for phase 1's grid (complete: every claim made), then lane 0 counts this
-        CTA through; the last CTA through resets the claims and advances the generation
-        (``if_thread0_count_through``), after every CTA of this grid read it."""
-        cute.arch.griddepcontrol_wait()
-        if_thread0_count_through(cute.arch.lane_idx(), ws, gen)
-
-    @cute.jit
-    def phase1_warp_flags(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor, ws: cutlass.Int64,
-                          scratch: cutlass.Int32):
-        """``prepass_kernel_warps`` with flags: phase 1 on the phase-1 launch, every warp on its
-        own. A warp claims chunks of 32 x PHASE1_KERNEL_BATCH items (K-chunk-major, as
-        ``flags_chunk_decode`` orders them; lane 0 claims the next while the chunk is decoded),
-        decodes and stores its items (``prepass_store="staged"``: through its 32 slots at
-        ``scratch``), fences them towards the async proxy, syncs the warp, and its lanes add the
-        chunk's items of every flag cell it touched to the cell's counter (``warp_flag_publish``).
-        No CTA barrier and no count through (the GEMM's CTAs advance the generation and reset the
-        claims: ``own_launch_count_through``); the counters only grow (kernel.hopper.workspace)."""
-        lane = tidx % 32
-        batch = cfgmod.PHASE1_KERNEL_BATCH
-        roffs, bstarts, ms, n_oks, nblocks, levels, per_level, items, pitch, data, flags = self.flags_items(m_sizes, ws)
-        chunk = 32 * batch
-        chunks = (items + (chunk - 1)) // chunk
-        warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
-        claim = cutlass.Int32(0)
-        if lane == 0:
-            claim = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
-        c = cute.arch.shuffle_sync(claim, 0)
-        while c < chunks:
-            nxt = cutlass.Int32(0)
-            if lane == 0:
-                nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
-            first = c * chunk
-            end = cutlass.min(first + chunk, items)
-            self.flags_chunk_decode(lane, 32, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data, pitch,
-                                    warp_slots, self.config.prepass_store == "staged", batch)
-            # this lane's generic stores -> ordered before the async proxy (the GEMM's TMA), then
-            # the warp's barrier orders every lane's stores before the publishing lanes' release
-            fence_proxy_async_global()
-            cute.arch.sync_warp()
-            self.warp_flag_publish(lane, first, end, per_level, nblocks, levels, roffs, bstarts, ms, flags)
-            c = cute.arch.shuffle_sync(nxt, 0)
-
-    @cute.jit
-    def warp_flag_publish(self, lane: cutlass.Int32, first: cutlass.Int32, end: cutlass.Int32,
-                          per_level: cutlass.Int32, nblocks: cutlass.Int32, levels: cutlass.Int32, roffs: list,
-                          bstarts: list, ms: list, flags: cutlass.Int64):
-        """``phase1_warp_flags``, after a chunk's warp barrier: lane l takes cells l, l + 32, ... of
-        those the chunk's items touched (``flag_cell_span``) and adds the chunk's items of the cell
-        to its counter with a release (``fence.acq_rel.gpu`` + ``red.release.gpu``): no round
-        trip, no reset."""
-        g_last = self.prepass_flag_order(end - 1, per_level, nblocks, roffs, bstarts)
-        g = self.prepass_flag_order(first, per_level, nblocks, roffs, bstarts) + lane
-        while g <= g_last:
-            cell, cnt, _total = self.flag_cell_span(g, first, end, per_level, nblocks, levels, roffs, bstarts, ms,
-                                                   flags)
-            arrive_release_gpu(cell, cnt)
-            g = g + 32
 
     # ---------------------------------------------------------------------- device side
     def y_ring(self, storage, release_warps: int, cta_layout_vmnk: tuple):
@@ -548,15 +308,7 @@ class HopperNvfp4GroupedGemm:
         """tile -> (slot, m_block, n_block); the loop of kernel.plan.device_group_search.
         ``y_tail64``: ``tile`` is the index into this CTA's balanced list (its full tiles, then
         its light tiles; kernel.plan.LaunchPlan.cta_tiles)."""
-        if cutlass.const_expr(self.stream_k):
-            # ``tile``: this CTA's piece (kernel.plan.streamk_pieces), its entry of the full list
-            # (entry < nf) or of the light list (entry - nf)
-            ea, ka, eb, kb, nf, _claimed = self.share
-            entry, _k0, _k1, _w, _p = streamk_piece(ea, ka, eb, kb, tile)
-            light_list = cutlass.Int32(entry >= nf)
-            slot, m_block, n_block = balanced_locate(m_sizes, self.num_groups, self.config.tile_m,
-                                                     self.config.tile_n, light_list, entry - nf * light_list)
-        elif cutlass.const_expr(self.tail64):
+        if cutlass.const_expr(self.tail64):
             fs, fc, ts, _tc = self.share
             light_list = cutlass.Int32(tile >= fc)
             idx = fs + tile
@@ -564,13 +316,6 @@ class HopperNvfp4GroupedGemm:
                 idx = ts + (tile - fc)
             slot, m_block, n_block = balanced_locate(m_sizes, self.num_groups, self.config.tile_m,
                                                      self.config.tile_n, light_list, idx)
-        elif cutlass.const_expr(self.tail16):
-            # the snake schedule: ``tile`` is this CTA's round, its entry of the class-ordered list
-            cta, _, _ = cute.arch.block_idx()
-            ctas, _, _ = cute.arch.grid_dim()
-            idx = snake_index(tile, cutlass.Int32(cta), cutlass.Int32(ctas))
-            slot, m_block, n_block = snake_locate(m_sizes, self.num_groups, self.config.tile_m, self.config.tile_n,
-                                                  idx)
         else:
             slot = group_search(m_prefix, tile, self.num_groups)
             rest = tile - m_prefix[slot]
@@ -584,10 +329,6 @@ class HopperNvfp4GroupedGemm:
         """(slot, m, n, k, m0, n0): the group of ``tile``, its sizes and the tile's first row and
         column of C; what the producer and the consumers both need for every tile."""
         slot, m_block, n_block = self.locate(m_prefix, m_sizes, tile)
-        if cutlass.const_expr(self.cluster != 1):
-            # a cluster tile (kernel.plan): this CTA's N block of the cluster's column; past the
-            # group's last N block for a ghost (X zero-filled by TMA, every store predicated off)
-            n_block = n_block * self.cluster + cute.arch.block_idx_in_cluster()
         return (
             slot,
             m_sizes[slot, 0],
@@ -604,16 +345,12 @@ class HopperNvfp4GroupedGemm:
         (``balanced_read``, after phase 1's completion barrier). Returns the tile range. Traced
         inline (a plain method: an attribute set in a run-time branch's own body would be carried
         out of it)."""
-        if cutlass.const_expr(self.stream_k):
-            self.share = self.streamk_setup(m_sizes)
-            if_lane0_store_share(slots, self.share)
-            return self.tile_range(total)
         nf, nt = balanced_counts(m_sizes, self.num_groups, self.config.tile_m, self.config.tile_n)
         cta, _, _ = cute.arch.block_idx()
         ctas, _, _ = cute.arch.grid_dim()
         if cutlass.const_expr(self.ablates("balanced_split")):
             self.share = uniform_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))  # profiling only
-        elif cutlass.const_expr(self.config.exit_split_warp):
+        elif cutlass.const_expr(self.config.prepass_split_warp):
             self.share = balanced_share_warp(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta), cute.arch.lane_idx())
         else:
             self.share = balanced_share(nf, nt, cutlass.Int32(ctas), cutlass.Int32(cta))
@@ -623,94 +360,14 @@ class HopperNvfp4GroupedGemm:
     def balanced_read(self, total, slots):
         """y_tail64, the consumer warps after phase 1's completion barrier: the share the producer
         warp stored (``balanced_setup``), and the tile range. Traced inline."""
-        self.share = tuple(ld_shared_u32(slots + 4 * i) for i in range(6 if self.stream_k else 4))
+        self.share = tuple(ld_shared_u32(slots + 4 * i) for i in range(4))
         return self.tile_range(total)
-
-    def streamk_setup(self, m_sizes: cute.Tensor):
-        """stream_k, the producer warp (every lane): this CTA's range (kernel.device_schedule.
-        streamk_range: kernel.plan.streamk_boundary at its own index and the next) and, when its first piece hands on, the claim of the
-        boundary that piece ends at (lane 0: IDLE -> CLAIMED; finding TAKEN, the CTA after it ran
-        the whole tile already: the word back to IDLE, the piece runs without handing on).
-        Returns the six-word share (``locate``, ``tile_range``, ``streamk_piece_k``). Traced inline."""
-        cfg = self.config
-        cta, _, _ = cute.arch.block_idx()
-        ctas, _, _ = cute.arch.grid_dim()
-        ea, ka, eb, kb, nf = streamk_range(m_sizes, self.num_groups, cfg.tile_m, cfg.tile_n, cfg.tile_k,
-                                           cutlass.Int32(ctas), cutlass.Int32(cta))
-        return ea, ka, eb, kb, nf, self.streamk_claim(m_sizes, ea, ka, eb, kb)
-
-    @cute.jit
-    def streamk_claim(self, m_sizes: cute.Tensor, ea: cutlass.Int32, ka: cutlass.Int32, eb: cutlass.Int32,
-                      kb: cutlass.Int32):
-        """stream_k, every lane of the producer warp (``streamk_setup``); lane 0 makes the claim,
-        and its value is the one stored for the consumers (``if_lane0_store_share``): 1 if this
-        CTA's first piece hands on and it claimed the boundary it ends at, else 0 (0 on the other
-        lanes, which never read it)."""
-        cta, _, _ = cute.arch.block_idx()
-        _e, _k0, _k1, _w, first_hands_on = streamk_piece(ea, ka, eb, kb, cutlass.Int32(0))
-        claimed = cutlass.Int32(0)
-        if cutlass.const_expr(self.forced_take):
-            # (harness build, Perturbation.streamk_take: no claim; the CTA after takes the tile)
-            first_hands_on = cutlass.Int32(0)
-        if streamk_count(ea, ka, eb, kb) * first_hands_on != 0:
-            if cute.arch.lane_idx() == 0:
-                word = self.streamk_state(m_sizes, cutlass.Int32(cta) + 1)
-                old = atom_cas_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE), cutlass.Int32(STREAMK_CLAIMED))
-                claimed = cutlass.Int32(old == STREAMK_IDLE)
-                if old == STREAMK_TAKEN:
-                    store_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE))
-        return claimed
-
-    @cute.jit
-    def streamk_region(self, m_sizes: cute.Tensor):
-        """stream_k: the workspace's stream-K region (kernel.hopper.workspace, Geometry.streamk_offset:
-        after the data rows, every slot's rows x 2 x the largest K)."""
-        rows = cutlass.Int32(0)
-        kmax = cutlass.Int32(0)
-        for s in cutlass.range_constexpr(self.num_groups):
-            rows = rows + self.slot_rows(m_sizes[s, 0])
-            kmax = cutlass.max(kmax, m_sizes[s, 2])
-        return self.ws_base + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
-
-    @cute.jit
-    def streamk_state(self, m_sizes: cute.Tensor, b: cutlass.Int32):
-        """stream_k: the address of boundary ``b``'s state word."""
-        return self.streamk_region(m_sizes) + cutlass.Int64(b) * 4
-
-    @cute.jit
-    def streamk_partial(self, m_sizes: cute.Tensor, b: cutlass.Int32):
-        """stream_k: the address of boundary ``b``'s partial (the consumers' fp32 accumulators)."""
-        return (self.streamk_region(m_sizes) + STREAMK_STATE_BYTES
-                + cutlass.Int64(b) * (4 * self.config.acc_regs_per_thread * self.consumer_threads))
-
-    @cute.jit
-    def streamk_piece_k(self, tile: cutlass.Int32, k_tiles: cutlass.Int32):
-        """stream_k: (k0, k1, waits, hands on) of piece ``tile``: its K tiles k0 .. k1 - 1 (k1 the
-        tile's K tiles for a piece that runs to the end), whether it continues from the partial of
-        the boundary at this CTA's index and whether it hands its partial on at the next."""
-        ea, ka, eb, kb, _nf, _claimed = self.share
-        _e, k0, k1, waits, hands_on = streamk_piece(ea, ka, eb, kb, tile)
-        if k1 == STREAMK_END:
-            k1 = k_tiles
-        return k0, k1, waits, hands_on
 
     @cute.jit
     def tile_range(self, total: cutlass.Int32):
-        if cutlass.const_expr(self.stream_k):
-            ea, ka, eb, kb, _nf, _claimed = self.share
-            first, end, step = cutlass.Int32(0), streamk_count(ea, ka, eb, kb), cutlass.Int32(1)
-        elif cutlass.const_expr(self.tail64):
+        if cutlass.const_expr(self.tail64):
             # the balanced schedule: entries 0 .. full + light - 1 of this CTA's list (locate)
             first, end, step = cutlass.Int32(0), self.share[1] + self.share[3], cutlass.Int32(1)
-        elif cutlass.const_expr(self.tail16):
-            # the snake schedule: this CTA's rounds (kernel.plan.snake_rounds)
-            cta, _, _ = cute.arch.block_idx()
-            ctas, _, _ = cute.arch.grid_dim()
-            first, end, step = cutlass.Int32(0), snake_rounds(total, cutlass.Int32(ctas), cutlass.Int32(cta)), \
-                cutlass.Int32(1)
-        elif cutlass.const_expr(self.cluster != 1):
-            # the cluster's range of cluster tiles, the same for both CTAs (kernel.plan)
-            first, end, step = cluster_tile_range(total, self.config.schedule, self.cluster)
         else:
             first, end, step = cta_tile_range(total, self.config.schedule)
         return first, end, step
@@ -874,11 +531,6 @@ class HopperNvfp4GroupedGemm:
             # frees (they wait here in turn). What overlaps: the launch and the CTAs' dispatch
             cute.arch.griddepcontrol_wait()
             cute.arch.griddepcontrol_launch_dependents()
-        elif cutlass.const_expr(cfg.prepass_kernel_warps and cfg.prepass_kernel_trigger == "start"):
-            # phase 1 ran in the launch before this one (phase1_kernel), which let this grid start
-            # only after the stream's previous kernel completed; the producer waits for phase 1
-            # itself before its first Y box. The next launch may start its CTAs beside these
-            cute.arch.griddepcontrol_launch_dependents()
         tidx, _, _ = cute.arch.thread_idx()
         tidx = cutlass.Int32(tidx)
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -923,18 +575,6 @@ class HopperNvfp4GroupedGemm:
                 consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_warps),
             )
 
-        if cutlass.const_expr(self.y_cluster):
-            # landed[b]: this CTA's one expect_tx arrive per use plus the peer's st.async bytes;
-            # free[b]: one arrival per consumer warp of the peer CTA. The init fenced for the
-            # cluster, then every thread of both CTAs syncs before any remote store or arrive
-            # can reach them
-            if tidx == 0:
-                for b in cutlass.range_constexpr(cfgmod.Y_CLUSTER_BUFFERS):
-                    cute.arch.mbarrier_init(self.cluster_y_landed(b), 1)
-                    cute.arch.mbarrier_init(self.cluster_y_free_bar(b), self.consumer_warps)
-            cute.arch.mbarrier_init_fence()  # fence.mbarrier_init.release.cluster
-            cute.arch.cluster_arrive_relaxed()
-            cute.arch.cluster_wait()
 
         sX = None if self.x_in_regs else storage.sX.get_tensor(x_layout.outer, swizzle=x_layout.inner)
         sY = storage.sY.get_tensor(y_layout.outer, swizzle=y_layout.inner)
@@ -950,8 +590,6 @@ class HopperNvfp4GroupedGemm:
             st_shared_u32(self.hb_base + (warp_idx * HB_WARP_WORDS + self.hb_lane) * 4, cutlass.Int32(0))
             cute.arch.barrier()
 
-        if cutlass.const_expr(self.smem_tables):
-            sizes_ptr, prefix_ptr, ptrs_ptr = self.tables_to_smem(storage, tidx, sizes_ptr, prefix_ptr, ptrs_ptr)
         m_sizes = cute.make_tensor(sizes_ptr, cute.make_layout((G, 4), stride=(4, 1)))
         m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
         m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
@@ -964,88 +602,13 @@ class HopperNvfp4GroupedGemm:
             t_begin, t_end, t_step = self.tile_range(total)
         # (y_tail64: the CTA's tiles are known after phase 1: balanced_setup, producer warp)
 
-        if cutlass.const_expr(self.prepass_flags and self.decoders):
-            # ---------- session 10: phase 1 in the background on the decoder warps, phase 2 at once
+        if cutlass.const_expr(self.prepass):
+            # ------------------------- phase 1 with run-time chunks, then phase 2
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
             y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))
-            if warp_idx >= self.decoder_warp0:
-                scratch = cutlass.Int32(0)
-                if cutlass.const_expr(self.decoder_staging):
-                    scratch = storage.sP.data_ptr().toint()
-                self.prepass_decode_background(tidx - 32 * self.decoder_warp0, m_sizes, m_ptrs, ws, claim_slots,
-                                               scratch)
-            elif warp_idx >= self.producer_warp:
-                # the launch's generation, read before the hand-off: the decoder warps count the CTA
-                # through phase 1 (after which the generation may advance) only after it
-                gen = ld_relaxed_gpu_u32(ws + GEN_WORD)
-                pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_HANDOFF_BARRIER_ID,
-                                      num_threads=32 + self.decoder_threads).arrive()
-                if cutlass.const_expr(self.tail64):
-                    p_begin, p_end, p_step = self.balanced_setup(m_sizes, total,
-                                                                 claim_slots + cfgmod.BACKGROUND_SHARE_OFFSET)
-                    pipeline.NamedBarrier(barrier_id=cfgmod.SHARE_BARRIER_ID,
-                                          num_threads=self.consumer_threads + 32).arrive()
-                else:
-                    p_begin, p_end, p_step = self.tile_range(total)
-                self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                       p_begin, p_end, p_step, total, gen)
-            else:
-                if cutlass.const_expr(self.tail64):
-                    # the producer warp's split (balanced_setup), handed over by a named barrier
-                    pipeline.NamedBarrier(barrier_id=cfgmod.SHARE_BARRIER_ID,
-                                          num_threads=self.consumer_threads + 32).arrive_and_wait()
-                    c_begin, c_end, c_step = self.balanced_read(total, claim_slots + cfgmod.BACKGROUND_SHARE_OFFSET)
-                else:
-                    c_begin, c_end, c_step = self.tile_range(total)
-                if cutlass.const_expr(cfg.prepass_first_local):
-                    # the first tile's first K tile(s) of Y into the Y ring by the consumers, at
-                    # once (phase 1 runs on the decoder warps meanwhile); the producer completes
-                    # those ring slots after this barrier and waits on flags only from the next
-                    self.prepass_first_local_decode(tidx, m_prefix, m_sizes, m_ptrs, c_begin, c_end, sy_base,
-                                                    self.consumer_threads)
-                    pipeline.NamedBarrier(barrier_id=cfgmod.LOCAL_BARRIER_ID,
-                                          num_threads=self.consumer_threads + 32).arrive()
-                self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                           c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
-                                           sy_iter=storage.sY if (self.tail64 or self.tail16) else None)
-        elif cutlass.const_expr(self.inline_flags):
-            # ---------- issue 14: phase 1 K-chunk-major with readiness flags, then phase 2
-            ws = ws_ptr.toint()
-            claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
-            y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))
-            gen = self.prepass_decode_flags(tidx, m_sizes, m_ptrs, ws, claim_slots)
-            # no completion barrier: the producer waits per Y box on its flag, the consumers on
-            # the Y ring's full mbarriers as before
-            if warp_idx >= self.producer_warp:
-                self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                       t_begin, t_end, t_step, total, gen)
-            else:
-                self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                     t_begin, t_end, t_step, late_coords=cfg.consumer_warpgroups == 3)
-        elif cutlass.const_expr(self.prepass and cfg.prepass_chunk):
-            # ------------------------- issue 14q: phase 1 with run-time chunks, then phase 2
-            ws = ws_ptr.toint()
-            claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
-            # (cluster_x = 2: the ring shared by the cluster, see ``y_release_warps``)
-            y_pipe = self.y_ring(storage, self.y_release_warps, self.y_cluster_vmnk)
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
-            self.ws_base = ws  # (stream_k: its state words and partials are in the workspace)
-            self.streamk_head_slot = share_slots + 24  # stream_k: the share's word 6
-            lean = cfg.prepass_lean_exit
-            count_after = cfg.exit_count_after
-            # (phase1_only: no X stage may be left in flight at the exit)
-            first_local = cfg.prepass_first_local and not self.ablates("phase2")
-            # (prepass_first_local: the split before phase 1, so every thread knows the first tile)
-            x_before = ((lean and cfg.prepass_x_before) or cfg.prepass_first_local) and not self.ablates("phase2")
-            if cutlass.const_expr(x_before):
-                # prepass_x_before: the producer warp's split and first X stages before phase 1
-                # (neither needs it), so X's first stages load while Y is decoded
-                if warp_idx >= self.producer_warp:
-                    self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
-                                          cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
-            own_launch = self.own_launch  # phase 1 in the launch before this one
-            if cutlass.const_expr(self.ablates("prepass") or own_launch):
+            if cutlass.const_expr(self.ablates("prepass")):
                 # (ablation, profiling only: no item decoded, the Y boxes read stale rows)
                 chunks = cutlass.Int32(0)
             else:
@@ -1062,30 +625,17 @@ class HopperNvfp4GroupedGemm:
                 cute.arch.barrier()
             else:
                 if warp_idx >= self.producer_warp:
-                    if cutlass.const_expr(not x_before):
-                        # the split (y_tail64: ~1200 instructions on one lane, ~150 over the
-                        # lanes with exit_split_warp) and (prepass_x_early) the first tile's X
-                        # stages, after the warp's phase-1 chunks
-                        self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
-                                              cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
-                elif cutlass.const_expr(not first_local and not own_launch):
+                    # the split (y_tail64: ~1200 instructions on one lane, ~150 over the
+                    # lanes with exit_split_warp) and (prepass_x_early) the first tile's X
+                    # stages, after the warp's phase-1 chunks
+                    self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
+                                          cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
+                else:
                     if tidx == 0:
-                        if cutlass.const_expr(count_after):
-                            self.prepass_wait_done(ws, chunks)
-                        else:
-                            self.prepass_wait(ws, chunks)
+                        self.prepass_wait(ws, chunks)
                         if cutlass.const_expr(self.timeline):
                             self.timeline_point("phase1_passed")  # the grid barrier's spin ended
-                if cutlass.const_expr(first_local):
-                    # the first tile's first K tile into the Y ring by this CTA itself; the
-                    # producer awaits phase 1's completion before its first workspace box instead
-                    total = m_prefix[G]
-                    if cutlass.const_expr(self.tail64):
-                        f_begin, f_end, _f_step = self.balanced_read(total, share_slots)  # producer_x_first's
-                    else:
-                        f_begin, f_end, _f_step = self.tile_range(total)
-                    self.prepass_first_local_decode(tidx, m_prefix, m_sizes, m_ptrs, f_begin, f_end, sy_base)
-                # phase 1's completion barrier (prepass_first_local: the local decode's): one
+                # phase 1's completion barrier: one
                 # instruction that every thread executes (bar.sync is barrier.sync.aligned; reached
                 # from the two roles' own code it was undefined in PTX, and compute-sanitizer
                 # synccheck aborted the launch on it)
@@ -1102,61 +652,20 @@ class HopperNvfp4GroupedGemm:
                         p_begin, p_end, p_step = self.balanced_read(total, share_slots)  # producer_x_first's
                     else:
                         p_begin, p_end, p_step = self.tile_range(total)
-                    gen = None
-                    if cutlass.const_expr(own_launch and self.prepass_flags):
-                        # the generation phase 1's flags carry (+ 1): only this grid's CTAs
-                        # advance it, each after this read (own_launch_count_through)
-                        gen = ld_relaxed_gpu_u32(ws + GEN_WORD)
-                    elif cutlass.const_expr(own_launch):
-                        # phase 1's grid complete and its workspace stores visible: the one wait
-                        # of this grid, before its first Y box (the X stages went out already)
-                        cute.arch.griddepcontrol_wait()
                     self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                           p_begin, p_end, p_step, total, gen=gen,
-                                           chunks=chunks if first_local else None)
-                    if cutlass.const_expr(own_launch and self.prepass_flags):
-                        self.own_launch_count_through(ws, gen)
+                                           p_begin, p_end, p_step, total)
                 else:
-                    if cutlass.const_expr(count_after):
-                        # counted through after the barrier: the atomic's round trip overlaps the
-                        # producer's first Y boxes instead of delaying them
-                        if tidx == 0:
-                            self.prepass_count_through(ws)
                     if cutlass.const_expr(self.tail64):
                         c_begin, c_end, c_step = self.balanced_read(total, share_slots)
                     else:
                         c_begin, c_end, c_step = self.tile_range(total)
                     self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                               c_begin, c_end, c_step, late_coords=cfg.consumer_warpgroups == 3,
-                                               sy_iter=storage.sY if (self.tail64 or self.tail16) else None)
-        elif cutlass.const_expr(self.prepass):
-            # ---------------------------------------------- phase 1: Y -> fp16 workspace
-            ws = ws_ptr.toint()
-            claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
-            self.prepass_decode(tidx, m_sizes, m_ptrs, ws, claim_slots)
-            y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))
-
-        if cutlass.const_expr(self.prepass and cfg.prepass_chunk):
-            pass  # phase 2 above
-        elif cutlass.const_expr(self.prepass):
-            # ------------------------------------- phase 2: X raw per stage, Y fp16 by TMA
-            if warp_idx >= self.producer_warp:
-                self.produce_prepass(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                     t_begin, t_end, t_step)
-            else:
-                self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                     t_begin, t_end, t_step)
+                                               c_begin, c_end, c_step, sy_iter=storage.sY if self.tail64 else None)
         elif warp_idx >= self.producer_warp:
             # ------------------------------------------------------------ producer warp
             lane = cute.arch.lane_idx()
             pw = warp_idx - self.producer_warp
             p_end = t_end
-            if cutlass.const_expr(cfg.consumer_regs):
-                # the whole producer warpgroup gives registers back (one setmaxnreg for all
-                # four warps); only its first warp loads, the others run no tile and exit
-                cute.arch.setmaxregister_decrease(cfg.producer_regs)
-                if pw != 0:
-                    p_end = t_begin
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
             for tile in range(t_begin, p_end, t_step):
                 slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
@@ -1217,13 +726,10 @@ class HopperNvfp4GroupedGemm:
                     self.delay("producer", "issue", "after")
                     state.advance()
             self.delay("producer", "tail", "before")
-            if cutlass.const_expr(not cfg.consumer_regs) or pw == 0:
-                self.producer_tail(pipe, state)
+            self.producer_tail(pipe, state)
             self.check_producer_exit()
         elif warp_idx < self.dequant_warp0:
             # ------------------------------------------------------- consumer warpgroups
-            if cutlass.const_expr(cfg.consumer_regs):
-                cute.arch.setmaxregister_increase(cfg.consumer_regs)  # every consumer warpgroup
             thr_mma = tiled_mma.get_slice(tidx)
             tCsY = thr_mma.partition_B(sY)
             tCrY = tiled_mma.make_fragment_B(tCsY)
@@ -1240,61 +746,12 @@ class HopperNvfp4GroupedGemm:
                 # being the fp16 ring; the fragments above go unused)
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, fp16_pipe, raw_base, tidx,
                                            t_begin, t_end, t_step)
-            elif cutlass.const_expr(self.y_cluster):
-                self.consume_cluster_y(tiled_mma, thr_mma, acc, tCrY, tCcC, filler, m_prefix, m_sizes, m_ptrs, pipe,
-                                       raw_base, sy_base, tidx, t_begin, t_end, t_step)
-            elif cutlass.const_expr(self.split):
-                fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
-                for tile in range(t_begin, t_end, t_step):
-                    slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
-                    steps = (k // cfg.tile_k) * self.n_sub
-                    self.reset_accumulator(acc)
-                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                    self.wgmma_fence()
-                    # first sub-block peeled: nothing to release before it
-                    self.delay("consumer", "fp16_wait", "before")
-                    fp16_pipe.consumer_wait(fp16_state)
-                    self.delay("consumer", "fp16_wait", "after")
-                    self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, fp16_state.index, filler)
-                    retire_state = fp16_state.clone()
-                    fp16_state.advance()
-                    for _step in range(1, steps):
-                        self.delay("consumer", "fp16_wait", "before")
-                        fp16_pipe.consumer_wait(fp16_state)
-                        self.delay("consumer", "fp16_wait", "after")
-                        self.mma_sub_block(tiled_mma, acc, tCrX, tCrY, fp16_state.index, filler)
-                        # the previous sub-block's wgmma has retired: its buffer is free
-                        self.delay("consumer", "wgmma_wait", "before")
-                        self.wait_group(1)
-                        self.delay("consumer", "wgmma_wait", "after")
-                        self.warp_release(fp16_pipe, retire_state)
-                        retire_state.advance()
-                        fp16_state.advance()
-                    self.delay("consumer", "wgmma_wait", "before")
-                    self.wait_group(0)
-                    self.warp_release(fp16_pipe, retire_state)
-                    self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
-                    self.poison_accumulator(acc)
             else:
-                # y_per_warpgroup: each warpgroup w syncs only its own 128 threads (barrier id
-                # 1 + w), decodes the whole Y into its own ring (buffers w*2, w*2+1) and so
-                # drifts freely against the other; wtid is its thread index inside the warpgroup
                 wtid, ybuf0 = tidx, 0
-                # checker: the warps that write and read this warp's fp16 buffers (all consumer
-                # warps; y_per_warpgroup: its own warpgroup's four)
+                # checker: the warps that write and read this warp's fp16 buffers (all consumer warps)
                 hb_warp0, hb_warps = 0, self.consumer_warps
-                if cutlass.const_expr(self.y_per_wg):
-                    wg = warp_idx // 4
-                    wtid = tidx - 128 * wg
-                    ybuf0 = wg * self.fp16_buffers
-                    hb_warp0, hb_warps = wg * 4, 4
-                    consumers = pipeline.NamedBarrier(barrier_id=1 + wg, num_threads=128)
-                else:
-                    consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
+                consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
-                # three fp16 buffers: a running index over every sub-block of every tile (its phase
-                # is unused); two: the static ping-pong sb % 2
-                fp16_buf = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
                 for tile in range(t_begin, t_end, t_step):
                     slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
                     x_sf_row0, y_sf_row0 = self.sf_rows(m0, n0)
@@ -1309,22 +766,14 @@ class HopperNvfp4GroupedGemm:
                         self.delay("consumer", "wait", "after")
                         stage = raw_base + state.index * self.raw_stage_bytes
                         for sb in cutlass.range_constexpr(self.n_sub):
-                            # 2 or 4 buffers divide the K tile's sub-blocks: static; 3 do not
+                            # 2 or 4 buffers divide the K tile's sub-blocks: the buffer is static
                             buf = sb % self.fp16_buffers
-                            if cutlass.const_expr(self.fp16_buffers == 3):
-                                buf = fp16_buf.index
-                            if cutlass.const_expr(self.y_per_wg):
-                                buf = ybuf0 + sb % 2  # this warpgroup's ring
                             self.delay("consumer", "decode", "before")
                             self.check_reuse(buf, hb_warp0, hb_warps)
                             if cutlass.const_expr(self.x_in_regs):
                                 x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
                                 if cutlass.const_expr(self.ablates("y_dequant")):
                                     pass  # profiling only: Y's buffers keep what they hold
-                                elif cutlass.const_expr(self.y_per_wg):
-                                    self.dequant_y_rs(wtid, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb, 128)
-                                elif cutlass.const_expr(self.y_units_ragged):
-                                    self.dequant_y_rs_ragged(tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
                                 else:
                                     self.dequant_y_rs(tidx, stage, sy_base + buf * self.y_buf_bytes, y_sf_row0, sb)
                             else:
@@ -1356,29 +805,21 @@ class HopperNvfp4GroupedGemm:
                             self.delay("consumer", "wgmma_wait", "before")
                             self.wait_group(cfg.wgmma_in_flight)
                             self.delay("consumer", "wgmma_wait", "after")
-                            if cutlass.const_expr(self.ablates("y_sync")):
-                                pass  # profiling only
-                            elif cutlass.const_expr(self.fp16_buffers == 2):
+                            # 4 buffers (wgmma_in_flight=2): no second barrier, the buffer written next
+                            # was last read by the wgmma four sub-blocks back, which every warp
+                            # retired (its wait_group(2)) before the barrier this warp passed last
+                            if cutlass.const_expr(self.fp16_buffers == 2 and not self.ablates("y_sync")):
                                 self.delay("consumer", "bar_reuse", "before")
                                 # every warp has retired the wgmma that read the other buffer
                                 consumers.arrive_and_wait()
                                 self.delay("consumer", "bar_reuse", "after")
                                 self.poison_free_fp16_buffer(tidx, consumers, sx_base, sy_base, (sb + 1) % 2, wtid, ybuf0)
-                            else:
-                                # no second barrier: the buffer written next was last read by the
-                                # wgmma three sub-blocks back (four with wgmma_in_flight=2), which
-                                # every warp retired (its wait_group(1), or (2)) before the barrier
-                                # this warp passed last
-                                if cutlass.const_expr(self.fp16_buffers == 3):
-                                    fp16_buf.advance()
                         state.advance()
                     self.wait_group(0)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
                     self.poison_accumulator(acc)
         elif cutlass.const_expr(self.split):
             # ---------------------------------------- dequant warpgroups (roles="split")
-            if cutlass.const_expr(cfg.consumer_regs and cfg.dequant_regs < cfg.launch_register_cap):
-                cute.arch.setmaxregister_decrease(cfg.dequant_regs)
             dq_tidx = tidx - self.consumer_threads
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             fp16_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
@@ -1447,34 +888,7 @@ class HopperNvfp4GroupedGemm:
                     pipe.consumer_release(state)
                     self.delay("dequant", "release", "after")
                     state.advance()
-        if cutlass.const_expr(self.cluster != 1):
-            # every thread of both CTAs: no CTA exits while its peer may still multicast a Y half
-            # into its shared memory or arrive on its Y ring's empty barriers. Relaxed (no
-            # GPU-scope fence behind the epilogue's stores): it orders exits only; the peer's last
-            # multicasts were awaited by this CTA's consumers and its remote arrives by this CTA's
-            # producer_tail before either reaches this barrier
-            cute.arch.cluster_arrive_relaxed()
-            cute.arch.cluster_wait()
 
-
-    def tables_to_smem(self, storage, tidx, sizes_ptr, prefix_ptr, ptrs_ptr):
-        """``smem_tables``, every thread at the kernel's start (after griddepcontrol.wait: a kernel
-        may have written the tables): the sizes, tile prefix and pointer tables copied into shared
-        memory, element i of each (guard rows included) by thread i mod threads, all loads of a
-        thread independent of each other (one round trip for the CTA), then one CTA barrier.
-        The SMEM_TABLE_GUARD_ROWS rows before and after each table hold kernel.tables' guard
-        fills (GUARD_SIZE, GUARD_PREFIX, GUARD_POINTER), as a strict table's guard rows do in
-        global memory, so a read one slot past either end gets the same values in every build.
-        Returns the shared pointers of the real rows (slot 0). Traced inline."""
-        G = self.num_groups
-        R = cfgmod.SMEM_TABLE_GUARD_ROWS
-        dsts = (storage.t_sizes.data_ptr(), storage.t_prefix.data_ptr(), storage.t_ptrs.data_ptr())
-        widths = (4, 1, 5)
-        copy_tables_to_smem(tidx, self.threads, (sizes_ptr, prefix_ptr, ptrs_ptr), dsts, (4 * G, G + 1, 5 * G),
-                            tuple(R * w for w in widths), (GUARD_SIZE, GUARD_PREFIX, GUARD_POINTER))
-        out = [d + R * w for d, w in zip(dsts, widths)]
-        cute.arch.barrier()  # every table element stored before any thread reads one
-        return out[0], out[1], out[2]
 
     # ------------------------------------------------ y_source="prepass" (issue 14p)
     @cute.jit
@@ -1487,65 +901,6 @@ class HopperNvfp4GroupedGemm:
             st_shared_u32(slot_addr, atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1)))
         cute.arch.barrier()
         return ld_shared_u32(slot_addr)
-
-    @cute.jit
-    def prepass_item(self, item: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor, data: cutlass.Int64,
-                     pitch: cutlass.Int64):
-        """Decode item ``item`` (kernel.hopper.workspace.item_location / item_addresses)."""
-        base = cutlass.Int32(0)
-        roff = cutlass.Int32(0)
-        sel_slot = cutlass.Int32(0)
-        sel_base = cutlass.Int32(0)
-        sel_roff = cutlass.Int32(0)
-        for s in range(self.num_groups):
-            m = m_sizes[s, 0]
-            count = m * (m_sizes[s, 2] // SUB_K)
-            if m_sizes[s, 1] == 0:
-                count = cutlass.Int32(0)
-            if item >= base:
-                if item < base + count:
-                    sel_slot = cutlass.Int32(s)
-                    sel_base = base
-                    sel_roff = roff
-            base = base + count
-            roff = roff + self.slot_rows(m)
-        raw, sf, dst = self.prepass_run_addresses(item, sel_slot, sel_base, sel_roff, m_sizes, m_ptrs, data, pitch)
-        dequant_y_global_rs(raw, sf, dst, self.config.operand_exp_shift)
-
-    @cute.jit
-    def prepass_decode(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor, ws: cutlass.Int64,
-                       slots: cutlass.Int32):
-        """Phase 1, every thread of every CTA: decode every group's Y rows into the workspace,
-        then wait until every chunk is decoded (kernel.hopper.workspace: why this cannot
-        deadlock, and how the counters go back to zero for the next launch)."""
-        threads = self.threads
-        chunk = threads * ITEMS_PER_THREAD
-        items = cutlass.Int32(0)
-        kmax = cutlass.Int32(0)
-        for s in range(self.num_groups):
-            if m_sizes[s, 1] != 0:
-                items = items + m_sizes[s, 0] * (m_sizes[s, 2] // SUB_K)
-            kmax = cutlass.max(kmax, m_sizes[s, 2])
-        chunks = (items + (chunk - 1)) // chunk
-        pitch = cutlass.Int64(kmax * 2)
-        data = ws + DATA_OFFSET
-        it = cutlass.Int32(0)
-        c = self.prepass_claim(tidx, ws, slots, it)
-        while c < chunks:
-            for j in cutlass.range_constexpr(ITEMS_PER_THREAD):
-                item = c * chunk + tidx + j * threads
-                if item < items:
-                    self.prepass_item(item, m_sizes, m_ptrs, data, pitch)
-            # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
-            fence_proxy_async_global()
-            cute.arch.barrier()
-            if tidx == 0:
-                arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
-            it = it + 1
-            c = self.prepass_claim(tidx, ws, slots, it)
-        if tidx == 0:
-            self.prepass_wait(ws, chunks)
-        cute.arch.barrier()
 
     def prepass_chunking(self, items, threads=None, batch: int = cfgmod.PREPASS_BATCH):
         """Phase 1's run-time chunk (``prepass_chunk`` = F > 0): clamp(ceil(items / (F x grid)),
@@ -1571,41 +926,16 @@ class HopperNvfp4GroupedGemm:
         claims only while running, and decodes every chunk it claimed before it waits."""
         threads = self.threads
         batch = cfgmod.PREPASS_BATCH
-        if cutlass.const_expr(self.config.exit_claim_first):
-            # prepass_lean_exit / prepass_claim_first: thread 0's first claim goes out before
-            # anything else, so its round trip overlaps the chunking arithmetic and the L2
-            # prefetch below
-            first_claim = cutlass.Int32(0)
-            if tidx == 0:
-                first_claim = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
         # per group: first item, first workspace row (registers for the whole loop)
         bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
         chunk, chunks = self.prepass_chunking(items)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
-        staged = self.config.prepass_store == "staged"
-        # prepass_store="staged": each warp's 32 item slots in the Y ring (unused until phase 1
+        # each warp's 32 item slots in the Y ring (unused until phase 1
         # ends; its TMA writes come after the proxy fence below and the completion barrier)
         warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         it = cutlass.Int32(0)
-        if cutlass.const_expr(self.config.exit_claim_first):
-            # thread 0 issues the first claim (prepass_claim's atomic), then, while it is in
-            # flight, every other thread prefetches its first item of chunk blockIdx (raw row run
-            # and scales) into L2: a hint, whichever CTA claims that chunk then loads those from
-            # L2, not DRAM (thread 0's item shares a line with thread 1's)
-            cta, _, _ = cute.arch.block_idx()
-            item0 = cutlass.Int32(cta) * chunk + tidx
-            if item0 < cutlass.min(cutlass.Int32(cta) * chunk + chunk, items):
-                if tidx != 0:
-                    raw0, sf0, _dst0 = self.prepass_item_addresses(item0, bases, roffs, counts, m_sizes, m_ptrs, data,
-                                                                   pitch)
-                    prefetch_l2_pair(raw0, sf0, cutlass.Int32(1))
-            if tidx == 0:
-                st_shared_u32(slots, first_claim)  # slot it % 2 = 0, as prepass_claim
-            cute.arch.barrier()
-            c = ld_shared_u32(slots)
-        else:
-            c = self.prepass_claim(tidx, ws, slots, it)
+        c = self.prepass_claim(tidx, ws, slots, it)
         while c < chunks:
             nxt = cutlass.Int32(0)
             if tidx == 0:
@@ -1614,7 +944,7 @@ class HopperNvfp4GroupedGemm:
             first = c * chunk
             end = cutlass.min(first + chunk, items)
             self.decode_chunk_items(tidx, threads, batch, first, end, bases, roffs, counts, m_sizes, m_ptrs, data,
-                                    pitch, staged, warp_slots)
+                                    pitch, warp_slots)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             fence_proxy_async_global()
             if tidx == 0:
@@ -1624,48 +954,19 @@ class HopperNvfp4GroupedGemm:
                 arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
             it = it + 1
             c = ld_shared_u32(slots + (it % 2) * 4)
-        if cutlass.const_expr(staged):
-            # the slots' generic writes before the Y ring's TMA (async proxy) writes to them
-            cute.arch.fence_proxy("async.shared", space="cta")
+        # the slots' generic writes before the Y ring's TMA (async proxy) writes to them
+        cute.arch.fence_proxy("async.shared", space="cta")
         return chunks
-
-    @cute.jit
-    def phase1_own_decode(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor, ws: cutlass.Int64,
-                          scratch: cutlass.Int32):
-        """``prepass_kernel_warps``: phase 1's items on the phase-1 launch, in the chunks of
-        ``prepass_chunking`` (with this launch's threads and grid), chunk c by CTA c % grid: no
-        claims and no counters (the launch's end is the barrier). Each thread issues the loads of
-        its items of a chunk at once, then decodes and stores them (``prepass_decode_scaled``'s
-        asm; ``prepass_store="staged"``: each warp's items through its slots at ``scratch``, whole
-        128-byte runs per warp store, as in the GEMM's phase 1)."""
-        threads = 32 * self.config.prepass_kernel_warps
-        bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
-        batch = cfgmod.PHASE1_KERNEL_BATCH
-        chunk, chunks = self.prepass_chunking(items, threads, batch)
-        pitch = cutlass.Int64(kmax * 2)
-        data = ws + DATA_OFFSET
-        cta, _, _ = cute.arch.block_idx()
-        grid, _, _ = cute.arch.grid_dim()
-        warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
-        c = cutlass.Int32(cta)
-        while c < chunks:
-            first = c * chunk
-            end = cutlass.min(first + chunk, items)
-            self.decode_chunk_items(tidx, threads, batch, first, end, bases, roffs, counts, m_sizes, m_ptrs, data,
-                                    pitch, self.config.prepass_store == "staged", warp_slots)
-            c = c + cutlass.Int32(grid)
-        # the generic stores before the GEMM's TMA reads of them (async proxy)
-        fence_proxy_async_global()
 
     @cute.jit
     def decode_chunk_items(self, tidx: cutlass.Int32, threads: cutlass.Constexpr[int], batch: cutlass.Constexpr[int],
                            first: cutlass.Int32, end: cutlass.Int32, bases: list, roffs: list, counts: list,
                            m_sizes: cute.Tensor, m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64,
-                           staged: cutlass.Constexpr[bool], warp_slots: cutlass.Int32):
+                           warp_slots: cutlass.Int32):
         """Phase 1 (item order of ``prepass_item_addresses``), one thread of ``threads``: its items
         ``first + tidx + j x threads`` < ``end`` of a chunk, ``batch`` at once: every item's loads
-        in one asm block, then each item decoded and stored, directly or (``staged``) through its
-        lane's slot of the warp's 32 at ``warp_slots`` and the warp's whole-run stores."""
+        in one asm block, then each item decoded into its lane's slot of the warp's 32 at
+        ``warp_slots`` and stored by the warp's whole-run stores."""
         lane = tidx % 32
         loads = []
         dsts = []
@@ -1679,14 +980,11 @@ class HopperNvfp4GroupedGemm:
             oks.append(ok)
         words = load_y_global_items(loads)
         for j in cutlass.range_constexpr(batch):
-            if cutlass.const_expr(staged):
-                # the item into this lane's shared slot, then the warp's whole-run stores
-                if oks[j]:
-                    store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
-                                        self.config.operand_exp_shift)
-                copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
-            elif oks[j]:
-                store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
+            # the item into this lane's shared slot, then the warp's whole-run stores
+            if oks[j]:
+                store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
+                                    self.config.operand_exp_shift)
+            copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
 
     @cute.jit
     def prepass_groups(self, m_sizes: cute.Tensor):
@@ -1710,56 +1008,6 @@ class HopperNvfp4GroupedGemm:
             roff = roff + self.slot_rows(m)
             kmax = cutlass.max(kmax, m_sizes[s, 2])
         return bases, roffs, counts, items, kmax
-
-    @cute.jit
-    def prepass_first_local_decode(self, tidx: cutlass.Int32, m_prefix: cute.Tensor, m_sizes: cute.Tensor,
-                                   m_ptrs: cute.Tensor, t_begin: cutlass.Int32, t_end: cutlass.Int32,
-                                   sy_base: cutlass.Int32, threads: int = 0):
-        """``prepass_first_local``, every thread after its phase-1 chunks: the CTA's first tile's
-        first K tile of Y (its ``n_sub`` 64-K sub-blocks x ``mma_n`` rows, item = (sub-block,
-        row), sub-block fastest) decoded from A straight into the Y ring's first ``n_sub``
-        buffers, which the producer's first ``n_sub`` ring slots are: phase 1's item loads and
-        its staged store, the 128-byte slot at buffer row r and the XOR key (r % 8) x 16, which is
-        where the TMA box's 128-byte swizzle puts chunk c of row r. Rows past the group's M are
-        not read (A has M rows; their accumulator columns are never stored). Ends with each
-        thread's generic -> async proxy fence; the caller's CTA barrier orders the stores before
-        the producer completes the ring slots. The staged phase 1 used buffers 0 .. 2 as its
-        warps' slots: its last CTA barrier is behind.
-
-        On the background phase 1 (``prepass_decoders``) the consumer warps alone run it
-        (``threads``: theirs), at the start, for ``first_local_tiles`` K tiles (sub-block index
-        over them, buffer = the ring slot of that sub-block; sub-blocks past the group's K are
-        not read), and the caller's named barrier hands the buffers to the producer."""
-        threads = threads if threads else self.threads
-        tiles = self.config.first_local_tiles
-        subs = self.n_sub * tiles
-        per = subs * self.mma_n
-        if t_begin < t_end:
-            slot, m, _n, k, m0, _n0 = self.tile_origin(m_prefix, m_sizes, t_begin)
-            ksub = k // SUB_K
-            loads = []
-            places = []
-            for j in cutlass.range_constexpr((per + threads - 1) // threads):
-                i = tidx + j * threads
-                r = i // subs
-                sb = i - r * subs
-                ok = cutlass.Int32(0)
-                if i < per:
-                    if m0 + r < m:
-                        if cutlass.const_expr(tiles == 1):
-                            ok = cutlass.Int32(1)
-                        elif sb < ksub:
-                            ok = cutlass.Int32(1)
-                raw, sf, _dst = self.prepass_run_addresses((m0 + r) * ksub + sb, slot, cutlass.Int32(0),
-                                                           cutlass.Int32(0), m_sizes, m_ptrs, cutlass.Int64(0),
-                                                           cutlass.Int64(0))
-                loads.append((raw, sf, ok))
-                places.append((sy_base + sb * self.y_buf_bytes + r * 128, (r % 8) * 16, ok))
-            words = load_y_global_items(loads)
-            for j in cutlass.range_constexpr(len(places)):
-                if places[j][2] != 0:
-                    store_y_staged_item(words[j], places[j][0], places[j][1], self.config.operand_exp_shift)
-        cute.arch.fence_proxy("async.shared", space="cta")
 
     @cute.jit
     def prepass_item_addresses(self, item: cutlass.Int32, bases: list, roffs: list, counts: list, m_sizes: cute.Tensor,
@@ -1833,93 +1081,15 @@ class HopperNvfp4GroupedGemm:
         """Workspace rows a slot of M rows takes: M, or (``y_row_pad``) M rounded up to
         ``HopperConfig.y_row_align`` (the rows past M are zero: kernel.hopper.workspace).
         Traced inline."""
-        align = self.config.y_row_align
-        if cutlass.const_expr(align == 1):
-            return m
+        align = 1
+        return m
         return (m + (align - 1)) // align * align
-
-    @cute.jit
-    def produce_prepass(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                        t_begin, t_end, t_step):
-        """The producer warp of phase 2: per stage X (B rows, TMA) and its scale block (bulk
-        copy) into the raw ring, then Y's four 64-K fp16 boxes (TMA over the workspace) into
-        the Y ring."""
-        cfg = self.config
-        lane = cute.arch.lane_idx()
-        tm_ws = ws + TENSOR_MAP_OFFSET
-        # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
-        fence_proxy_async_global()
-        if lane == 0:
-            self.acquire_map(tm_ws, workspace=True)
-        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-        ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
-        for tile in range(t_begin, t_end, t_step):
-            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
-            sfx_ptr = m_ptrs[slot, 4]
-            tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
-            y_row = self.row_offset(m_sizes, slot) + m0
-            self.delay("producer", "tensormap", "before")
-            if lane == 0:
-                self.acquire_map(tm_x)
-            self.delay("producer", "tensormap", "after")
-            rest_k = cutlass.Int64(k // 64)
-            x_blocks = (n + 127) // 128
-            for kt in range(k // cfg.tile_k):
-                self.delay("producer", "acquire", "before")
-                self.producer_acquire(pipe, state)
-                self.delay("producer", "acquire", "after")
-                stage = raw_base + state.index * self.raw_stage_bytes
-                self.poison_stage_before_fill(lane, stage)
-                sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
-                mbar = pipe.producer_get_barrier(state).toint()
-                if lane == 0:
-                    self.tma_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
-                self.load_sf_bulk(lane, 1, stage + self.off_sfx, sfx_ptr, n0, x_blocks, rest_k, sf_k, mbar, self.mma_m)
-                self.delay("producer", "issue", "before")
-                self.producer_commit(pipe, state)
-                self.delay("producer", "issue", "after")
-                state.advance()
-                for sb in cutlass.range_constexpr(self.n_sub):
-                    self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
-                    ystate.advance()  # here, in the loop's own body: the loop carries it
-        self.delay("producer", "tail", "before")
-        self.producer_tail(pipe, state)
-        self.producer_tail(y_pipe, ystate, HB_OUT_Y)
-        self.check_producer_exit()
-
-    @cute.jit
-    def streamk_head_k0(self, lane: cutlass.Int32, m_sizes: cute.Tensor, k0: cutlass.Int32):
-        """stream_k, the producer warp at a piece that starts at K tile ``k0`` > 0 of a tile split at
-        this CTA's boundary: lane 0 takes the tile (IDLE -> TAKEN) if the CTA before has not
-        claimed it (it never started: the grid is not co-resident), and then runs it from K tile 0;
-        otherwise the piece starts at ``k0`` from the partial. The first K tile goes to the
-        consumers through shared memory before the piece's first X stage is committed (its full
-        barrier's arrive releases it; they read it after waiting for that stage); returned to
-        every lane."""
-        cta, _, _ = cute.arch.block_idx()
-        start = k0
-        if lane == 0:
-            word = self.streamk_state(m_sizes, cutlass.Int32(cta))
-            old = atom_cas_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE), cutlass.Int32(STREAMK_TAKEN))
-            if old == STREAMK_IDLE:
-                start = cutlass.Int32(0)
-                if cutlass.const_expr(self.forced_take):
-                    # (Perturbation.streamk_take: the CTA before never claims, so none resets it)
-                    store_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE))
-            st_shared_u32(self.streamk_head_slot, start)
-        cute.arch.sync_warp()
-        return cute.arch.shuffle_sync(start, 0)
 
     @cute.jit
     def early_x_stages(self, k_f, t_begin, t_end):
         """X stages of the CTA's first tile (K ``k_f``) that go out before phase 1's completion
         barrier: all of its K tiles up to the ring's depth, none for a CTA without tiles."""
         pre = cutlass.min(k_f // self.config.tile_k, cutlass.Int32(self.stages))
-        if cutlass.const_expr(self.stream_k):
-            # the first piece's K tiles (from 0), none when it may continue another CTA's partial
-            # (its first K tile is decided at its start: streamk_head_k0)
-            _k0, k1, waits, _h = self.streamk_piece_k(t_begin, k_f // self.config.tile_k)
-            pre = cutlass.min(k1, cutlass.Int32(self.stages)) * (1 - waits)
         if t_begin >= t_end:
             pre = cutlass.Int32(0)
         return pre
@@ -1941,11 +1111,7 @@ class HopperNvfp4GroupedGemm:
             t_begin, t_end, _t_step = self.balanced_setup(m_sizes, total, share_slots)
         else:
             _b, t_end, _t_step = self.tile_range(total)
-        if cutlass.const_expr(cfg.exit_map_early):
-            if lane == 0:
-                # the workspace's map was written before the launch (phase 1 writes only its rows)
-                self.acquire_map(ws + TENSOR_MAP_OFFSET, workspace=True)
-        if cutlass.const_expr(self.early_x):
+        if cutlass.const_expr(self.prepass):
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
             _pre, _state = self.issue_early_x(lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base,
                                               t_begin, t_end, total)
@@ -1967,445 +1133,66 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                          t_begin, t_end, t_step, total, gen=None, chunks=None):
-        """Issue 14q (``prepass_chunk`` builds): ``produce_prepass`` after phase 1's completion
-        barrier (in ``kernel``, one instruction for every thread); with ``prepass_x_early`` the
-        first tile's X stages (up to ``num_ab_stages``; they read only B and its scales) went out
-        before it (``producer_x_first``) and the ring state steps past them here. (The first tile's
-        origin is computed again here and in the loop: once per CTA, left as is.)
-
-        ``prepass_sync="flags"`` (``gen``: phase 1's generation): no completion barrier; before
-        the Y boxes of K chunk ``kt`` of a tile the warp waits for that chunk's flag of the
-        tile's Y block (``wait_flags_ready``: the lanes read the flags of chunks kt .. kt + 31 at
-        once, so a tile whose Y is all published costs one round trip).
-
-        ``prepass_first_local`` (``chunks``: phase 1's chunk count): the first tile's first K tile
-        of Y is in the ring already (``prepass_first_local_decode``, ordered by the CTA barrier
-        behind): its ring slots are completed without a copy, and lane 0 awaits phase 1's
-        completion (and counts the CTA through) only before the first workspace box, or at the
-        end when there is none (``first_local_wait``). On the background phase 1 (flags) the
-        consumers decode ``first_local_tiles`` K tiles at the start instead: the warp syncs on
-        their hand-over barrier (``LOCAL_BARRIER_ID``) after its early X stages, completes those
-        slots without a copy, and waits on flags only from the next K tile of the first tile."""
+                          t_begin, t_end, t_step, total):
+        """The prepass producer after phase 1's completion barrier (in ``kernel``, one
+        instruction for every thread): the first tile's X stages (up to ``num_ab_stages``; they
+        read only B and its scales) went out before it (``producer_x_first``) and the ring state
+        steps past them here; then per tile and K tile the raw X stage and the tile's fp16 Y
+        boxes. (The first tile's origin is computed again here and in the loop: once per CTA.)"""
         cfg = self.config
         lane = cute.arch.lane_idx()
         tm_ws = ws + TENSOR_MAP_OFFSET
-        wait_local = chunks is not None  # the barrier prepass's first_local: phase 1 awaited late
-        local_flags = self.prepass_flags and cfg.prepass_first_local  # the background's: flags skipped
-        first_local = wait_local or local_flags
-        if cutlass.const_expr(wait_local):
-            need_wait = cutlass.Int32(1)
-        if cutlass.const_expr(self.prepass_flags):
-            target = gen + 1
-            rows = cutlass.Int32(0)
-            kmax = cutlass.Int32(0)
-            for s in cutlass.range_constexpr(self.num_groups):
-                rows = rows + m_sizes[s, 0]
-                kmax = cutlass.max(kmax, m_sizes[s, 2])
-            levels = kmax // cfg.tile_k
-            flags = ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-        map_early = cfg.exit_map_early
-        early = self.early_x
-        pre = cutlass.Int32(0)  # X stages of the first tile already issued
-        if cutlass.const_expr(self.inline_flags):
-            if cutlass.const_expr(cfg.prepass_x_early):
-                pre, state = self.issue_early_x(lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base,
-                                                t_begin, t_end, total)
-            if lane == 0:
-                self.acquire_map(tm_ws, workspace=True)
-            if cutlass.const_expr(local_flags):
-                # the consumers' local decode (prepass_first_local_decode) is in the ring buffers
-                pipeline.NamedBarrier(barrier_id=cfgmod.LOCAL_BARRIER_ID,
-                                      num_threads=self.consumer_threads + 32).arrive_and_wait()
-        else:
-            # phase 1's completion barrier is behind (kernel): producer_x_first issued the first
-            # tile's early X stages before it; the ring state steps past them
-            if cutlass.const_expr(early):
-                _slot, _m, _n, k_first, _m0, _n0 = self.tile_origin(m_prefix, m_sizes, cutlass.min(t_begin, total - 1))
-                pre = self.early_x_stages(k_first, t_begin, t_end)
-                for _kt in range(pre):
-                    state.advance()
-            if cutlass.const_expr(not first_local and not self.prepass_flags):
-                # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
-                # (with flags, phase 1 in its own launch: wait_flags_ready fences per wait)
-                fence_proxy_async_global()
-            if cutlass.const_expr(not map_early):  # (map_early: producer_x_first acquired it)
-                if lane == 0:
-                    self.acquire_map(tm_ws, workspace=True)
+        _slot, _m, _n, k_first, _m0, _n0 = self.tile_origin(m_prefix, m_sizes, cutlass.min(t_begin, total - 1))
+        pre = self.early_x_stages(k_first, t_begin, t_end)  # X stages of the first tile already issued
+        for _kt in range(pre):
+            state.advance()
+        # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
+        fence_proxy_async_global()
+        if lane == 0:
+            self.acquire_map(tm_ws, workspace=True)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         for tile in range(t_begin, t_end, t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
             tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
             y_row = self.row_offset(m_sizes, slot) + m0
-            if cutlass.const_expr(self.prepass_flags):
-                block = cutlass.Int32(0)
-                for s in range(slot):
-                    block = block + (m_sizes[s, 0] + (self.mma_n - 1)) // self.mma_n
-                block = block + m0 // self.mma_n
-                if cutlass.const_expr(self.own_launch):
-                    # the cell's counter, which only grows (phase1_warp_flags): ready for this
-                    # launch at (generation + 1) x the block's items per level
-                    my_flag = flags + cutlass.Int64(block * levels + lane) * FLAG_CELL_BYTES
-                    tile_target = target * (cutlass.min(cutlass.Int32(self.mma_n), m - m0) * self.n_sub)
-                else:
-                    my_flag = flags + cutlass.Int64(block * levels + lane) * FLAG_CELL_BYTES + 4
-                    tile_target = target
-                k_tiles = k // cfg.tile_k
-                ready = cutlass.Int32(0)  # K chunks of this tile whose flags were seen
-                if cutlass.const_expr(local_flags):
-                    if tile == t_begin:
-                        ready = cutlass.Int32(cfg.first_local_tiles)  # decoded locally: no flag
             self.delay("producer", "tensormap", "before")
-            if cutlass.const_expr(map_early and early and not self.inline_flags):
-                # the first tile's map was acquired with its early X stages (producer_x_first)
-                if lane == 0:
-                    if tile != t_begin:
-                        self.acquire_map(tm_x)
-            else:
-                if lane == 0:
-                    self.acquire_map(tm_x)
+            if lane == 0:
+                self.acquire_map(tm_x)
             self.delay("producer", "tensormap", "after")
             k_begin = cutlass.Int32(0)
             k_end = k // cfg.tile_k
-            if cutlass.const_expr(self.stream_k):
-                k_begin, k_end, waits, _hands_on = self.streamk_piece_k(tile, k_end)
-                if waits != 0:
-                    k_begin = self.streamk_head_k0(lane, m_sizes, k_begin)
             for kt in range(k_begin, k_end):
                 if kt >= pre:
                     self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt)
                     state.advance()
-                if cutlass.const_expr(self.prepass_flags):
-                    if kt >= ready:
-                        # lane l: chunk kt + l; acquire, ballot, warp sync, proxy fence (ptx.py)
-                        ready = kt + wait_flags_ready(my_flag + cutlass.Int64(kt) * FLAG_CELL_BYTES,
-                                                      cutlass.Int32(kt + lane < k_tiles), tile_target)
-                local = None
-                if cutlass.const_expr(first_local):
-                    # the first tile's first K tile: decoded by this CTA into these slots already
-                    local = cutlass.Int32(0)
-                    if tile == t_begin:
-                        if cutlass.const_expr(cfg.first_local_tiles == 1):
-                            if kt == 0:
-                                local = cutlass.Int32(1)
-                        elif kt < cfg.first_local_tiles:
-                            local = cutlass.Int32(1)
-                    if cutlass.const_expr(wait_local):
-                        if local == 0:
-                            if need_wait != 0:
-                                self.first_local_wait(lane, ws, chunks)
-                                need_wait = cutlass.Int32(0)
                 if cutlass.const_expr(not self.ablates("y_ring")):
                     for sb in cutlass.range_constexpr(self.n_sub):
-                        self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row, local)
+                        self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
                         ystate.advance()  # here, in the loop's own body: the loop carries it
             pre = cutlass.Int32(0)  # only the first tile's first stages went early
-        if cutlass.const_expr(wait_local):
-            if need_wait != 0:  # no workspace box at all (no tile, or one tile of one K tile)
-                self.first_local_wait(lane, ws, chunks)
-        if cutlass.const_expr(cfg.prepass_kernel_warps and cfg.prepass_kernel_trigger == "late"):
-            # every load of this CTA issued: the next launch (the next call's phase 1) may start
-            # its CTAs beside this one now
-            cute.arch.griddepcontrol_launch_dependents()
         self.delay("producer", "tail", "before")
         self.producer_tail(pipe, state)
         if cutlass.const_expr(not self.ablates("y_ring")):
             self.producer_tail(y_pipe, ystate, HB_OUT_Y)
         self.check_producer_exit()
 
-    # ------------------------------------- prepass_sync="flags" (issue 14, experimental)
-    # Synchronization (kernel.hopper.workspace states the layout and the host's side):
-    # * writer: each phase-1 thread stores its items (generic proxy), then
-    #   fence.proxy.async.global (its generic writes ordered before later async-proxy reads,
-    #   what the grid barrier's writers do too), then the chunk's barrier (the CTA's, or the
-    #   decoder warps' named one); per flag cell the chunk touched one thread does
-    #   fence.acq_rel.gpu + atom.add.acq_rel.gpu (cumulative over the writes ordered before it
-    #   by that bar.sync, as the grid barrier's red.release), and the
-    #   add that completes the cell's count stores the flag with st.release.gpu (its acquire
-    #   made every other CTA's published writes of the cell happen before that release);
-    # * reader: the producer warp's lanes ld.acquire.gpu the flags, bar.warp.sync (memory
-    #   ordering among the warp's lanes), then fence.proxy.async.global before lane 0 issues the
-    #   TMA of the box: the barrier path's order (thread 0's acquire, bar.sync, the producer's
-    #   proxy fence, TMA), with the acquire per box instead of once per launch;
-    # * progress: the grid is at most one CTA per SM (the plan's grid <= SMs, and the kernel's
-    #   shared memory allows one CTA per SM), but even without co-residency no wait can block
-    #   forever: a CTA's producer spins only after the CTA's own phase 1 loop ended, i.e. after
-    #   it published every chunk it claimed and saw the claim counter past the last chunk; every
-    #   chunk was therefore claimed by a CTA that was running, and a running CTA publishes what
-    #   it claimed without waiting on any other CTA (only its own CTA barriers).
-    def flags_layout(self, m_sizes: cute.Tensor):
-        """``prepass_sync="flags"``: per slot its first workspace row, first Y block, M and whether
-        it has columns (N != 0), and the totals (rows, Y blocks, largest K). Traced inline."""
-        roffs, bstarts, ms, n_oks = [], [], [], []
-        rows = cutlass.Int32(0)
-        nblocks = cutlass.Int32(0)
-        kmax = cutlass.Int32(0)
-        for s in range(self.num_groups):  # (a plain method: a Python loop, unrolled as it is traced)
-            roffs.append(rows)
-            bstarts.append(nblocks)
-            m = m_sizes[s, 0]
-            ms.append(m)
-            n_oks.append(cutlass.Int32(m_sizes[s, 1] != 0))
-            rows = rows + m
-            nblocks = nblocks + (m + (self.mma_n - 1)) // self.mma_n
-            kmax = cutlass.max(kmax, m_sizes[s, 2])
-        return roffs, bstarts, ms, n_oks, rows, nblocks, kmax
-
-    def flags_items(self, m_sizes: cute.Tensor, ws: cutlass.Int64):
-        """``prepass_sync="flags"``'s phase-1 geometry (``flags_layout``, then: levels, items per
-        level and in all, the workspace pitch, its data and its flag cells' addresses). Traced
-        inline."""
-        roffs, bstarts, ms, n_oks, rows, nblocks, kmax = self.flags_layout(m_sizes)
-        levels = kmax // self.config.tile_k
-        per_level = rows * self.n_sub
-        pitch = cutlass.Int64(kmax * 2)
-        data = ws + DATA_OFFSET
-        return roffs, bstarts, ms, n_oks, nblocks, levels, per_level, per_level * levels, pitch, data, \
-            data + cutlass.Int64(rows) * pitch
-
     @cute.jit
-    def flags_chunk_decode(self, tid: cutlass.Int32, threads: cutlass.Constexpr[int], first: cutlass.Int32,
-                           end: cutlass.Int32, per_level: cutlass.Int32, roffs: list, n_oks: list,
-                           m_sizes: cute.Tensor, m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64,
-                           warp_slots: cutlass.Int32, staged: cutlass.Constexpr[bool],
-                           batch: cutlass.Constexpr[int] = cfgmod.PREPASS_BATCH):
-        """``prepass_sync="flags"``: thread ``tid`` of ``threads`` decodes its items of the chunk
-        ``first .. end - 1`` (items K-chunk-major: level, workspace row, the level's sub-block; a
-        group's items past its K, or of a group without columns, decode nothing): every item's
-        loads in one asm block, then each item stored, directly or (``staged``) through the warp's
-        32 shared slots at ``warp_slots`` and whole-run stores; ``batch`` items per thread."""
-        sbk = self.n_sub
-        loads = []
-        dsts = []
-        oks = []
-        for j in cutlass.range_constexpr(batch):
-            item = first + tid + j * threads
-            lvl = item // per_level
-            rem = item - lvl * per_level
-            row = rem // sbk
-            sb = lvl * sbk + (rem - row * sbk)
-            sel_slot = cutlass.Int32(0)
-            sel_roff = cutlass.Int32(0)
-            sel_ok = cutlass.Int32(0)
-            for s in cutlass.range_constexpr(self.num_groups):
-                if row >= roffs[s]:
-                    sel_slot = cutlass.Int32(s)
-                    sel_roff = roffs[s]
-                    sel_ok = n_oks[s]
-            ksub = m_sizes[sel_slot, 2] // SUB_K
-            ok = cutlass.Int32(0)
-            if sb < ksub:
-                ok = sel_ok
-            if item >= end:
-                ok = cutlass.Int32(0)
-            # (slot-local row, sub-block) as the item of a group whose items start at 0
-            raw, sf, dst = self.prepass_run_addresses((row - sel_roff) * ksub + sb, sel_slot, cutlass.Int32(0),
-                                                        sel_roff, m_sizes, m_ptrs, data, pitch)
-            loads.append((raw, sf, ok))
-            dsts.append(dst)
-            oks.append(ok)
-        words = load_y_global_items(loads)
-        for j in cutlass.range_constexpr(batch):
-            if cutlass.const_expr(staged):
-                # the item into this lane's shared slot, then the warp's whole-run stores (the slot
-                # was last read by this warp's previous copy: the warp's own order)
-                lane = tid % 32
-                if oks[j] != 0:
-                    store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
-                                        self.config.operand_exp_shift)
-                copy_y_staged_items(warp_slots, dsts[j], oks[j], lane)
-            else:
-                if oks[j] != 0:
-                    store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
-
-    def prepass_decode_flags(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
-                             ws: cutlass.Int64, slots: cutlass.Int32):
-        """Phase 1 of ``prepass_sync="flags"``, every thread of every CTA (``flags_phase1`` with the
-        CTA barrier); then thread 0 counts its CTA through (``if_thread0_count_through``). Returns the
-        generation. Traced inline."""
-        gen = self.flags_phase1(tidx, self.threads, m_sizes, m_ptrs, ws, slots, cutlass.Int32(0), False, False)
-        if_thread0_count_through(tidx, ws, gen)  # after this CTA's last claim (and its generation read)
-        return gen
-
-    def prepass_decode_background(self, dtid: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
-                                  ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32):
-        """Phase 1 in the background (``prepass_decoders`` > 0), the decoder warps of every CTA
-        (``dtid``: the thread's index among them): ``flags_phase1`` with the decoder warps' own
-        named barrier (DECODER_BARRIER_ID) in place of the CTA barrier, while the consumers and
-        the producer run phase 2 (the producer waits per K chunk on its Y block's flag);
-        ``prepass_store="staged"``: each item through the warp's 32 slots at ``scratch`` (a region
-        of its own). After the CTA's last claim the decoder warps wait at the hand-off barrier for
-        the producer warp's arrive (it read the generation before), then thread 0 counts the CTA
-        through. Progress: no decoder warp waits on anything but the decoder warps of its own CTA
-        and (once) its producer warp's arrive, which comes before the producer's first wait; every
-        chunk is claimed by a running CTA and published without waiting on another CTA
-        (kernel.hopper.workspace). Traced inline."""
-        threads = self.decoder_threads
-        warp_slots = scratch + (dtid // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
-        gen = self.flags_phase1(dtid, threads, m_sizes, m_ptrs, ws, slots, warp_slots,
-                                self.config.prepass_store == "staged", True)
-        # the producer warp read the generation before its arrive: only then may the CTA count through
-        pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_HANDOFF_BARRIER_ID, num_threads=32 + threads).arrive_and_wait()
-        if_thread0_count_through(dtid, ws, gen)
-
-    @cute.jit
-    def flags_phase1(self, tid: cutlass.Int32, threads: cutlass.Constexpr[int], m_sizes: cute.Tensor,
-                     m_ptrs: cute.Tensor, ws: cutlass.Int64, slots: cutlass.Int32, warp_slots: cutlass.Int32,
-                     staged: cutlass.Constexpr[bool], named: cutlass.Constexpr[bool]):
-        """``prepass_sync="flags"``'s phase 1 on ``threads`` threads of every CTA (``tid``: the
-        thread's index among them; ``named``: they sync on DECODER_BARRIER_ID, else on the CTA
-        barrier): ``prepass_decode_scaled`` with the items K-chunk-major (level = ``tile_k`` K,
-        then workspace row, then the level's sub-block; kernel.hopper.workspace;
-        ``flags_chunk_decode``) and, after each chunk's barrier, the chunk's flag cells published
-        (``prepass_flag_publish``). Thread 0 reads the generation and makes the first claim before
-        the first barrier (both broadcast through shared slots: the generation in slot 2, claims
-        alternating in slots 0 and 1) and the next claim while a chunk is decoded. Returns the
-        generation."""
-        gen_slot = slots + 8
-        if tid == 0:
-            st_shared_u32(gen_slot, ld_relaxed_gpu_u32(ws + GEN_WORD))
-            st_shared_u32(slots, atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1)))
-        roffs, bstarts, ms, n_oks, nblocks, levels, per_level, items, pitch, data, flags = self.flags_items(m_sizes, ws)
-        chunk, chunks = self.prepass_chunking(items, threads)
-        self.phase1_sync(threads, named)  # the generation and the first claim (slot 0)
-        gen = ld_shared_u32(gen_slot)
-        it = cutlass.Int32(0)
-        c = ld_shared_u32(slots)
-        while c < chunks:
-            nxt = cutlass.Int32(0)
-            if tid == 0:
-                # the next claim, in flight while this chunk is loaded and decoded
-                nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
-            first = c * chunk
-            end = cutlass.min(first + chunk, items)
-            self.flags_chunk_decode(tid, threads, first, end, per_level, roffs, n_oks, m_sizes, m_ptrs, data, pitch,
-                                    warp_slots, staged)
-            # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
-            fence_proxy_async_global()
-            if tid == 0:
-                st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
-            self.phase1_sync(threads, named)
-            self.prepass_flag_publish(tid, first, end, per_level, nblocks, levels, roffs, bstarts, ms, flags, gen,
-                                      threads)
-            it = it + 1
-            c = ld_shared_u32(slots + (it % 2) * 4)
-        return gen
-
-    def phase1_sync(self, threads: int, named: bool):
-        """The flags phase 1's barrier: the decoder warps' named barrier, or the CTA barrier."""
-        if named:
-            pipeline.NamedBarrier(barrier_id=cfgmod.DECODER_BARRIER_ID, num_threads=threads).arrive_and_wait()
-        else:
-            cute.arch.barrier()
-
-    @cute.jit
-    def prepass_flag_order(self, item: cutlass.Int32, per_level: cutlass.Int32, nblocks: cutlass.Int32,
-                           roffs: list, bstarts: list):
-        """The flag cell of item ``item`` in item order: level x blocks + block."""
-        lvl = item // per_level
-        row = (item - lvl * per_level) // self.n_sub
-        block = cutlass.Int32(0)
-        for s in cutlass.range_constexpr(self.num_groups):
-            if row >= roffs[s]:
-                block = bstarts[s] + (row - roffs[s]) // self.mma_n
-        return lvl * nblocks + block
-
-    @cute.jit
-    def flag_cell_span(self, g: cutlass.Int32, first: cutlass.Int32, end: cutlass.Int32, per_level: cutlass.Int32,
-                       nblocks: cutlass.Int32, levels: cutlass.Int32, roffs: list, bstarts: list, ms: list,
-                       flags: cutlass.Int64):
-        """Flag cell ``g`` in item order (level x blocks + block): its address, how many of the
-        items ``first .. end - 1`` are its, and its items in all (its block's rows x the level's
-        sub-blocks)."""
-        sbk = self.n_sub
-        lvl = g // nblocks
-        b = g - lvl * nblocks
-        sel_roff = cutlass.Int32(0)
-        sel_b0 = cutlass.Int32(0)
-        sel_m = cutlass.Int32(0)
-        for s in cutlass.range_constexpr(self.num_groups):
-            if b >= bstarts[s]:
-                sel_roff = roffs[s]
-                sel_b0 = bstarts[s]
-                sel_m = ms[s]
-        m0 = (b - sel_b0) * self.mma_n
-        lo = lvl * per_level + (sel_roff + m0) * sbk
-        hi = lvl * per_level + (sel_roff + cutlass.min(m0 + self.mma_n, sel_m)) * sbk
-        cnt = cutlass.min(end, hi) - cutlass.max(first, lo)
-        return flags + cutlass.Int64(b * levels + lvl) * FLAG_CELL_BYTES, cnt, hi - lo
-
-    @cute.jit
-    def prepass_flag_publish(self, tidx: cutlass.Int32, first: cutlass.Int32, end: cutlass.Int32,
-                             per_level: cutlass.Int32, nblocks: cutlass.Int32, levels: cutlass.Int32, roffs: list,
-                             bstarts: list, ms: list, flags: cutlass.Int64, gen: cutlass.Int32,
-                             threads: cutlass.Constexpr[int]):
-        """After a chunk's CTA barrier: the flag cells its items ``first .. end - 1`` touched are
-        consecutive in item order; thread t takes cells t, t + threads, ... of them and adds the
-        chunk's items of the cell to its counter; the add that completes the cell's count (its
-        rows x the level's sub-blocks) sets the counter back to 0 and release-stores the flag =
-        ``gen`` + 1 (kernel.hopper.workspace.flag_cells_of_chunk: the same on the host)."""
-        g_last = self.prepass_flag_order(end - 1, per_level, nblocks, roffs, bstarts)
-        g = self.prepass_flag_order(first, per_level, nblocks, roffs, bstarts) + tidx
-        while g <= g_last:
-            cell, cnt, total = self.flag_cell_span(g, first, end, per_level, nblocks, levels, roffs, bstarts, ms,
-                                                  flags)
-            old = atom_add_acq_rel_gpu(cell, cnt)
-            if old + cnt == total:
-                store_relaxed_gpu(cell, cutlass.Int32(0))  # no other add to it in this launch
-                store_release_gpu(cell + 4, gen + 1)
-            g = g + threads
-
-    @cute.jit
-    def first_local_wait(self, lane, ws, chunks):
-        """``prepass_first_local``, the producer warp: lane 0 awaits phase 1's completion and
-        counts the CTA through (``prepass_wait``), then the warp's proxy fence orders the acquired
-        workspace rows before its TMA reads (the barrier path's order, on the lane that issues the
-        boxes)."""
-        if lane == 0:
-            self.prepass_wait(ws, chunks)
-        cute.arch.sync_warp()
-        fence_proxy_async_global()
-
-    @cute.jit
-    def produce_y_box(self, lane, y_pipe, ystate, sy_base, tm_ws, sub_block, y_row, local=None):
+    def produce_y_box(self, lane, y_pipe, ystate, sy_base, tm_ws, sub_block, y_row):
         """The prepass producer: the 64-K fp16 Y box ``sub_block`` of workspace row ``y_row`` into
-        ``ystate``'s Y ring buffer (acquire, TMA, commit); the caller advances ``ystate``.
-        ``local`` != 0 (``prepass_first_local``): the buffer holds the box already (decoded by the
-        CTA, ordered by a CTA barrier before this): its transaction is completed without a copy."""
+        ``ystate``'s Y ring buffer (acquire, TMA, commit); the caller advances ``ystate``."""
         self.delay("producer", "acquire", "before")
         self.producer_acquire(y_pipe, ystate, HB_OUT_Y)
         self.delay("producer", "acquire", "after")
         ybuf = sy_base + ystate.index * self.y_buf_bytes
-        if cutlass.const_expr(self.cluster != 1):
-            # this CTA's half of the box (rows rank * y_cta_rows ..), multicast to both CTAs: only
-            # that half may be poisoned here (the peer's half may already have landed)
-            half = cute.arch.block_idx_in_cluster() * self.y_cta_rows
-            self.poison_stage_before_fill_bytes(lane, ybuf + half * (SUB_K * 2), self.y_cta_rows * SUB_K * 2)
-            ybar = y_pipe.producer_get_barrier(ystate).toint()
-            if lane == 0:
-                self.check_map(tm_ws, workspace=True)
-                tma_load_rows_multicast(ybuf + half * (SUB_K * 2), tm_ws, sub_block * (SUB_K * 2), y_row + half, ybar)
-        elif cutlass.const_expr(local is not None):
-            if local == 0:
-                self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
-            ybar = y_pipe.producer_get_barrier(ystate).toint()
-            if lane == 0:
-                if cutlass.const_expr(self.ablates("y_load")):
-                    mbarrier_complete_tx(ybar, self.y_buf_bytes)  # profiling only
-                elif local != 0:
-                    mbarrier_complete_tx(ybar, self.y_buf_bytes)
-                else:
-                    self.tma_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar, workspace=True)
-        else:
-            self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
-            ybar = y_pipe.producer_get_barrier(ystate).toint()
-            if lane == 0:
-                if cutlass.const_expr(self.ablates("y_load")):
-                    # profiling only: the box's bytes completed without moving them (stale buffer)
-                    mbarrier_complete_tx(ybar, self.y_buf_bytes)
-                else:
-                    self.tma_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar, workspace=True)
+        self.poison_stage_before_fill_bytes(lane, ybuf, self.y_buf_bytes)
+        ybar = y_pipe.producer_get_barrier(ystate).toint()
+        if lane == 0:
+            if cutlass.const_expr(self.ablates("y_load")):
+                # profiling only: the box's bytes completed without moving them (stale buffer)
+                mbarrier_complete_tx(ybar, self.y_buf_bytes)
+            else:
+                self.tma_rows(ybuf, tm_ws, sub_block * (SUB_K * 2), y_row, ybar, workspace=True)
         self.producer_commit(y_pipe, ystate, HB_OUT_Y)
 
     @cute.jit
@@ -2430,15 +1217,14 @@ class HopperNvfp4GroupedGemm:
 
     @cute.jit
     def consume_x_regs_y_ring(self, tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                        t_begin, t_end, t_step, late_coords=False, sy_iter=None):
+                        t_begin, t_end, t_step, sy_iter=None):
         """The consumer warpgroups of phase 2 (prepass; ``y_pipe`` the TMA-filled Y ring) and of
         ``roles="split"`` with X in registers (``y_pipe`` the dequant warpgroups' fp16 ring): per
-        64-K sub-block decode the X fragment from the raw stage (releasing the stage after the last one), wait for Y's fp16 box, issue the
-        wgmmas, and release the previous sub-block's Y buffer once its wgmmas retired (one
-        group in flight; ``wgmma_in_flight=2``: the buffer two sub-blocks back, two groups). No
-        named barrier: each warp arrives on the empty mbarriers itself; ``consumer_stagger``
-        (not declared) adds one per tile between the two warpgroups (warpgroup 1 starts the
-        tile after warpgroup 0 issued its first ``consumer_stagger`` sub-blocks).
+        64-K sub-block decode the X fragment from the raw stage (releasing the stage after the
+        last one), wait for Y's fp16 box, issue the wgmmas, and release the previous sub-block's
+        Y buffer once its wgmmas retired (one group in flight; ``wgmma_in_flight=2``: the buffer
+        two sub-blocks back, two groups). No named barrier: each warp arrives on the empty
+        mbarriers itself.
 
         ``y_tail64`` (``sy_iter``: the Y ring's storage): a tile with at most 64 Y rows issues
         m64n64k16 wgmmas (``mma64``) on the first 64 rows of the same 128-row Y buffer (the ring
@@ -2463,109 +1249,38 @@ class HopperNvfp4GroupedGemm:
             tCrY64 = mma64.make_fragment_B(thr64.partition_B(sY64))
             acc64 = cute.make_tensor(acc.iterator, cute.make_layout(thr64.partition_shape_C((self.mma_m, self.half_n))))
             mma64.set(warpgroup.Field.ACCUMULATE, True)
-        if cutlass.const_expr(self.tail16):
-            # per N = 16 j (j = 1 .. 7): its wgmma and the first N / 2 accumulators of each thread;
-            # N = 128 is tiled_mma itself. Y's operand is the 128-row buffer's own descriptor (a
-            # K-major SW128 descriptor holds the start address and the 8-row stride, not N: an N-row
-            # wgmma reads the buffer's first N rows), so no view or descriptor per N
-            narrow = []
-            for j in cutlass.range_constexpr(1, self.mma_n // TAIL16_STEP):
-                nn = TAIL16_STEP * j  # (an index per j; y_tail16_step > 16 uses every (step / 16)-th)
-                mma_j = sm90_utils.make_trivial_tiled_mma(
-                    cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K, cutlass.Float32,
-                    (cfg.consumer_warpgroups, 1, 1), tiler_mn=(64, nn), a_source=warpgroup.OperandSource.RMEM,
-                )
-                thr_j = mma_j.get_slice(tidx)
-                acc_j = cute.make_tensor(acc.iterator, cute.make_layout(thr_j.partition_shape_C((self.mma_m, nn))))
-                mma_j.set(warpgroup.Field.ACCUMULATE, True)
-                narrow.append((mma_j, acc_j))
         tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
         filler = self.wgmma_filler(tidx)
-        if cutlass.const_expr(self.x_prefetch):
-            raw_regs = cute.make_rmem_tensor((X_RAW_REGS,), cutlass.Int32)  # x_raw_into / x_decode
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
         retire_state = ystate.clone()
-        lag = cfg.consumer_stagger
         in_flight = cfg.wgmma_in_flight
-        if cutlass.const_expr(lag):
-            stagger_wg = cute.arch.make_warp_uniform(cute.arch.warp_idx()) // 4
         for tile in range(t_begin, t_end, t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
             x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
-            if cutlass.const_expr(lag):
-                # consumer_stagger: this tile's barrier (by its parity in the CTA's list)
-                stagger_bar = pipeline.NamedBarrier(
-                    barrier_id=cfgmod.STAGGER_BARRIER_ID0 + ((tile - t_begin) // t_step) % 2,
-                    num_threads=self.consumer_threads)
-                if stagger_wg == 1:
-                    stagger_bar.arrive_and_wait()  # warpgroup 0 has issued this tile's first lag sub-blocks
             if cutlass.const_expr(self.tail64):
                 rows64 = m - m0 <= self.half_n  # a 64-row tile (run-time, per tile)
             k_tiles = k // cfg.tile_k
             k_begin = cutlass.Int32(0)
-            if cutlass.const_expr(self.stream_k):
-                # this piece's K tiles; one that starts inside its tile waits for its first X stage
-                # (the producer's decision came with it: streamk_head_k0), then for the partial
-                k_begin, k_tiles, waits, hands_on = self.streamk_piece_k(tile, k_tiles)
-                if waits != 0:
-                    self.x_stage_wait(pipe, state)
-                    k_begin = ld_shared_u32(self.streamk_head_slot)
-                if k_begin != 0:
-                    self.streamk_wait(tidx, m_sizes)
-                # (the partial, or zeros: the accumulators defined alike on both paths)
-                self.streamk_fill(acc, tidx, m_sizes, cutlass.Int32(k_begin != 0))
-            else:
-                self.reset_accumulator(acc)
+            self.reset_accumulator(acc)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             self.wgmma_fence()
-            if cutlass.const_expr(self.x_prefetch):
-                # the tile's first X stage, its first sub-block's raw bytes and Y box
-                self.x_stage_wait(pipe, state)
-                self.x_raw_into(raw_regs, tidx, raw_base + state.index * self.raw_stage_bytes, x_sf_row0, 0)
-                self.y_ring_wait(y_pipe, ystate)
             for kt in range(k_begin, k_tiles):
-                if cutlass.const_expr(not self.x_prefetch):
-                    self.x_stage_wait(pipe, state)
+                self.x_stage_wait(pipe, state)
                 stage = raw_base + state.index * self.raw_stage_bytes
                 for sb in cutlass.range_constexpr(self.n_sub):
-                    if cutlass.const_expr(self.x_prefetch):
-                        x_frag = self.x_decode(thr_mma, raw_regs)
-                    else:
-                        x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
+                    x_frag = self.x_fragment(thr_mma, tidx, stage, x_sf_row0, sb)
                     if cutlass.const_expr(sb == self.n_sub - 1):
                         # every X read of this stage is done (its values are in registers)
                         cute.arch.sync_warp()  # one elected lane arrives for its warp
                         self.delay("consumer", "release", "before")
                         pipe.consumer_release(state)
                         self.delay("consumer", "release", "after")
-                    if cutlass.const_expr(not self.x_prefetch):
-                        self.y_ring_wait(y_pipe, ystate)
+                    self.y_ring_wait(y_pipe, ystate)
                     self.wgmma_fence()  # the fragment registers were just written
                     self.check_wgmma(None)
                     self.fill_wgmma(filler, acc, tCrY, ystate.index, sb)
-                    if cutlass.const_expr(self.tail16):
-                        # one branch per N = 16 j, each committing its own group (as y_tail64's two);
-                        # the tile's N in steps of 16 (1 .. 8) from m and m0, per sub-block
-                        # (y_tail16_step = 16 s: N rounded up to 16 s, a branch for each multiple of s)
-                        per = cfg.y_tail16_step // TAIL16_STEP
-                        steps16 = (cutlass.min(m - m0, cutlass.Int32(self.mma_n)) + (cfg.y_tail16_step - 1)) \
-                            // cfg.y_tail16_step * per
-                        if steps16 == self.mma_n // TAIL16_STEP:
-                            for kb in cutlass.range_constexpr(SUB_K // 16):
-                                cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],
-                                          tCrY[(None, None, kb, ystate.index)], acc)
-                            self.commit_group(ystate.index)
-                        for j in cutlass.range_constexpr(1, self.mma_n // TAIL16_STEP):
-                            if cutlass.const_expr(j % per != 0):
-                                continue
-                            if steps16 == j:
-                                # (no name bound in the branch: it would be carried out of it)
-                                for kb in cutlass.range_constexpr(SUB_K // 16):
-                                    cute.gemm(narrow[j - 1][0], narrow[j - 1][1], x_frag[(None, None, kb)],
-                                              tCrY[(None, None, kb, ystate.index)], narrow[j - 1][1])
-                                self.commit_group(ystate.index)
-                    elif cutlass.const_expr(self.tail64):
+                    if cutlass.const_expr(self.tail64):
                         # each branch commits its own group (a commit after the join made ptxas add
                         # a null HGMMA carrying it: a second group per sub-block)
                         if rows64:
@@ -2583,22 +1298,10 @@ class HopperNvfp4GroupedGemm:
                             cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, ystate.index)], acc)
                         self.commit_group(ystate.index)
                     ystate.advance()
-                    if cutlass.const_expr(lag and sb == lag - 1):
-                        if kt == 0 and stagger_wg == 0:
-                            stagger_bar.arrive()  # warpgroup 1 may start this tile
-                    if cutlass.const_expr(self.x_prefetch):
-                        # the next sub-block's raw X bytes and Y box while this group runs and
-                        # before waiting for the previous one (registers of their own)
-                        if cutlass.const_expr(sb < self.n_sub - 1):
-                            self.x_raw_into(raw_regs, tidx, stage, x_sf_row0, sb + 1)
-                            self.y_ring_wait(y_pipe, ystate)
-                        elif kt + 1 < k_tiles:
-                            next_state = state.clone()
-                            next_state.advance()
-                            self.x_stage_wait(pipe, next_state)
-                            self.x_raw_into(raw_regs, tidx, raw_base + next_state.index * self.raw_stage_bytes,
-                                            x_sf_row0, 0)
-                            self.y_ring_wait(y_pipe, ystate)
+                    # (traces nothing: CuTe DSL carries the objects a loop mutates in the order of
+                    # their first method call in the loop's source, and this call puts ``state``
+                    # before ``retire_state``, the order the production SASS was measured with)
+                    state.clone()
                     # the wgmma group in_flight sub-blocks back has retired: its Y buffer is free
                     self.delay("consumer", "wgmma_wait", "before")
                     self.wait_group(in_flight)
@@ -2615,193 +1318,10 @@ class HopperNvfp4GroupedGemm:
             for _r in cutlass.range_constexpr(in_flight):  # a tile's last in_flight boxes (it has >= n_sub of them)
                 self.warp_release(y_pipe, retire_state)
                 retire_state.advance()
-            if cutlass.const_expr(late_coords):
-                # issue 14q, 3 consumer warpgroups at the 128-register launch cap: the epilogue's
-                # coordinates from a fresh (opaque) thread index, so none stays live across the
-                # K loop (ptxas spilled one otherwise)
-                thr_late = tiled_mma.get_slice(tid_x_opaque())
-                tCcC_late = thr_late.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
-                self.epilogue(acc, tCcC_late, m_ptrs[slot, 2], m, n, m0, n0)
-            elif cutlass.const_expr(self.stream_k):
-                if hands_on != 0:
-                    # the tile's K prefix: its partial to the CTA after this one (if this CTA
-                    # claimed the boundary; otherwise that CTA took the whole tile)
-                    _ea, _ka, _eb, _kb, _nf, claimed = self.share
-                    if claimed != 0:
-                        self.streamk_store(acc, tidx, m_sizes)
-                else:
-                    self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
-            else:
-                self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+            self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
             self.poison_accumulator(acc)
 
     # ------------------------------------------------------------- consumer helpers
-    @cute.jit
-    def consume_cluster_y(self, tiled_mma, thr_mma, acc, tCrY, tCcC, filler, m_prefix, m_sizes, m_ptrs, pipe,
-                          raw_base, sy_base, tidx, t_begin, t_end, t_step):
-        """``y_cluster_decode``: the consumers of one CTA of a 2-CTA cluster. Both CTAs walk the
-        same tiles (N blocks 2j and 2j + 1 of one M block: the same Y); ``g`` counts the CTA's
-        sub-blocks over its tiles, equal in both. Sub-block g reads Y buffer g % B (B =
-        Y_CLUSTER_BUFFERS) in each CTA, filled by rank g % 2 in both CTAs: this CTA decodes the
-        sub-blocks of its parity, AHEAD sub-blocks before their wgmma (after issuing the wgmma of
-        g - AHEAD), into its buffer and the peer's. Per buffer b, this CTA's mbarriers: landed[b]
-        (for the buffers the peer fills: one expect_tx arrive of this CTA per use, and the bytes
-        of the peer's ``st.async`` stores, each completing its 16 bytes on it) and free[b] (for
-        the buffers this CTA fills: the peer's 8 consumer warps arrive after the wgmma that read
-        their copy of b retired). The decoder of g waits free for use g // B - 1 (sub-block
-        g - B, retired by the peer at its step g - B + 1, one step earlier), syncs its own
-        consumers (their wgmma of g - B retired), decodes into its buffer (``st.shared``) and the
-        peer's (``st.async``), fences the async proxy and syncs its consumers again (its own copy
-        is complete for its wgmmas). No memory barrier and no cluster-scope fence: the bytes are
-        counted, not released. The raw stages: the Y side waits a stage AHEAD
-        sub-blocks before the X side reads it; the X side releases it after its last X fragment
-        (every Y decode from it came earlier in this thread's order)."""
-        cfg = self.config
-        AHEAD = cfgmod.Y_CLUSTER_AHEAD
-        rank = cutlass.Int32(cute.arch.block_idx_in_cluster())
-        peer = 1 - rank
-        # the peer's landed barriers (st.async completes its bytes there) and its shared window
-        peer_landed = mapa_shared_u32(self.cluster_y_landed(0).toint(), peer)
-        peer_delta = mapa_shared_u32(sy_base, peer) - sy_base
-        consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
-        x_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
-        y_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
-        g = cutlass.Int32(0)
-        for tile in range(t_begin, t_end, t_step):
-            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
-            x_sf_row0, y_sf_row0 = self.sf_rows(m0, n0)
-            k_tiles = k // cfg.tile_k
-            steps = k_tiles * self.n_sub
-            self.reset_accumulator(acc)
-            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-            self.wgmma_fence()
-            # the tile's first raw stage, for its first AHEAD sub-blocks of Y
-            self.delay("consumer", "wait", "before")
-            pipe.consumer_wait(y_state)
-            self.delay("consumer", "wait", "after")
-            y_stage = raw_base + y_state.index * self.raw_stage_bytes
-            for j in cutlass.range_constexpr(AHEAD):
-                if cfgmod.y_cluster_filler(g + j) == rank:
-                    self.cluster_y_fill(g + j, j, y_stage, y_sf_row0, tidx, sy_base, peer_landed, peer_delta,
-                                        consumers)
-            for kt in range(k_tiles):
-                x_stage = raw_base + x_state.index * self.raw_stage_bytes
-                for sb in cutlass.range_constexpr(self.n_sub):
-                    gs = g + kt * self.n_sub + sb
-                    b = cfgmod.y_cluster_buffer(gs)
-                    if cutlass.const_expr(sb == self.n_sub - AHEAD):
-                        # the Y side moves to the next K tile's stage (past the tile's last one
-                        # after its last K tile: the next tile's first; only the wait depends on
-                        # a run-time value, no pipeline state is changed under a run-time branch)
-                        y_state.advance()
-                        if kt + 1 < k_tiles:
-                            self.delay("consumer", "wait", "before")
-                            pipe.consumer_wait(y_state)
-                            self.delay("consumer", "wait", "after")
-                    x_frag = self.x_fragment(thr_mma, tidx, x_stage, x_sf_row0, sb)
-                    if cfgmod.y_cluster_filler(gs) != rank:
-                        # the peer's copy of sub-block gs landed here: this use's expect_tx arrive
-                        # (one thread), then every thread waits for the phase
-                        self.delay("consumer", "fp16_wait", "before")
-                        if tidx == 0:
-                            cute.arch.mbarrier_arrive_and_expect_tx(self.cluster_y_landed(b), self.y_buf_bytes)
-                        cute.arch.mbarrier_wait(self.cluster_y_landed(b), cfgmod.y_cluster_landed_parity(gs))
-                        if cutlass.const_expr(cfg.y_cluster_copy == "st_async"):
-                            # st.async wrote in the generic proxy; a bulk copy writes in the async
-                            # proxy, which the wgmma reads in (as after a TMA load)
-                            cute.arch.fence_proxy("async.shared", space="cta")
-                        self.delay("consumer", "fp16_wait", "after")
-                    if cutlass.const_expr(sb == self.n_sub - 1):
-                        # the last read of this K tile's stage (its Y was decoded earlier)
-                        cute.arch.sync_warp()
-                        self.delay("consumer", "release", "before")
-                        pipe.consumer_release(x_state)
-                        self.delay("consumer", "release", "after")
-                        x_state.advance()
-                    self.wgmma_fence()  # the fragment registers were just written
-                    self.check_wgmma(None)
-                    self.fill_wgmma(filler, acc, tCrY, b, sb)
-                    for kb in cutlass.range_constexpr(SUB_K // 16):
-                        cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)], tCrY[(None, None, kb, b)], acc)
-                    self.commit_group(b)
-                    self.delay("consumer", "wgmma_wait", "before")
-                    self.wait_group(1)
-                    self.delay("consumer", "wgmma_wait", "after")
-                    if kt * self.n_sub + sb > 0:
-                        self.cluster_y_free(gs - 1, rank, peer)
-                    if kt * self.n_sub + sb + AHEAD < steps:
-                        if cfgmod.y_cluster_filler(gs + AHEAD) == rank:
-                            ahead_stage = raw_base + y_state.index * self.raw_stage_bytes
-                            self.cluster_y_fill(gs + AHEAD, (sb + AHEAD) % self.n_sub, ahead_stage, y_sf_row0, tidx,
-                                                sy_base, peer_landed, peer_delta, consumers)
-            self.delay("consumer", "wgmma_wait", "before")
-            self.wait_group(0)
-            self.delay("consumer", "wgmma_wait", "after")
-            self.cluster_y_free(g + steps - 1, rank, peer)
-            self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
-            self.poison_accumulator(acc)
-            g += steps
-
-    def cluster_y_landed(self, b):
-        """``y_cluster_decode``: this CTA's landed[b] mbarrier (a pointer)."""
-        return self.smem_storage.ycl_bars.data_ptr() + b
-
-    def cluster_y_peer_landed(self, peer_landed0, b):
-        """``y_cluster_decode``: the peer's landed[b] (a shared::cluster address), from its
-        landed[0] (``peer_landed0``, mapped once per kernel)."""
-        return peer_landed0 + cfgmod.MBARRIER_BYTES * b
-
-    def cluster_y_free_bar(self, b):
-        """``y_cluster_decode``: this CTA's free[b] mbarrier (a pointer), after the landed ones."""
-        return self.smem_storage.ycl_bars.data_ptr() + cfgmod.Y_CLUSTER_BUFFERS + b
-
-    @cute.jit
-    def cluster_y_free(self, gs: cutlass.Int32, rank: cutlass.Int32, peer: cutlass.Int32):
-        """``y_cluster_decode``, after the wgmma of sub-block ``gs`` retired in this warp: if the
-        peer filled its buffer, this warp arrives on the peer's free[buffer of gs]."""
-        if cfgmod.y_cluster_filler(gs) != rank:
-            cute.arch.sync_warp()
-            self.delay("consumer", "fp16_release", "before")
-            if cute.arch.lane_idx() == 0:
-                cute.arch.mbarrier_arrive(self.cluster_y_free_bar(cfgmod.y_cluster_buffer(gs)), peer)
-            self.delay("consumer", "fp16_release", "after")
-
-    @cute.jit
-    def cluster_y_fill(self, ga: cutlass.Int32, sb: cutlass.Constexpr, y_stage, y_sf_row0, tidx, sy_base,
-                       peer_landed: cutlass.Int32, peer_delta: cutlass.Int32, consumers):
-        """``y_cluster_decode``: this CTA fills sub-block ``ga`` (K sub-block ``sb`` of the raw
-        stage ``y_stage``) into its Y buffer of both CTAs (see :meth:`consume_cluster_y`);
-        ``peer_landed``: the peer's landed[0] (shared::cluster address)."""
-        ba = cfgmod.y_cluster_buffer(ga)
-        # the peer retired its wgmma of ga - B on its copy (parity trick: the first use passes)
-        self.delay("consumer", "bar_reuse", "before")
-        cute.arch.mbarrier_wait(self.cluster_y_free_bar(ba), cfgmod.y_cluster_free_parity(ga))
-        # every warp here retired its wgmma of ga - B
-        consumers.arrive_and_wait()
-        self.delay("consumer", "bar_reuse", "after")
-        self.delay("consumer", "decode", "before")
-        bulk = self.config.y_cluster_copy == "bulk"
-        if cutlass.const_expr(not self.ablates("y_dequant")):
-            units = self.y_rs_units(tidx, y_stage, sy_base + ba * self.y_buf_bytes, y_sf_row0, sb)
-            if cutlass.const_expr(bulk):
-                dequant_y_units_rs(units, self.config.operand_exp_shift)  # this CTA's copy only
-            else:
-                # the peer's copy by st.async, each 16 bytes counted on the peer's landed[ba]
-                dequant_y_units_rs(units, self.config.operand_exp_shift,
-                                   (peer_delta, self.cluster_y_peer_landed(peer_landed, ba)))
-        self.delay("consumer", "fence", "before")
-        cute.arch.fence_proxy("async.shared", space="cta")
-        self.delay("consumer", "fence", "after")
-        consumers.arrive_and_wait()  # this CTA's copy complete for its own wgmmas (and the copy engine)
-        self.delay("consumer", "bar_dequant", "after")
-        if cutlass.const_expr(bulk):
-            # the peer's copy: the whole buffer by the copy engine, its bytes counted on the peer's
-            # landed[ba]. The source is read later, asynchronously: this CTA refills ba only after
-            # the peer's free[ba] arrivals, which follow its landed[ba] wait (the copy complete)
-            if tidx == 0:
-                src = sy_base + ba * self.y_buf_bytes
-                bulk_copy_to_peer(src + peer_delta, src, self.y_buf_bytes, self.cluster_y_peer_landed(peer_landed, ba))
-
     @cute.jit
     def warp_release(self, fp16_pipe, state):
         """Release ``state``'s fp16 buffer once per warp (the empty barrier counts warps).
@@ -2811,11 +1331,6 @@ class HopperNvfp4GroupedGemm:
         self.check_reuse(state.index, None, 0)
         cute.arch.sync_warp()
         self.delay("consumer", "fp16_release", "before")
-        if cutlass.const_expr(self.cluster != 1):
-            # lane r arrives on cluster rank r's empty barrier (PipelineTmaAsync's signalling for
-            # a cluster layout, through the cluster-mapped address): lane 1 here, lane 0 below
-            if cute.arch.lane_idx() == 1:
-                fp16_pipe.consumer_release(state)
         if cute.arch.lane_idx() == 0:
             fp16_pipe.consumer_release(state)
         self.delay("consumer", "fp16_release", "after")
@@ -2827,48 +1342,6 @@ class HopperNvfp4GroupedGemm:
     # this one passed (kernel.perturbation CHECK_RULES).
     def reset_accumulator(self, acc):
         acc.fill(0.0)
-        self.hb_store(HB_DIRTY, 1)  # accumulator registers written: a wgmma fence must follow
-
-    @cute.jit
-    def streamk_store(self, acc, tidx: cutlass.Int32, m_sizes: cute.Tensor):
-        """stream_k, the consumer threads after a piece that hands on (every wgmma retired): the
-        fp32 accumulators to the partial of the boundary at this CTA's index + 1 (16-byte chunk j
-        of thread t at (j x threads + t) x 16), the consumers' barrier, then one thread publishes
-        it (fence.acq_rel.gpu, red.release.gpu: CLAIMED + 1 = PUBLISHED)."""
-        cta, _, _ = cute.arch.block_idx()
-        b = cutlass.Int32(cta) + 1
-        base = self.streamk_partial(m_sizes, b)
-        for j in cutlass.range_constexpr(cute.size(acc) // 4):
-            st_global_v4_f32(base + cutlass.Int64(j * self.consumer_threads + tidx) * 16,
-                             [acc[4 * j + i] for i in range(4)])
-        pipeline.NamedBarrier(barrier_id=cfgmod.STREAMK_BARRIER_ID, num_threads=self.consumer_threads).arrive_and_wait()
-        if tidx == 0:
-            arrive_release_gpu(self.streamk_state(m_sizes, b), cutlass.Int32(STREAMK_PUBLISHED - STREAMK_CLAIMED))
-
-    @cute.jit
-    def streamk_wait(self, tidx: cutlass.Int32, m_sizes: cute.Tensor):
-        """stream_k, the consumer threads at a piece that continues the partial of the boundary at
-        this CTA's index: one thread waits until it is PUBLISHED (ld.acquire.gpu) and sets the word
-        back to IDLE (nobody else touches it this launch), then the consumers' barrier; the
-        partial is read by :meth:`streamk_fill` after it."""
-        cta, _, _ = cute.arch.block_idx()
-        if tidx == 0:
-            word = self.streamk_state(m_sizes, cutlass.Int32(cta))
-            wait_geq_acquire_gpu(word, cutlass.Int32(STREAMK_PUBLISHED))
-            store_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE))
-        pipeline.NamedBarrier(barrier_id=cfgmod.STREAMK_BARRIER_ID, num_threads=self.consumer_threads).arrive_and_wait()
-
-    def streamk_fill(self, acc, tidx, m_sizes, load):
-        """stream_k, every piece's start (in place of ``reset_accumulator``): each thread's
-        accumulators from the partial of the boundary at this CTA's index (the layout of
-        :meth:`streamk_store`) when ``load`` != 0 (after :meth:`streamk_wait`), zeros otherwise,
-        by predicated loads. Traced inline."""
-        cta, _, _ = cute.arch.block_idx()
-        base = self.streamk_partial(m_sizes, cutlass.Int32(cta))
-        for j in range(cute.size(acc) // 4):
-            vals = ld_global_cg_v4_f32_or_zero(base + cutlass.Int64(j * self.consumer_threads + tidx) * 16, load)
-            for i in range(4):
-                acc[4 * j + i] = vals[i]
         self.hb_store(HB_DIRTY, 1)  # accumulator registers written: a wgmma fence must follow
 
     def wgmma_fence(self):
@@ -3084,11 +1557,7 @@ class HopperNvfp4GroupedGemm:
         ``poison_stage_before_fill`` still poisons the whole stage once both released it)."""
         if not self.poisoning():
             return
-        if self.y_per_wg:
-            rows = 64 * self.pitch
-            self.poison_region(stage + self.off_x + (tidx // 128) * rows, rows, wtid, 128)
-        else:
-            self.poison_region(stage, self.raw_stage_bytes, tidx, self.consumer_threads)
+        self.poison_region(stage, self.raw_stage_bytes, tidx, self.consumer_threads)
         cute.arch.fence_proxy("async.shared", space="cta")
         cute.arch.sync_warp()
 
@@ -3122,14 +1591,7 @@ class HopperNvfp4GroupedGemm:
             return
         # the poison stores rewrite the buffer: the checker's reuse rule holds here as at the
         # next dequant (every reading warp waited for the group that read it)
-        if self.y_per_wg:
-            self.check_reuse(ybuf0 + buf, (self.hb_warp // 4) * 4 if self.checks else 0, 4)
-        else:
-            self.check_reuse(buf, 0, self.consumer_warps)
-        if self.y_per_wg:
-            self.poison_region(sy_base + (ybuf0 + buf) * self.y_buf_bytes, self.y_buf_bytes, wtid, 128)
-            consumers.arrive_and_wait()
-            return
+        self.check_reuse(buf, 0, self.consumer_warps)
         self.poison_region(sy_base + buf * self.y_buf_bytes, self.y_buf_bytes, tidx, self.consumer_threads)
         if not self.x_in_regs:
             self.poison_region(sx_base + buf * self.x_buf_bytes, self.x_buf_bytes, tidx, self.consumer_threads)
@@ -3195,8 +1657,6 @@ class HopperNvfp4GroupedGemm:
 
     def dequant_sub_block(self, tidx, stage, x_dst, y_dst, x_sf_row0, y_sf_row0, sb: int):
         """This thread's share of one 64-K sub-block of both operands: raw stage -> fp16 buffers."""
-        if self.ablates("dequant"):
-            return
         if self.batched_dequant():
             units = self.operand_units(
                 tidx, self.mma_m, stage + self.off_x, stage + self.off_sfx, x_dst, x_sf_row0, sb
@@ -3254,22 +1714,6 @@ class HopperNvfp4GroupedGemm:
         self.hb_store(HB_DIRTY, 1)  # wgmma operand registers written: a wgmma fence must follow
         return frag
 
-    def x_raw_into(self, raw_regs, tidx, stage, x_sf_row0, sb: int):
-        """``x_prefetch``: this thread's raw X bytes and scale bytes of sub-block ``sb`` into
-        ``raw_regs`` (X_RAW_REGS registers of their own; :meth:`x_decode` decodes them)."""
-        if self.ablates("x_dequant"):
-            return
-        raws, sfs = self.x_raw_addresses(tidx, stage, x_sf_row0, sb)
-        for i, word in enumerate(load_x_raw_rs(raws[0], raws[1], sfs[0], sfs[1])):
-            raw_regs[i] = word
-
-    def x_decode(self, thr_mma, raw_regs):
-        """``x_prefetch``: the X fragment from :meth:`x_raw_into`'s registers (no shared access)."""
-        if self.ablates("x_dequant"):
-            return self.x_fragment(thr_mma, None, None, None, 0)
-        words = decode_x_raw_rs([raw_regs[i] for i in range(X_RAW_REGS)], self.config.operand_exp_shift)
-        return self.x_fragment_from_words(thr_mma, words)
-
     def x_stage_wait(self, pipe, state):
         """Wait for ``state``'s raw X stage (the prepass consumers)."""
         self.delay("consumer", "wait", "before")
@@ -3303,18 +1747,6 @@ class HopperNvfp4GroupedGemm:
             *(dst + (((4 * a + j) ^ r8) << 4) for j in range(4)),
         )
 
-    @cute.jit
-    def dequant_y_rs_ragged(self, tidx: cutlass.Int32, stage: cutlass.Int32, y_dst: cutlass.Int32,
-                            y_sf_row0: cutlass.Int32, sb: cutlass.Constexpr):
-        """dequant_y_rs where Y's 2*mma_n units are not a multiple of the consumer threads: unit
-        ``tidx + u * threads`` if it exists, one unit per asm block (warp-uniform: units come in
-        runs of 32 threads)."""
-        units = self.mma_n * 2
-        for u in cutlass.range_constexpr((units + self.dequant_threads - 1) // self.dequant_threads):
-            unit = tidx + u * self.dequant_threads
-            if unit < units:
-                dequant_y_units_rs([self.y_rs_unit(unit, stage, y_dst, y_sf_row0, sb)], self.config.operand_exp_shift)
-
     def y_rs_units(self, tidx, stage, y_dst, y_sf_row0, sb: int, threads: int | None = None) -> list:
         """x_operand="regs": this thread's (row, a) units of Y for one sub-block, Y's units shared
         by ``threads`` threads (default: every dequantizing thread; 128 with ``y_per_warpgroup``,
@@ -3335,9 +1767,8 @@ class HopperNvfp4GroupedGemm:
         (``writers``: the cooperative warps (first, count) that filled it, for the checker)."""
         self.check_wgmma(None if writers is None else buf, *(writers or ()))
         self.fill_wgmma(filler, acc, tCrY, buf, sb)
-        if not self.ablates("mma"):
-            for kb in range(SUB_K // 16):  # traced inline: a Python loop
-                cute.gemm(tiled_mma, acc, tCrX[(None, None, kb, buf)], tCrY[(None, None, kb, buf)], acc)
+        for kb in range(SUB_K // 16):  # traced inline: a Python loop
+            cute.gemm(tiled_mma, acc, tCrX[(None, None, kb, buf)], tCrY[(None, None, kb, buf)], acc)
         self.commit_group(buf)
 
     def epilogue(self, acc, tCcC, c_ptr, m, n, m0, n0):

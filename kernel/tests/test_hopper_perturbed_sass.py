@@ -34,7 +34,7 @@ from profiling import poison_sites, sass
 pytestmark = pytest.mark.compile
 
 launch = importlib.import_module("kernel.hopper.launch")
-from kernel.hopper.config import DECLARED_VARIANTS  # noqa: E402
+from kernel.hopper.variants import DECLARED_VARIANTS
 
 # the default variant (cp.async, one warpgroup), the fastest (TMA, A from registers, two
 # warpgroups), and split roles (dequant warpgroups, fp16 mbarrier ring)

@@ -20,7 +20,8 @@ import torch
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-from kernel.hopper.config import DECLARED_VARIANTS, HopperConfig  # noqa: E402
+from kernel.hopper.config import HopperConfig
+from kernel.hopper.variants import DECLARED_VARIANTS
 from kernel.hopper import workspace as W  # noqa: E402
 from kernel.plan import make_plan  # noqa: E402
 
@@ -187,7 +188,7 @@ def test_pool_one_workspace_per_stream_and_geometry():
 def test_hook_gives_a_workspace_to_prepass_variants_only(monkeypatch):
     import importlib
 
-    from kernel.hopper.config import FASTEST_CONFIG
+    from kernel.hopper.variants import FASTEST_CONFIG
 
     launch = importlib.import_module("kernel.hopper.launch")  # kernel.hopper.launch is also a function
 

@@ -13,8 +13,8 @@ import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-from kernel.hopper.config import (DECLARED_VARIANTS, SMEM_ALIGN, SMEM_CAPACITY_BYTES, SMEM_TABLE_MAX_GROUPS,  # noqa: E402
-                                  HopperConfig, smem_bytes)
+from kernel.hopper.config import SMEM_ALIGN, SMEM_CAPACITY_BYTES, SMEM_TABLE_MAX_GROUPS, HopperConfig, smem_bytes
+from kernel.hopper.variants import DECLARED_VARIANTS
 
 EXTRA = (
     HopperConfig(swapped=True, consumer_warpgroups=2, num_ab_stages=5, dequant="prmt", loader="tma", x_operand="regs"),

@@ -15,9 +15,8 @@ import os
 import pytest
 
 from kernel.hopper import staging
-from kernel.hopper.config import (
-    DECLARED_VARIANTS, EPILOGUE_WG_COLS, SMEM_CAPACITY_BYTES, epilogue_stage_rows, smem_bytes,
-)
+from kernel.hopper.config import EPILOGUE_WG_COLS, SMEM_CAPACITY_BYTES, epilogue_stage_rows, smem_bytes
+from kernel.hopper.variants import DECLARED_VARIANTS
 
 # the two staging geometries (the fastest tile's, the mixed-tail tile's); the other staged
 # variants are the mixed-tail tile with other options, the same epilogue (test below)

@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from kernel.hopper.config import SPLIT_WARP_CONFIG, STREAM_K_CONFIG, TWO_CTA_CONFIG
+from kernel.hopper.config import STREAM_K_CONFIG, TWO_CTA_CONFIG
+from kernel.hopper.variants import SPLIT_WARP_CONFIG
 from kernel.plan import make_plan, streamk_weight
 from profiling import timeline_plot
 from profiling.timeline import cta_work, per_cta_medians, per_cta_path, write_per_cta
