@@ -635,10 +635,9 @@ class HopperNvfp4GroupedGemm:
                         self.prepass_wait(ws, chunks)
                         if cutlass.const_expr(self.timeline):
                             self.timeline_point("phase1_passed")  # the grid barrier's spin ended
-                # phase 1's completion barrier: one
-                # instruction that every thread executes (bar.sync is barrier.sync.aligned; reached
-                # from the two roles' own code it was undefined in PTX, and compute-sanitizer
-                # synccheck aborted the launch on it)
+                # phase 1's completion barrier: one instruction that every thread executes
+                # (bar.sync is barrier.sync.aligned: reached from the two roles' own code it is
+                # undefined in PTX, and compute-sanitizer synccheck aborts the launch on it)
                 cute.arch.barrier()
                 if cutlass.const_expr(self.timeline):
                     if tidx == 0:
