@@ -85,7 +85,7 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
 
 
 def labelled_builds(variants: Sequence[str]) -> dict[str, Build]:
-    """``LABEL`` or ``LABEL~PART`` (a Hopper label, declared or named by kernel.hopper.config, or
+    """``LABEL`` or ``LABEL~PART`` (a declared Hopper label, or
     HopperConfig fields as JSON; and the ablation part its build leaves out) -> its Build, keyed by the text given
     (profiling.k_slope, profiling.timeline). Raises ValueError naming an unknown label; an
     ablation the config cannot take raises UnsupportedConfigError (check_ablation)."""
