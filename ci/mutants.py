@@ -234,7 +234,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _m(
         "hopper_n_residue_off_by_one",
         "off-by-one in the N residue predicate of the epilogue (col <= n)",
-        "kernel/hopper/kernel.py",
+        "kernel/hopper/epilogue.py",
         "            if row < m and col < n:",
         "            if row < m and col <= n:",
         "hopper",
@@ -243,7 +243,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _m(
         "hopper_m_residue_off_by_one",
         "off-by-one in the M residue predicate of the epilogue (row < m - 1)",
-        "kernel/hopper/kernel.py",
+        "kernel/hopper/epilogue.py",
         "            if row < m and col < n:",
         "            if row < m - 1 and col < n:",
         "hopper",
@@ -252,7 +252,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _m(
         "hopper_scale_subblocks_swapped",
         "wrong scale-factor index map: 32- and 4-row sub-blocks swapped in the smem scale address",
-        "kernel/hopper/kernel.py",
+        "kernel/hopper/consumer.py",
         "sb * 512 + (i % 32) * 16 + (i // 32) * 4 + h * 2",
         "sb * 512 + (i // 4 % 32) * 16 + (i % 4) * 4 + h * 2",
         "hopper",
@@ -462,6 +462,10 @@ SYNC_VARIANTS = {
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
+_KP = "kernel/hopper/producer.py"
+_K1 = "kernel/hopper/phase1.py"
+_KC = "kernel/hopper/consumer.py"
+_KE = "kernel/hopper/epilogue.py"
 _I8 = " " * 8
 _I12 = " " * 12
 _I16 = " " * 16
@@ -564,7 +568,7 @@ _SYNC_EDITS = (
     # ---- the prepass production variant ("prod"): phase 1, its completion barrier, the Y ring,
     # the balanced schedule, the staged epilogue
     ("phase1_wait_one_short", "completion barrier one chunk early: thread 0 lets its CTA through when "
-     "all but one of phase 1's chunks are decoded (a Y box may be loaded before its rows are written)", _K,
+     "all but one of phase 1's chunks are decoded (a Y box may be loaded before its rows are written)", _K1,
      "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks)\n",
      "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks - 1)\n", ("prod",)),
     ("phase1_barrier_at_role_sites", "phase 1's completion barrier at two sites, one per warp role: "
@@ -577,17 +581,17 @@ _SYNC_EDITS = (
      f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
      + f"{_I20}cute.arch.barrier()\n", ("prod",)),
     ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
-     "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K,
+     "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K1,
      f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n"
      f"{_I12}fence_proxy_async_global()\n{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n",
      f"{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n", ("prod",)),
     ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
-     "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _K,
+     "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _KP,
      f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
      f"{_I8}fence_proxy_async_global()\n",
      f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n", ("prod",)),
     ("staged_slots_no_proxy_fence", "fence removed: phase 1's generic writes to its staging slots (the "
-     "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K,
+     "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K1,
      f"{_I8}# the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n"
      f"{_I8}cute.arch.fence_proxy(\"async.shared\", space=\"cta\")\n",
      f"{_I8}pass  # the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n", ("prod",)),
@@ -595,7 +599,7 @@ _SYNC_EDITS = (
      "slots with no bar.warp.sync after their writes", "kernel/hopper/ptx.py",
      '"bar.warp.sync 0xffffffff;", "and.b32 c, $4, 7;"', '"and.b32 c, $4, 7;"', ("prod",)),
     ("y_ring_wait_lax", "wgmma wait too lax: wait_group(2) before releasing a Y ring buffer lets the "
-     "wgmma that reads it stay in flight while the producer refills it", _K,
+     "wgmma that reads it stay in flight while the producer refills it", _KC,
      f"{_I20}self.wait_group(in_flight)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
      f"{_I20}if cutlass.const_expr(sb >= in_flight):\n{_I20}    self.warp_release(y_pipe, retire_state)",
      f"{_I20}self.wait_group(in_flight + 1)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
@@ -605,20 +609,20 @@ _SYNC_EDITS = (
      "y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))\n",
      "y_pipe = self.y_ring(storage, self.consumer_warps - 1, (1, 1, 1, 1))\n", ("prod",)),
     ("y_ring_tx_count_short", "wrong transaction count: the Y ring's full barrier expects 1024 bytes "
-     "fewer than a Y box brings (wgmma may read the box's last rows before they land)", _K,
+     "fewer than a Y box brings (wgmma may read the box's last rows before they land)", _KP,
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
      "            tx_count=self.y_tx_bytes,\n",
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
      "            tx_count=self.y_tx_bytes - 1024,\n", ("prod",)),
     ("tile_wait_lax", "accumulators read in flight: the tile's last wait is wait_group(1), so the "
-     "epilogue may read accumulators the last wgmma group still writes", _K,
+     "epilogue may read accumulators the last wgmma group still writes", _KC,
      f"{_I12}self.wait_group(0)\n{_I12}for _r in cutlass.range_constexpr(in_flight):",
      f"{_I12}self.wait_group(1)\n{_I12}for _r in cutlass.range_constexpr(in_flight):", ("prod",)),
     ("epilogue_no_publish_barrier", "barrier removed: the staged epilogue reads its staging buffer "
-     "before every thread of the warpgroup has written its stmatrix part", _K,
+     "before every thread of the warpgroup has written its stmatrix part", _KE,
      "        bar.arrive_and_wait()  # the whole pass is in the buffer\n", "", ("prod",)),
     ("epilogue_no_reuse_barrier", "barrier removed: the staged epilogue rewrites its staging buffer "
-     "(next pass or tile) before every thread has read the previous one", _K,
+     "(next pass or tile) before every thread has read the previous one", _KE,
      "        bar.arrive_and_wait()  # the warpgroup's reads of the buffer (previous pass or tile) are done\n",
      "", ("prod",)),
     ("balanced_share_skips_a_light_tile", "balanced schedule off by one: the CTAs of the second kind "
@@ -772,7 +776,7 @@ EQUIVALENT = {
 
 
 # Concurrency mutants whose cubin changes but whose bug no run on this kernel can show, with the
-# reason and its evidence (properties/MUTANTS.md "Fifth pass"). Not verdicts: ci.mutation_runner
+# reason and its evidence. Not verdicts: ci.mutation_runner
 # still runs them, last (after every other task), so the verdicts that can move come first within
 # a device budget.
 UNOBSERVABLE = {
@@ -799,3 +803,66 @@ UNOBSERVABLE = {
         "every stage the producer filled"
     ),
 }
+
+
+# ------------------------------------------------------------------- docs/mutants.md (generated)
+DOC_PATH = "docs/mutants.md"
+DOC_INTRO = """# Mutants: does the test suite catch real kernel bugs?
+
+<!-- generated by `python -m ci.mutants --markdown > docs/mutants.md`; ci/test_mutants.py checks it -->
+
+`ci/mutants.py` is the catalog: each mutant is a named, reversible edit of the real code (the
+exact original text, which must occur exactly once in its target file, its replacement, the
+subject it affects and the pytest selection that must catch it). `python -m ci.mutation_runner`
+applies each one to a **copy** of the repository (tracked and untracked-not-ignored files in a
+temporary directory; the working tree is never touched), runs its selection there and reports
+caught / SURVIVED, by which test and after how many Hypothesis examples. `--baseline` first runs
+every subject's selection unmutated: a failing baseline marks its mutants `baseline-failed`.
+
+The concurrency and memory-safety mutants (`hopper_sync_*`, one per edit and variant) are judged
+three ways on an H200: the plain property, the perturbed property (seeded delays at every
+synchronization site, poison on release, guarded tables) and compute-sanitizer over fixed ragged
+cases (`--section=sync`). Mutants whose compiled code is production's instruction for instruction
+are *equivalent*; those whose bug no run on this kernel can show are *unobservable*; both say why.
+
+Commands:
+
+    python -m ci.mutation_runner --subject=cpu --baseline      # every CPU subject
+    python -m ci.mutation_runner --subject=hopper --section=sync  # on the H200
+    python -m pytest -q ci/test_mutants.py                       # the catalog is well formed
+    python -m pytest -q -m slow ci/test_mutants.py               # every CPU mutant is caught
+
+Subjects: `model` (the CPU model), `plan` (host plan and device tables), `hopper` (the sm_90a
+kernel on an H200), `hopper-static` and `blackwell-static` (the kernels compiled on the CPU,
+caught by SASS checks), `harness` (the oracle's bound and the checks every run goes through).
+"""
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def markdown() -> str:
+    """docs/mutants.md: the introduction and one table of the catalog (name, subject, bug, what
+    catches it), generated from :data:`MUTANTS` so it cannot drift."""
+    rows = ["| mutant | subject | bug | caught by |", "| --- | --- | --- | --- |"]
+    for m in MUTANTS:
+        if m.name in EQUIVALENT:
+            caught = "equivalent: " + EQUIVALENT[m.name]
+        else:
+            tests = [a for a in m.select if not a.startswith("-")]
+            opts = [a for a in m.select if a.startswith("--")]
+            caught = ", ".join(f"`{t}`" for t in tests) + (f" ({' '.join(opts)})" if opts else "")
+            if m.name in UNOBSERVABLE:
+                caught += "; unobservable: " + UNOBSERVABLE[m.name]
+        subject = m.subject + (f" `{m.variant}`" if m.variant else "")
+        rows.append(f"| `{m.name}` | {_cell(subject)} | {_cell(m.kind)} | {_cell(caught)} |")
+    return DOC_INTRO + f"\n## The catalog ({len(MUTANTS)} mutants)\n\n" + "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--markdown"]:
+        raise SystemExit("usage: python -m ci.mutants --markdown > docs/mutants.md")
+    sys.stdout.write(markdown())

@@ -97,7 +97,7 @@ def test_recorded_equivalences_are_unchanged_cubins():
     """An "equivalent" verdict needs its proof to stay true: the mutated variant compiles to the
     same SASS (about 30 s: one variant, mutated and not). The other concurrency mutants change
     their variant's SASS (python -m ci.mutation_runner --section=sync --sass-equivalence,
-    recorded in properties/MUTANTS.md)."""
+    recorded in docs/mutants.md)."""
     equivalent = [m for m in SYNC_MUTANTS if m.name in EQUIVALENT]
     assert equivalent
     eq = mr.sass_equivalence(equivalent, jobs=2, log=lambda msg: None)

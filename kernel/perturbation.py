@@ -145,8 +145,8 @@ TIMELINE_WORDS = TIMELINE_CTAS * len(TIMELINE_POINTS) * 2
 PALETTE_CTAS = (0, 2, 1)
 # the filler wgmmas per filled wgmma group (Perturbation.wgmma_fill) of a perturbation that has them:
 # real-shape wgmmas (zero A, the real Y, into the real accumulator) queued in the real group, so it
-# retires after that much more tensor work; ptxas keeps them asynchronous (properties/MUTANTS.md
-# "Fourth pass", kernel/tests/test_hopper_perturbed_sass.py). Compiled in (part of the compile
+# retires after that much more tensor work; ptxas keeps them asynchronous (docs/results.md,
+# kernel/tests/test_hopper_perturbed_sass.py). Compiled in (part of the compile
 # form). A run-time gate does not work: a branch around the fillers makes ptxas close a wgmma group
 # at the branch (the fillers' own gsb0), so they no longer share the group
 FILL = 32
@@ -155,7 +155,7 @@ FILL = 32
 # of sub-block s-1 still reading its buffer after the group of sub-block s has been *issued*; if
 # the tensor pipe takes only a few wgmmas ahead of the one executing, issuing a long group blocks
 # the warp until the group before it retired, so filling every group closes the window it was
-# meant to open (properties/MUTANTS.md, "Sixth pass"); a short group after a long one does not
+# meant to open (docs/results.md); a short group after a long one does not
 FILL_STRIDE = 2
 # the compile-time palette cycles fillers like the caps (third seed: fillers in every group)
 PALETTE_FILL = (0, 0, 16)

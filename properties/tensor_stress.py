@@ -5,7 +5,7 @@ issue into it. A buffer rewritten one wait too early (a lax ``wgmma.wait_group``
 barrier) is only read late if the wgmma group that reads it is still queued after its warps have
 done a whole sub-block's dequantization. Delays inside the kernel cannot make that happen: the
 kernel's barriers couple the warps, so a delayed warp holds the others back and the pipe catches up
-(properties/MUTANTS.md, seventh pass), and extra wgmmas queued by the kernel's own warps stall
+(docs/results.md), and extra wgmmas queued by the kernel's own warps stall
 those warps at issue. Work queued by *another CTA on the same SM* does neither: its warps are not
 bound by the subject's barriers, and every SM sub-partition's tensor core is shared by all the
 warps resident on it. So this module launches, on a side stream, one small CTA per SM (one

@@ -281,7 +281,7 @@ def test_the_stressor_keeps_wgmmas_queued_until_its_stop_word(tmp_path):
     accumulating, one burst waited for, then a pause), the loop's exit decided for the whole CTA
     (BAR.RED), the stop word read from global memory each turn, the accumulator stored at the
     end (what keeps ptxas from folding the wgmmas away), and, by the register model (a necessary
-    condition only: properties/MUTANTS.md, eighth pass), room beside the default variant's CTA
+    condition only: docs/results.md), room beside the default variant's CTA
     in every sub-partition's register file, none beside the fastest one's."""
     pytest.importorskip("cutlass")
     from kernel.hopper.config import smem_bytes
@@ -308,7 +308,7 @@ def test_the_stressor_keeps_wgmmas_queued_until_its_stop_word(tmp_path):
         (subject,) = sass.resource_usage(built["cubin"])
         fits[label] = tensor_stress.fits_beside(subject.registers, config.threads // 32, usage.registers)
         assert smem_bytes(config)["total"] + 2 * 1024 + tensor_stress.STRESS_SMEM_BYTES + 2 * 1024 <= 233472
-    assert fits["h90_m128n128k256_s3_wg1_fp16"]  # the fastest variant leaves none: MUTANTS.md
+    assert fits["h90_m128n128k256_s3_wg1_fp16"]  # the fastest variant leaves none: docs/results.md
 
 
 def test_the_register_fit_is_per_sub_partition():

@@ -511,7 +511,7 @@ def delay_jitter_from_table(table: Int64, warp: Int32, jitter_ns_word: int, jitt
     and (jitter mode 2) the warp index ``warp``, as :func:`sleep_ns_jittered` does with constants.
     Computed once, at the kernel's start, and passed to every :func:`sleep_ns_from_table`: the
     share depends on no site, and a site that reads ``%tid`` itself makes ptxas serialize every
-    wgmma in the variants with the tightest register budgets (properties/MUTANTS.md "Fifth pass").
+    wgmma in the variants with the tightest register budgets (docs/results.md).
     ``warp`` is the kernel's warp-uniform warp index."""
 
     asm = (
@@ -540,7 +540,7 @@ def sleep_ns_from_table(table: Int64, slot: int, jitter: Int32, *, loc=None, ip=
     special-register read: a predicated ``@p nanosleep`` became a branch that made ptxas
     serialize every wgmma (one ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` per HGMMA) in 5 declared
     variants and in the ``_rs`` variant with a lax wgmma wait, and so did computing the jitter
-    here from ``%tid`` (properties/MUTANTS.md "Fifth pass";
+    here from ``%tid`` (docs/results.md;
     kernel/tests/test_hopper_perturbed_sass.py checks every declared variant)."""
     _inline_asm(_table_sleep_asm(slot, skewed=False), "l,r,~{memory}", _ir(loc, ip, (Int64, table), (Int32, jitter)),
                 loc=loc, ip=ip)

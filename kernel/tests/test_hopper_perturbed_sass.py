@@ -71,8 +71,7 @@ assert PROPERTY.checks and QUIET.checks and WINDOW.checks and not UNCHECKED.chec
 BUILDS = {"unchecked": UNCHECKED, "production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED,
           "runtime": RUNTIME, "filled": FILLED, "property": PROPERTY, "quiet": QUIET, "window": WINDOW}
 # the run-time build's wgmma waits: LABELS and the 5 variants whose run-time build once serialized
-# every wgmma (a predicated nanosleep per delay site; properties/MUTANTS.md "Fourth pass", "Fifth
-# pass"); every declared variant with NVFP4_SASS_ALL_VARIANTS=1
+# every wgmma (a predicated nanosleep per delay site; docs/results.md); every declared variant with NVFP4_SASS_ALL_VARIANTS=1
 ONCE_SERIALIZED = (
     "h90_m64n128k256_s4_wg1_swap_fp16",
     "h90_m64n128k256_s4_wg2_swap_fp16",
@@ -257,7 +256,7 @@ def test_quiet_and_window_builds_run_production_s_schedule_with_slow_groups(code
     fast as production) and keep production's wgmma waits; "window" fills every second group
     (the even sub-blocks: FILL x atoms real-shape HGMMAs ahead of the real ones, in the group) and
     leaves the next one as production has it, so a long group is followed by a short one whose
-    issue does not wait for the long one to drain (properties/MUTANTS.md, "Sixth pass")."""
+    issue does not wait for the long one to drain (docs/results.md)."""
     from kernel.perturbation import FILL, FILL_STRIDE
 
     prod = code[label, "production"]
@@ -302,7 +301,7 @@ def test_run_time_build_keeps_the_production_wgmma_waits(code, label):
 
 # the catalog's lax-wait mutants: their perturbed verdict needs the wgmma that read the buffer being
 # rewritten still in flight, so their own run-time builds must keep their own (lax) waits (the
-# other catalog mutants' run-time builds were checked once, properties/MUTANTS.md "Fifth pass")
+# other catalog mutants' run-time builds were checked once, docs/results.md)
 WINDOW_MUTANTS = ("hopper_sync_wgmma_wait_lax__rs", "hopper_sync_wgmma_wait_lax__default")
 _MUTANT_WAITS = r"""
 import importlib, json, sys
