@@ -1,4 +1,4 @@
-"""GPU smoke test of the staged epilogue (``epilogue="smem"``, issue 14 session 6): each ``_es``
+"""GPU smoke test of the staged epilogue (``epilogue="smem"``): each ``_es``
 variant's C must be bit-identical to its ``epilogue="direct"`` twin's (same accumulators, the
 same rounding), on problems that reach every predicate of the staged stores: M ragged inside a
 tile and 64-row (light) tails, N a multiple of 8 (16-byte stores) and not (2-byte fallback: n % 8

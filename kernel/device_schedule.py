@@ -150,8 +150,8 @@ def balanced_split_warp(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int3
     result): lane l evaluates candidates l, l + 32, ... (``split_candidate``) and keeps its
     lowest feasible one; a butterfly min over the lanes gives the lowest feasible index of all,
     and its lane's (p, fa, ta, fb, tb) are read by shuffles. The same split as the unrolled
-    search, in ~150 instructions on the warp instead of ~1200 (issue 14, session 8: the search
-    cost ~1.2 us on bench4's critical path)."""
+    search, in ~150 instructions on the warp instead of ~1200 (the one-lane search
+    cost ~1.2 us on bench4's critical path on the H200, 2026-12-02: docs/results.md)."""
     fu = (nf + (ctas - 1)) // ctas
     tu = (nt + (ctas - 1)) // ctas
     best = cutlass.Int32(SPLIT_CANDIDATES)

@@ -21,7 +21,7 @@ Warp roles, in warp order (``HopperConfig.threads``):
   TMA box per operand from per-group tensor maps (kernel/tensor_maps.py; rows past M/N
   zero-filled, raw rows 128-byte swizzled) plus one cp.async.bulk per 128-row scale block.
 
-``y_source="prepass"`` (issue 14p, experimental): before the tile loop every thread of every
+``y_source="prepass"``: before the tile loop every thread of every
 CTA decodes the groups' Y rows (A, swapped) once into a global fp16 workspace
 (kernel/hopper/workspace.py: layout, and why its completion barrier cannot deadlock); the tile
 loop then has a 4-stage ring of raw X (+ scales) and a ring of fp16 Y boxes loaded by TMA, and
@@ -34,7 +34,7 @@ while the other roles start phase 2 at once (``prepass_decode_background``). ``y
 (experimental) runs every tile with wgmma N = its Y rows rounded up to 16, tiles from the snake
 schedule (``locate`` / ``tile_range``; kernel.plan).
 
-``cluster_x=2`` (issue 14, experimental; prepass with ``prepass_chunk`` only): a grid of 2-CTA
+``cluster_x=2`` (prepass with ``prepass_chunk`` only): a grid of 2-CTA
 clusters. A cluster runs *cluster tiles* (kernel.plan ``cluster_n``): N blocks 2j and 2j+1 of one
 group and one M block, rank r taking 2j+r (a ghost past the group's last N block computes on
 zero-filled X and stores nothing), so both CTAs walk the same Y boxes; each producer loads its

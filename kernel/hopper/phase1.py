@@ -28,7 +28,7 @@ from kernel.hopper.workspace import CLAIM_WORD, DATA_OFFSET, DONE_WORD, PASSED_W
 class Phase1Mixin:
     """Methods of :class:`kernel.hopper.kernel.HopperNvfp4GroupedGemm` (its state is set by its ``__init__``)."""
 
-    # ------------------------------------------------ y_source="prepass" (issue 14p)
+    # ------------------------------------------------ y_source="prepass"
     @cute.jit
     def prepass_claim(self, tidx: cutlass.Int32, ws: cutlass.Int64, slots: cutlass.Int32, it: cutlass.Int32):
         """Thread 0 claims the CTA's next chunk (atomic add on the claim word) and broadcasts it
@@ -53,7 +53,7 @@ class Phase1Mixin:
     @cute.jit
     def prepass_decode_scaled(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
                               ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32):
-        """Issue 14q (``prepass_chunk`` = F > 0), every thread of every CTA: phase 1 with a chunk
+        """The prepass builds, every thread of every CTA: phase 1 with a chunk
         of clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items,
         chosen at run time; thread t of a chunk takes items t, t + threads, ... and issues the
         loads of all of them before decoding any (one asm block). Thread 0 claims the next

@@ -303,7 +303,7 @@ class ProducerMixin:
 
     @cute.jit
     def produce_x_stage(self, lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt):
-        """Issue 14q: one X stage of the prepass producer (acquire, TMA of raw X, bulk copy of its
+        """one X stage of the prepass producer (acquire, TMA of raw X, bulk copy of its
         scale blocks, commit); the caller advances ``state``."""
         cfg = self.config
         self.delay("producer", "acquire", "before")

@@ -610,7 +610,7 @@ def opaque_zeros_u32(n: int, *, loc=None, ip=None) -> list:
                            loc=loc, ip=ip)
 
 
-# ---- y_source="prepass" (issue 14p): Y decoded once into a global fp16 workspace -----------
+# ---- y_source="prepass": Y decoded once into a global fp16 workspace -----------
 def _rs_y_global_decode_lines(words: list, s: str, dst: str, exp_shift: int, staged_key: str | None = None) -> list:
     """Decode and store one pre-pass item whose 8 raw words and scale word are in registers
     ``words`` / ``s`` (:func:`rs_y_global_asm`'s instructions after its loads). ``staged_key``
@@ -659,7 +659,7 @@ def rs_y_global_asm(exp_shift: int) -> str:
 
 
 def rs_y_global_store_asm(exp_shift: int) -> str:
-    """Issue 14q: decode and store one pre-pass item loaded by :func:`rs_y_global_load_asm`:
+    """decode and store one pre-pass item loaded by :func:`rs_y_global_load_asm`:
     ``$0..$7`` the raw words, ``$8`` the scale word, ``$9`` the 128-byte workspace run. The same
     instructions as :func:`rs_y_global_asm` after its loads (bit-identical values)."""
     pairs = ", ".join(f"q{a}_{t}_{j}" for a in range(2) for t in range(4) for j in range(4))
@@ -670,7 +670,7 @@ def rs_y_global_store_asm(exp_shift: int) -> str:
 
 
 def rs_y_global_load_asm(n_items: int) -> str:
-    """Issue 14q (``prepass_chunk`` > 0): the global loads of ``n_items`` pre-pass items, all
+    """The prepass builds: the global loads of ``n_items`` pre-pass items, all
     issued before any is decoded. Outputs ``$(9i)..$(9i+7)`` the raw words W0..W7 of item i,
     ``$(9i+8)`` its scale word; inputs ``$(9n+3i)`` its raw address, ``$(9n+3i+1)`` its scale
     word's address, ``$(9n+3i+2)`` nonzero when the item exists (the loads are predicated on
@@ -756,7 +756,7 @@ def _split_u64(value, loc, ip) -> list:
 
 @dsl_user_op
 def load_y_global_items(items: list, *, loc=None, ip=None) -> list:
-    """Issue 14q: ``items`` = [(raw Int64, sf Int64, valid Int32), ...]; returns per item the 9
+    """``items`` = [(raw Int64, sf Int64, valid Int32), ...]; returns per item the 9
     loaded u32 words (:func:`rs_y_global_load_asm`)."""
 
     n = len(items)
@@ -833,7 +833,7 @@ def ld_shared_u32(addr: Int32, *, loc=None, ip=None) -> Int32:
                            loc=loc, ip=ip)[0]
 
 
-# ---- prepass_sync="flags" (issue 14): per (Y block, K chunk) readiness flags -------------------
+# ---- prepass_sync="flags": per (Y block, K chunk) readiness flags -------------------
 # ---- the happens-before checker of harness builds (kernel.perturbation Perturbation.checks) ----
 # Each check is one inline-asm block with no branch: a predicate from the compared values, lane 0
 # of the warp only, then predicated global atomics into the checker's record in the device table
@@ -937,4 +937,4 @@ def low_word(value: Int64, *, loc=None, ip=None) -> Int32:
     return _inline_asm_u32(1, "cvt.u32.u64 $0, $1;", "=r,l", _ir(loc, ip, (Int64, value)), loc=loc, ip=ip)[0]
 
 
-# ---- stream_k (issue 14, session 18): the boundary state words and the fp32 partials ----------
+# ---- stream_k: the boundary state words and the fp32 partials ----------

@@ -1,4 +1,4 @@
-"""y_tail64 (session 5): the 64-row tile's wgmma views, checked with CuTe's own layout algebra on
+"""y_tail64: the 64-row tile's wgmma views, checked with CuTe's own layout algebra on
 the CPU (CuTe DSL's host JIT, no GPU).
 
 * the m64n64k16 accumulator fragment of every consumer thread is the first half of the

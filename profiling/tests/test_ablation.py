@@ -73,7 +73,7 @@ def test_the_tool_builds_the_ablated_kernel_through_the_build_option(monkeypatch
 
 
 def test_build_timeout_report_marks_missing_and_timed_out_cells(capsys, tmp_path):
-    """--build-timeout (issue 14q): no timer without it; the partial report a firing timer
+    """--build-timeout: no timer without it; the partial report a firing timer
     writes shows TIMEOUT for the hung build and "-" for what never ran, and keeps the rows."""
     import argparse
     import json
