@@ -4,45 +4,35 @@ Warp roles, in warp order (``HopperConfig.threads``):
 
 * consumer warpgroups (1 or 2, warpgroup-aligned for wgmma): hold the fp32 accumulators, issue
   wgmma per 64-K sub-block and store fp16 C with per-element predicates (ragged M and N), or
-  (``epilogue="smem"``, experimental) stage it through a shared buffer per warpgroup
+  (``epilogue="smem"``) stage it through a shared buffer per warpgroup
   (kernel/hopper/staging.py) and store it with coalesced 16-byte stores.
   ``roles="cooperative"``: they also dequantize each sub-block of the raw stage into swizzled
-  fp16 operand buffers (two ping-pong buffers with two named barriers per sub-block, or three
-  with one), so their dequant of sub-block s+1 overlaps the wgmma of s. With
-  ``x_operand="regs"`` each thread decodes its own wgmma A fragment straight into registers and
-  only Y goes through shared memory (kernel/hopper/ptx.py states the shared K order); with
-  ``y_per_warpgroup`` (experimental) each warpgroup decodes the whole Y into its own ring and
-  syncs only its own 128 threads (barrier id 1 + warpgroup), so the warpgroups drift apart;
-* dequant warpgroups (``roles="split"`` only): dequantize into a ring of ``fp16_buffers``
-  buffers (full/empty mbarriers, one arrive per warp); the consumers then only run wgmma;
+  fp16 operand buffers (two ping-pong buffers with two named barriers per sub-block, or four
+  with one and two wgmma groups in flight), so their dequant of sub-block s+1 overlaps the
+  wgmma of s. With ``x_operand="regs"`` each thread decodes its own wgmma A fragment straight
+  into registers and only Y goes through shared memory (kernel/hopper/ptx.py states the shared
+  K order);
+* dequant warpgroups (``roles="split"`` only): dequantize Y into a ring of ``fp16_buffers``
+  buffers (full/empty mbarriers, one arrive per warp); the consumers decode their X fragments
+  and run wgmma;
 * producer warps (1..4): per tile and K stage, wait for a free raw stage and load it:
   ``loader="cp_async"`` 16-byte cp.async per lane (rows split over the producer warps, rows past
   M/N copy the last valid row), ``"bulk_rows"`` one cp.async.bulk per row, ``"tma"`` one 2-D
   TMA box per operand from per-group tensor maps (kernel/tensor_maps.py; rows past M/N
   zero-filled, raw rows 128-byte swizzled) plus one cp.async.bulk per 128-row scale block.
 
-``y_source="prepass"``: before the tile loop every thread of every
-CTA decodes the groups' Y rows (A, swapped) once into a global fp16 workspace
-(kernel/hopper/workspace.py: layout, and why its completion barrier cannot deadlock); the tile
-loop then has a 4-stage ring of raw X (+ scales) and a ring of fp16 Y boxes loaded by TMA, and
-the consumers decode only X (``produce_prepass`` / ``consume_x_regs_y_ring``). With
-``prepass_sync="flags"`` (experimental) there is no completion barrier: phase 1 runs
-K-chunk-major and publishes a flag per (Y block, K chunk), and the producer acquire-waits on the
-flag of each K chunk before its Y boxes (``prepass_decode_flags`` / ``produce_prepass_q``); with
-``prepass_decoders`` (experimental) that phase 1 runs on warps of its own after the producer warp
-while the other roles start phase 2 at once (``prepass_decode_background``). ``y_tail16``
-(experimental) runs every tile with wgmma N = its Y rows rounded up to 16, tiles from the snake
-schedule (``locate`` / ``tile_range``; kernel.plan).
+``y_source="prepass"``: before the tile loop every thread of every CTA decodes the groups' Y
+rows (A, swapped) once into a global fp16 workspace (phase 1, kernel/hopper/phase1.py;
+kernel/hopper/workspace.py: layout, and why its completion barrier cannot deadlock); the tile
+loop then has a ring of raw X (+ scales) and a ring of fp16 Y boxes loaded by TMA, and the
+consumers decode only X (``produce_prepass_q`` / ``consume_x_regs_y_ring``). ``y_tail64`` runs a
+group's last Y block of at most 64 rows as a 64-row tile, tiles from the balanced schedule
+(``locate`` / ``tile_range``; kernel.plan).
 
-``cluster_x=2`` (prepass with ``prepass_chunk`` only): a grid of 2-CTA
-clusters. A cluster runs *cluster tiles* (kernel.plan ``cluster_n``): N blocks 2j and 2j+1 of one
-group and one M block, rank r taking 2j+r (a ghost past the group's last N block computes on
-zero-filled X and stores nothing), so both CTAs walk the same Y boxes; each producer loads its
-rank's half of every Y box multicast into both CTAs' Y rings (``produce_y_box``), each consumer
-warp releases a Y buffer on both CTAs' empty barriers (``warp_release``). The Y ring's creation
-syncs the cluster (barrier init visible before phase 1), and the kernel ends with a cluster
-barrier. Phase 1 and its grid barrier are unchanged: cluster barriers wait only on the peer CTA,
-which a cluster launch starts together with this one.
+The methods live by role: kernel/hopper/producer.py (loaders, rings, schedule), phase1.py,
+consumer.py (dequantize, mainloop, wgmma helpers), epilogue.py and harness.py (delay sites,
+poison, checker, timeline; tests and profiling only); this module holds the class that composes
+them, its shared-memory layout, the host-side launch and the kernel body.
 
 Every copy's global address comes from the device tables (pointer table or tensor-map table),
 so changing group costs nothing. Rows past M (or N) only reach accumulator rows or columns that

@@ -833,7 +833,6 @@ def ld_shared_u32(addr: Int32, *, loc=None, ip=None) -> Int32:
                            loc=loc, ip=ip)[0]
 
 
-# ---- prepass_sync="flags": per (Y block, K chunk) readiness flags -------------------
 # ---- the happens-before checker of harness builds (kernel.perturbation Perturbation.checks) ----
 # Each check is one inline-asm block with no branch: a predicate from the compared values, lane 0
 # of the warp only, then predicated global atomics into the checker's record in the device table
@@ -935,6 +934,3 @@ def hb_mask_update(addr: Int32, bit_index: Int32, set_bit: bool, *, loc=None, ip
 def low_word(value: Int64, *, loc=None, ip=None) -> Int32:
     """The low 32 bits of a 64-bit value (a tensor map's address, for the checker's record)."""
     return _inline_asm_u32(1, "cvt.u32.u64 $0, $1;", "=r,l", _ir(loc, ip, (Int64, value)), loc=loc, ip=ip)[0]
-
-
-# ---- stream_k: the boundary state words and the fp32 partials ----------
