@@ -111,13 +111,6 @@ def _real_wgmma(code):
     return sum(i.mnemonic == "HGMMA" and not i.operands.startswith("RZ") for i in code)
 
 
-@pytest.mark.compile
-def test_no_fence_drops_the_dequant_warps_proxy_fence_only(sass_of):
-    prod, code = sass_of(None), sass_of("no_fence")
-    assert _count(code, "FENCE") < _count(prod, "FENCE")
-    assert _real_wgmma(code) == _real_wgmma(prod) > 0 and _count(code, "PRMT") == _count(prod, "PRMT") > 0
-
-
 # ---- the parts of the cooperative register-X variant (X fragment and Y decode, Y's barriers) --
 RS_LABEL = "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs"
 RS = next(c for c in DECLARED_VARIANTS if c.label == RS_LABEL)
