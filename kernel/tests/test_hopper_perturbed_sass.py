@@ -302,7 +302,7 @@ WINDOW_MUTANTS = ("hopper_sync_wgmma_wait_lax__rs", "hopper_sync_wgmma_wait_lax_
 _MUTANT_WAITS = r"""
 import importlib, json, sys
 from kernel.perturbation import runtime_perturbation
-from kernel.hopper.config import DECLARED_VARIANTS
+from kernel.hopper.variants import DECLARED_VARIANTS
 from profiling import sass
 launch = importlib.import_module("kernel.hopper.launch")
 configs = {c.label: c for c in DECLARED_VARIANTS}
@@ -395,7 +395,7 @@ def test_decode_site_skews_a_warp_between_the_barrier_and_the_dequant_reads(code
 _MUTANT_DECODE = r"""
 import importlib, json, sys
 from kernel.perturbation import runtime_perturbation
-from kernel.hopper.config import DECLARED_VARIANTS
+from kernel.hopper.variants import DECLARED_VARIANTS
 from profiling import sass
 launch = importlib.import_module("kernel.hopper.launch")
 configs = {c.label: c for c in DECLARED_VARIANTS}
