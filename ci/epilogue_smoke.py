@@ -1,4 +1,4 @@
-"""GPU smoke test of the staged epilogue (``epilogue="smem"``, issue 14 session 6): each ``_es``
+"""GPU smoke test of the staged epilogue (``epilogue="smem"``): each ``_es``
 variant's C must be bit-identical to its ``epilogue="direct"`` twin's (same accumulators, the
 same rounding), on problems that reach every predicate of the staged stores: M ragged inside a
 tile and 64-row (light) tails, N a multiple of 8 (16-byte stores) and not (2-byte fallback: n % 8
@@ -24,7 +24,7 @@ CASES = [
 
 def main(argv=None) -> int:
     from ci.prepass_smoke import compare_with_twins
-    from kernel.hopper.config import DECLARED_VARIANTS
+    from kernel.hopper.variants import DECLARED_VARIANTS
 
     argv = sys.argv[1:] if argv is None else argv
     labels = argv or [c.label for c in DECLARED_VARIANTS if c.epilogue == "smem"]

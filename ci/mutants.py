@@ -52,7 +52,7 @@ BLACKWELL_STATIC = [
     "profiling/tests/test_static_blackwell.py",
     "kernel/tests/test_blackwell_compile.py",
 ]
-# the MMA issuer's stage waits (issue 18): one rule, two compiles
+# the MMA issuer's stage waits: one rule, two compiles
 BLACKWELL_MMA_WAITS = ["kernel/tests/test_blackwell_mma_waits.py"]
 
 
@@ -234,7 +234,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _m(
         "hopper_n_residue_off_by_one",
         "off-by-one in the N residue predicate of the epilogue (col <= n)",
-        "kernel/hopper/kernel.py",
+        "kernel/hopper/epilogue.py",
         "            if row < m and col < n:",
         "            if row < m and col <= n:",
         "hopper",
@@ -243,7 +243,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _m(
         "hopper_m_residue_off_by_one",
         "off-by-one in the M residue predicate of the epilogue (row < m - 1)",
-        "kernel/hopper/kernel.py",
+        "kernel/hopper/epilogue.py",
         "            if row < m and col < n:",
         "            if row < m - 1 and col < n:",
         "hopper",
@@ -252,7 +252,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _m(
         "hopper_scale_subblocks_swapped",
         "wrong scale-factor index map: 32- and 4-row sub-blocks swapped in the smem scale address",
-        "kernel/hopper/kernel.py",
+        "kernel/hopper/consumer.py",
         "sb * 512 + (i % 32) * 16 + (i // 32) * 4 + h * 2",
         "sb * 512 + (i // 4 % 32) * 16 + (i % 4) * 4 + h * 2",
         "hopper",
@@ -309,8 +309,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "hopper-static",
         HOPPER_STATIC,
     ),
-    # session 12: programmatic dependent launch without its wait (the launch still carries the
-    # attribute): the grid may read A, B and the tables, and write C and the workspace, while the
+    # programmatic dependent launch without its wait (the launch still carries the attribute): the grid may read A, B and the tables, and write C and the workspace, while the
     # previous kernel on the stream still runs
     _m(
         "hopper_static_pdl_no_wait",
@@ -332,41 +331,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "hopper",
         ["kernel/tests/test_gpu_pdl.py", "-x"],
     ),
-    # session 13: the device tables in shared memory (smem_tables, "_st" builds)
-    _m(
-        "hopper_static_smem_tables_no_barrier",
-        "missing CTA barrier after the tables' copy into shared memory: a warp reads a slot's sizes "
-        "or pointers before the thread that copies them stored them, seen in the SASS on a CPU",
-        "kernel/hopper/kernel.py",
-        "        cute.arch.barrier()  # every table element stored before any thread reads one\n",
-        "",
-        "hopper-static",
-        ["kernel/tests/test_hopper_smem_tables.py"],
-    ),
-    _m(
-        "hopper_static_cluster_y_no_start_sync",
-        "missing cluster sync after the y_cluster_decode barriers' init: the peer's first st.async "
-        "or remote arrive may reach a barrier not yet initialized, seen in the SASS on a CPU",
-        "kernel/hopper/kernel.py",
-        "            cute.arch.mbarrier_init_fence()  # fence.mbarrier_init.release.cluster\n"
-        "            cute.arch.cluster_arrive_relaxed()\n            cute.arch.cluster_wait()\n",
-        "            cute.arch.mbarrier_init_fence()  # fence.mbarrier_init.release.cluster\n",
-        "hopper-static",
-        ["kernel/tests/test_hopper_cluster_y.py::test_cluster_y_sass_structure"],
-    ),
-    _m(
-        "hopper_static_cluster_y_no_reuse_barrier",
-        "missing consumers' barrier before a y_cluster_decode fill overwrites its own Y buffer (a "
-        "warp still reading it through a wgmma of the buffer's previous sub-block), seen in the SASS "
-        "on a CPU (the same edit, hopper_sync_cluster_y_no_reuse_barrier__c2d, survived every H200 "
-        "verdict: the race did not fire)",
-        "kernel/hopper/kernel.py",
-        "        # every warp here retired its wgmma of ga - B\n        consumers.arrive_and_wait()\n",
-        "",
-        "hopper-static",
-        ["kernel/tests/test_hopper_cluster_y.py::test_cluster_y_sass_structure",
-         "kernel/tests/test_hopper_cluster_y.py::test_cluster_y_bulk_sass_structure"],
-    ),
     _m(
         "hopper_static_in_flight_wait_lax",
         "wgmma wait one group too lax in the Y-decoding build (wait_group(in_flight + 1): bench4's "
@@ -378,16 +342,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "                            self.wait_group(cfg.wgmma_in_flight + 1)\n",
         "hopper-static",
         ["kernel/tests/test_hopper_schedule.py::test_in_flight_sass_structure"],
-    ),
-    _m(
-        "hopper_smem_tables_no_guards",
-        "the shared tables' guard rows hold zeros instead of kernel.tables' guard fills: a read one "
-        "slot past a table gets a plausible empty group instead of a value that shows",
-        "kernel/hopper/kernel.py",
-        "            v = src.element_type(fills[t])\n",
-        "            v = src.element_type(0)\n",
-        "hopper",
-        ["kernel/tests/test_hopper_smem_tables.py::test_copy_holds_the_table_between_its_guard_rows"],
     ),
     _m(
         "hopper_upper_half_wrong_scale",
@@ -487,7 +441,7 @@ MUTANTS: tuple[Mutant, ...] = (
 
 
 # ------------------------------------------------------------- concurrency / memory safety
-# Synchronization and memory-safety bugs of the sm_90a pipelines (issue 18), each on the default
+# Synchronization and memory-safety bugs of the sm_90a pipelines, each on the default
 # variant and on the fastest one (TMA loads, wgmma A from registers) when the edited code is
 # compiled into that variant; loader-specific edits only where their loader is. ci.mutation_runner
 # judges each three ways: the plain property, the perturbed property (seeded delays at every
@@ -499,25 +453,19 @@ SYNC_VARIANTS = {
     # the production variant the default dispatch runs on bench1-3 and unlisted shapes: phase 1
     # (Y decoded once into the fp16 workspace, staged whole-run stores, completion barrier), the
     # TMA-filled Y ring, the balanced schedule of mixed 128/64-row tiles (its split searched by the
-    # producer warp's 32 lanes, prepass_split_warp: the default since session 10, in place of the
-    # one-lane search of "..._prec1xs_t64_es"), C staged in shared memory
+    # producer warp's 32 lanes), C staged in shared memory
     "prod": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64_es",
-    # its build with phase 1's exit trimmed (prepass_lean_exit; measured, experimental): the
-    # mutants of what only that build has (the prod mutants' code is shared with it)
-    "lean": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsl_t64_es",
-    # session 13 (experimental): bench4's build with Y decoded once per 2-CTA cluster
-    # (y_cluster_decode): the cross-CTA landed / free protocol of consume_cluster_y
-    "c2d": "h90_m128n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_c2d_es_pdl",
-    # session 15 (production): bench4's build with two wgmma groups in flight (wgmma_in_flight=2):
-    # 4 fp16 buffers indexed by the sub-block and one barrier per sub-block; the rest of its
-    # pipeline is rs's code
+    # bench4's production build with two wgmma groups in flight (wgmma_in_flight=2): 4 fp16
+    # buffers indexed by the sub-block and one barrier per sub-block; the rest of its pipeline is
+    # rs's code
     "w2": "h90_m128n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_w2_es_pdl",
-    # session 18 (experimental): the production prepass build with stream-K over its balanced lists
-    # (stream_k): the boundary protocol (claim, publish, wait, take)
-    "sk": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64_sk_es",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
+_KP = "kernel/hopper/producer.py"
+_K1 = "kernel/hopper/phase1.py"
+_KC = "kernel/hopper/consumer.py"
+_KE = "kernel/hopper/epilogue.py"
 _I8 = " " * 8
 _I12 = " " * 12
 _I16 = " " * 16
@@ -525,22 +473,13 @@ _I20 = " " * 20
 _I24 = " " * 24
 _I28 = " " * 28
 _I32 = " " * 32
-_I44 = " " * 44
-# the prepass_first_local block and the comment between phase 1's wait and its completion barrier
-# (kernel.py; constant-false in the production build), verbatim: part of the mutant that moves
-# that barrier into the two role branches
-_PHASE1_FIRST_LOCAL = (
-    f"{_I16}if cutlass.const_expr(first_local):\n"
-    f"{_I20}# the first tile's first K tile into the Y ring by this CTA itself; the\n"
-    f"{_I20}# producer awaits phase 1's completion before its first workspace box instead\n"
-    f"{_I20}total = m_prefix[G]\n{_I20}if cutlass.const_expr(self.tail64):\n"
-    f"{_I24}f_begin, f_end, _f_step = self.balanced_read(total, share_slots)  # producer_x_first's\n"
-    f"{_I20}else:\n{_I24}f_begin, f_end, _f_step = self.tile_range(total)\n"
-    f"{_I20}self.prepass_first_local_decode(tidx, m_prefix, m_sizes, m_ptrs, f_begin, f_end, sy_base)\n"
-    f"{_I16}# phase 1's completion barrier (prepass_first_local: the local decode's): one\n"
-    f"{_I16}# instruction that every thread executes (bar.sync is barrier.sync.aligned; reached\n"
-    f"{_I16}# from the two roles' own code it was undefined in PTX, and compute-sanitizer\n"
-    f"{_I16}# synccheck aborted the launch on it)\n"
+_I42 = " " * 42
+# the comment above phase 1's completion barrier (kernel.py), verbatim: part of the mutant that
+# moves that barrier into the two role branches
+_PHASE1_BARRIER_COMMENT = (
+    f"{_I16}# phase 1's completion barrier: one instruction that every thread executes\n"
+    f"{_I16}# (bar.sync is barrier.sync.aligned: reached from the two roles' own code it is\n"
+    f"{_I16}# undefined in PTX, and compute-sanitizer synccheck aborts the launch on it)\n"
 )
 # the timeline build's stamp after thread 0's grid-barrier wait (constant-false in production)
 _PHASE1_PASSED_STAMP = (
@@ -568,10 +507,8 @@ _SYNC_EDITS = (
      f"{_I28}if cutlass.const_expr(sb == 0):\n{_I32}self.poison_released_stage(tidx, stage, wtid)", ("default", "rs")),
     ("wgmma_wait_lax", "wgmma wait too lax: one group more left in flight (wait_group(2), w2: 3) lets the "
      "wgmma that read the buffer about to be rewritten stay in flight", _K,
-     f'{_I28}self.wait_group(cfg.wgmma_in_flight)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
-     f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):',
-     f'{_I28}self.wait_group(cfg.wgmma_in_flight + 1)\n{_I28}self.delay("consumer", "wgmma_wait", "after")\n'
-     f'{_I28}if cutlass.const_expr(self.ablates("y_sync")):', ("default", "rs", "w2")),
+     f'{_I28}self.wait_group(cfg.wgmma_in_flight)\n',
+     f'{_I28}self.wait_group(cfg.wgmma_in_flight + 1)\n', ("default", "rs", "w2")),
     ("in_flight_three_buffers", "ring too short for two groups in flight: sub-block 3 rewrites buffer 0, "
      "which the wgmma three sub-blocks back may still read in another warp", _K,
      f"{_I28}buf = sb % self.fp16_buffers\n",
@@ -579,9 +516,9 @@ _SYNC_EDITS = (
     ("consumer_wrong_parity", "wrong mbarrier phase: the consumers' raw-stage state starts with the "
      "producer's parity (the first waits pass on empty stages)", _K,
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)\n"
-     "                # three fp16 buffers",
+     "                for tile in range(t_begin, t_end, t_step):",
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)\n"
-     "                # three fp16 buffers", ("default", "rs")),
+     "                for tile in range(t_begin, t_end, t_step):", ("default", "rs")),
     ("producer_ring_short", "ring wrap off by one: the producer's stage ring wraps one stage early", _K,
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)\n"
      "            for tile in range(t_begin, p_end, t_step):",
@@ -590,8 +527,7 @@ _SYNC_EDITS = (
     ("producer_tail_missing", "producer tail missing: the producer warp exits without waiting for "
      "the consumers to release its last stages", _K,
      '            self.delay("producer", "tail", "before")\n'
-     '            if cutlass.const_expr(not cfg.consumer_regs) or pw == 0:\n'
-     '                self.producer_tail(pipe, state)',
+     '            self.producer_tail(pipe, state)',
      '            self.delay("producer", "tail", "before")', ("default", "rs")),
     ("no_acc_reset_fence", "accumulator reused for the next tile without the wgmma fence after its "
      "reset (the first wgmma may read stale accumulators)", _K,
@@ -632,103 +568,70 @@ _SYNC_EDITS = (
     # ---- the prepass production variant ("prod"): phase 1, its completion barrier, the Y ring,
     # the balanced schedule, the staged epilogue
     ("phase1_wait_one_short", "completion barrier one chunk early: thread 0 lets its CTA through when "
-     "all but one of phase 1's chunks are decoded (a Y box may be loaded before its rows are written)", _K,
+     "all but one of phase 1's chunks are decoded (a Y box may be loaded before its rows are written)", _K1,
      "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks)\n",
      "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks - 1)\n", ("prod",)),
-    ("phase1_barrier_at_role_sites", "phase 1's completion barrier at two sites, one per warp role (the "
-     "session-8 bug): bar.sync is barrier.sync.aligned, undefined unless every thread of the CTA "
-     "executes the same instruction", _K,
-     f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n"
-     f"{_I16}elif cutlass.const_expr(not first_local and not own_launch):\n{_I20}if tidx == 0:\n"
-     f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
-     f"{_I28}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP + _PHASE1_FIRST_LOCAL + f"{_I16}cute.arch.barrier()\n",
-     f"{_I44}  cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}cute.arch.barrier()\n"
-     f"{_I16}elif cutlass.const_expr(not first_local and not own_launch):\n{_I20}if tidx == 0:\n"
-     f"{_I24}if cutlass.const_expr(count_after):\n{_I28}self.prepass_wait_done(ws, chunks)\n{_I24}else:\n"
-     f"{_I28}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP + f"{_I20}cute.arch.barrier()\n"
-     + _PHASE1_FIRST_LOCAL, ("prod",)),
+    ("phase1_barrier_at_role_sites", "phase 1's completion barrier at two sites, one per warp role: "
+     "bar.sync is barrier.sync.aligned, undefined unless every thread of the CTA executes the same "
+     "instruction", _K,
+     f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n"
+     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
+     + _PHASE1_BARRIER_COMMENT + f"{_I16}cute.arch.barrier()\n",
+     f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}cute.arch.barrier()\n"
+     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
+     + f"{_I20}cute.arch.barrier()\n", ("prod",)),
     ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
-     "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K,
+     "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K1,
      f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n"
-     f"{_I12}fence_proxy_async_global()\n{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n"
-     f"{_I12}cute.arch.barrier()\n{_I12}if tidx == 0:\n{_I16}arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))\n"
-     f"{_I12}it = it + 1\n{_I12}c = ld_shared_u32(slots + (it % 2) * 4)\n{_I8}if cutlass.const_expr(staged):",
-     f"{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n"
-     f"{_I12}cute.arch.barrier()\n{_I12}if tidx == 0:\n{_I16}arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))\n"
-     f"{_I12}it = it + 1\n{_I12}c = ld_shared_u32(slots + (it % 2) * 4)\n{_I8}if cutlass.const_expr(staged):", ("prod",)),
+     f"{_I12}fence_proxy_async_global()\n{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n",
+     f"{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n", ("prod",)),
     ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
-     "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _K,
-     f"{_I12}if cutlass.const_expr(not first_local and not self.prepass_flags):\n"
-     f"{_I16}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
-     f"{_I16}# (with flags, phase 1 in its own launch: wait_flags_ready fences per wait)\n"
-     f"{_I16}fence_proxy_async_global()\n{_I12}if cutlass.const_expr(not map_early):",
-     f"{_I12}if cutlass.const_expr(not map_early):", ("prod",)),
+     "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _KP,
+     f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
+     f"{_I8}fence_proxy_async_global()\n",
+     f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n", ("prod",)),
     ("staged_slots_no_proxy_fence", "fence removed: phase 1's generic writes to its staging slots (the "
-     "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K,
-     f"{_I12}# the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n"
-     f"{_I12}cute.arch.fence_proxy(\"async.shared\", space=\"cta\")\n",
-     f"{_I12}pass  # the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n", ("prod",)),
+     "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K1,
+     f"{_I8}# the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n"
+     f"{_I8}cute.arch.fence_proxy(\"async.shared\", space=\"cta\")\n",
+     f"{_I8}pass  # the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n", ("prod",)),
     ("staged_copy_no_entry_sync", "warp barrier removed: phase 1's staged copy reads other lanes' "
      "slots with no bar.warp.sync after their writes", "kernel/hopper/ptx.py",
      '"bar.warp.sync 0xffffffff;", "and.b32 c, $4, 7;"', '"and.b32 c, $4, 7;"', ("prod",)),
     ("y_ring_wait_lax", "wgmma wait too lax: wait_group(2) before releasing a Y ring buffer lets the "
-     "wgmma that reads it stay in flight while the producer refills it", _K,
+     "wgmma that reads it stay in flight while the producer refills it", _KC,
      f"{_I20}self.wait_group(in_flight)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
      f"{_I20}if cutlass.const_expr(sb >= in_flight):\n{_I20}    self.warp_release(y_pipe, retire_state)",
      f"{_I20}self.wait_group(in_flight + 1)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
      f"{_I20}if cutlass.const_expr(sb >= in_flight):\n{_I20}    self.warp_release(y_pipe, retire_state)", ("prod",)),
     ("y_ring_empty_count_short", "wrong arrive count: the Y ring's empty barrier completes one warp "
      "early (the producer refills a Y buffer a warp's wgmma still reads)", _K,
-     "y_pipe = self.y_ring(storage, self.y_release_warps, self.y_cluster_vmnk)\n",
-     "y_pipe = self.y_ring(storage, self.y_release_warps - 1, self.y_cluster_vmnk)\n", ("prod",)),
+     "y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))\n",
+     "y_pipe = self.y_ring(storage, self.consumer_warps - 1, (1, 1, 1, 1))\n", ("prod",)),
     ("y_ring_tx_count_short", "wrong transaction count: the Y ring's full barrier expects 1024 bytes "
-     "fewer than a Y box brings (wgmma may read the box's last rows before they land)", _K,
+     "fewer than a Y box brings (wgmma may read the box's last rows before they land)", _KP,
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
      "            tx_count=self.y_tx_bytes,\n",
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
      "            tx_count=self.y_tx_bytes - 1024,\n", ("prod",)),
     ("tile_wait_lax", "accumulators read in flight: the tile's last wait is wait_group(1), so the "
-     "epilogue may read accumulators the last wgmma group still writes", _K,
+     "epilogue may read accumulators the last wgmma group still writes", _KC,
      f"{_I12}self.wait_group(0)\n{_I12}for _r in cutlass.range_constexpr(in_flight):",
      f"{_I12}self.wait_group(1)\n{_I12}for _r in cutlass.range_constexpr(in_flight):", ("prod",)),
     ("epilogue_no_publish_barrier", "barrier removed: the staged epilogue reads its staging buffer "
-     "before every thread of the warpgroup has written its stmatrix part", _K,
+     "before every thread of the warpgroup has written its stmatrix part", _KE,
      "        bar.arrive_and_wait()  # the whole pass is in the buffer\n", "", ("prod",)),
     ("epilogue_no_reuse_barrier", "barrier removed: the staged epilogue rewrites its staging buffer "
-     "(next pass or tile) before every thread has read the previous one", _K,
+     "(next pass or tile) before every thread has read the previous one", _KE,
      "        bar.arrive_and_wait()  # the warpgroup's reads of the buffer (previous pass or tile) are done\n",
      "", ("prod",)),
     ("balanced_share_skips_a_light_tile", "balanced schedule off by one: the CTAs of the second kind "
      "start their light run one entry late (one light tile is never computed, one twice)",
      "kernel/device_schedule.py",
      "        ts = p * ta + (cta - p) * tb\n", "        ts = p * ta + (cta - p) * tb + 1\n", ("prod",)),
-    # ---- what only the lean-exit build has ("lean")
-    ("lean_count_through_before_wait", "counted through before the completion wait: the last CTA "
-     "to count resets the counters while other CTAs may still wait for every chunk", _K,
-     f"{_I24}if cutlass.const_expr(count_after):\n{_I24}    self.prepass_wait_done(ws, chunks)\n",
-     f"{_I24}if cutlass.const_expr(count_after):\n{_I24}    self.prepass_count_through(ws)\n"
-     f"{_I24}    self.prepass_wait_done(ws, chunks)\n", ("lean",)),
-    ("lean_first_claim_unpublished", "barrier removed: the CTA reads thread 0's first claim from shared "
-     "memory with no barrier after thread 0 stored it", _K,
-     f"{_I16}st_shared_u32(slots, first_claim)  # slot it % 2 = 0, as prepass_claim\n"
-     f"{_I12}cute.arch.barrier()\n{_I12}c = ld_shared_u32(slots)\n",
-     f"{_I16}st_shared_u32(slots, first_claim)  # slot it % 2 = 0, as prepass_claim\n"
-     f"{_I12}c = ld_shared_u32(slots)\n", ("lean",)),
     ("lean_split_wrong_lane", "warp-searched split read from the wrong lane: the shuffles take the "
      "next lane's candidate, not the lowest feasible one", "kernel/device_schedule.py",
-     "        src = low % 32\n", "        src = (low + 1) % 32\n", ("lean",)),
-    ("cluster_y_no_landed_wait", "wait removed: a CTA's wgmma reads the Y sub-block its peer "
-     "decodes into it without waiting for the peer's st.async bytes to land", _K,
-     f"{_I24}cute.arch.mbarrier_wait(self.cluster_y_landed(b), cfgmod.y_cluster_landed_parity(gs))\n", "", ("c2d",)),
-    ("cluster_y_no_free_wait", "wait removed: the decoder overwrites its peer's copy of a Y buffer "
-     "before the peer's wgmma that reads it retired", _K,
-     f"{_I8}cute.arch.mbarrier_wait(self.cluster_y_free_bar(ba), cfgmod.y_cluster_free_parity(ga))\n", "", ("c2d",)),
-    ("cluster_y_no_reuse_barrier", "barrier removed: the decoder overwrites its own copy of a Y "
-     "buffer before every one of its warps retired the wgmma that reads it", _K,
-     f"{_I8}# every warp here retired its wgmma of ga - B\n{_I8}consumers.arrive_and_wait()\n", "", ("c2d",)),
-    ("streamk_no_partial_wait", "wait removed: a stream-K suffix loads the partial of the tile's "
-     "prefix without waiting until the CTA before it published it", _K,
-     f"{_I12}wait_geq_acquire_gpu(word, cutlass.Int32(STREAMK_PUBLISHED))\n", "", ("sk",)),
+     "        src = low % 32\n", "        src = (low + 1) % 32\n", ("prod",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",
@@ -757,111 +660,6 @@ BOUND_FP16_STEP = ["oracle/tests/test_bounds.py::test_the_fp16_step_is_the_round
 CHECK_MECHANISMS = "properties/test_check_mechanisms.py"
 BREAKAGE_TESTS = ["properties/test_breakages.py"]
 
-# issue 14, session 18: stream-K over the balanced lists (HopperConfig.stream_k): its host schedule
-# (caught by the schedule's CPU properties and the device-twin check), its publish (caught in the
-# SASS on a CPU) and its take (caught on the GPU: the forced-take test hangs into its timeout)
-STREAMK_SCHEDULE = ["kernel/tests/test_streamk_schedule.py"]
-STREAMK_MUTANTS: tuple[Mutant, ...] = (
-    _m(
-        "plan_streamk_boundary_rounds_down",
-        "stream-K boundary moved down to the K-tile start before its weight instead of up (host "
-        "and device disagree on where a CTA's range starts)",
-        "kernel/plan.py",
-        "            k = ceil_div(o, w)\n",
-        "            k = o // w\n",
-        "plan",
-        STREAMK_SCHEDULE,
-    ),
-    _m(
-        "plan_streamk_empty_ranges",
-        "stream-K ranges lighter than a K tile allowed (a CTA's range may be empty, so a split "
-        "tile's pieces are not on consecutive CTAs and the boundary indices disagree)",
-        "kernel/plan.py",
-        "    return max(1, min(ctas, total // FULL_COST))\n",
-        "    return max(1, ctas)\n",
-        "plan",
-        STREAMK_SCHEDULE,
-    ),
-    _m(
-        "hopper_static_streamk_publish_without_barrier",
-        "a stream-K partial published before every consumer thread stored its part (the consumers' "
-        "barrier removed), seen in the SASS on a CPU",
-        "kernel/hopper/kernel.py",
-        "                             [acc[4 * j + i] for i in range(4)])\n"
-        "        pipeline.NamedBarrier(barrier_id=cfgmod.STREAMK_BARRIER_ID, num_threads=self.consumer_threads).arrive_and_wait()\n",
-        "                             [acc[4 * j + i] for i in range(4)])\n",
-        "hopper-static",
-        ["kernel/tests/test_hopper_streamk.py"],
-    ),
-    _m(
-        "hopper_static_two_cta_no_launch_bounds",
-        "the two-CTA build launched without its launch bounds (no .minnctapersm 2): ptxas may take "
-        "more registers than two CTAs leave on an SM, so the second CTA waits for the first to end, "
-        "seen in the PTX and the registers on a CPU",
-        "kernel/hopper/kernel.py",
-        "            launch.update(max_number_threads=[self.threads, 1, 1], min_blocks_per_mp=self.config.ctas_per_sm,\n"
-        "                          preferred_smem_carveout=100)\n",
-        "            pass\n",
-        "hopper-static",
-        ["kernel/tests/test_hopper_two_cta.py"],
-    ),
-    _m(
-        "plan_two_cta_whole_smem",
-        "a two-CTA build budgeted against one CTA's shared-memory limit (its C staging grows to "
-        "128 rows and two CTAs no longer fit on one SM)",
-        "kernel/hopper/config.py",
-        "    if config.ctas_per_sm > 1:\n        return min(SMEM_CAPACITY_BYTES, (SMEM_PER_SM_BYTES",
-        "    if config.ctas_per_sm > 9:\n        return min(SMEM_CAPACITY_BYTES, (SMEM_PER_SM_BYTES",
-        "plan",
-        ["kernel/tests/test_hopper_two_cta.py"],
-    ),
-    _m(
-        "hopper_two_cta_grown_smem",
-        "the two-CTA build's shared memory grown by 16 KB (a buffer added without its budget): "
-        "two CTAs no longer fit on one SM, the other half of the grid starts only when the first "
-        "half ends (every result still right: on a GPU only the residency check can see it)",
-        "kernel/hopper/kernel.py",
-        "            if self.checks:  # harness builds only: the checker's shadow state\n",
-        "            if self.config.ctas_per_sm > 1:\n"
-        "                pad: cute.struct.MemRange[cutlass.Uint8, 16384]\n"
-        "            if self.checks:  # harness builds only: the checker's shadow state\n",
-        "hopper",
-        ["kernel/tests/test_gpu_two_cta.py::test_two_ctas_are_resident_on_every_sm"],
-    ),
-    _m(
-        "hopper_streamk_never_takes",
-        "a stream-K suffix CTA that always waits for the prefix's partial (the take removed): it "
-        "spins forever when the CTA before it never claims (a grid that is not co-resident)",
-        "kernel/hopper/kernel.py",
-        "            if old == STREAMK_IDLE:\n                start = cutlass.Int32(0)\n",
-        "            if old == -1:\n                start = cutlass.Int32(0)\n",
-        "hopper",
-        ["kernel/tests/test_gpu_streamk.py::test_stream_k_is_bit_identical_to_its_twin[taken]"],
-    ),
-    _m(
-        "hopper_streamk_word_not_reset",
-        "a stream-K state word left PUBLISHED after its partial was read: the next launch on the "
-        "workspace finds it published at once (no claim, the previous launch's partial read)",
-        "kernel/hopper/kernel.py",
-        "            wait_geq_acquire_gpu(word, cutlass.Int32(STREAMK_PUBLISHED))\n"
-        "            store_relaxed_gpu(word, cutlass.Int32(STREAMK_IDLE))\n",
-        "            wait_geq_acquire_gpu(word, cutlass.Int32(STREAMK_PUBLISHED))\n",
-        "hopper",
-        ["kernel/tests/test_gpu_streamk.py::test_back_to_back_launches_leave_every_boundary_idle"],
-    ),
-    _m(
-        "hopper_streamk_partial_ignored",
-        "a stream-K suffix starts from zero accumulators instead of the prefix's partial (the "
-        "tile's first K tiles lost)",
-        "kernel/hopper/kernel.py",
-        "        self.streamk_fill(acc, tidx, m_sizes, cutlass.Int32(k_begin != 0))",
-        "        self.streamk_fill(acc, tidx, m_sizes, cutlass.Int32(0))",
-        "hopper",
-        ["kernel/tests/test_gpu_streamk.py::test_stream_k_is_bit_identical_to_its_twin[claimed]"],
-    ),
-)
-
-MUTANTS = MUTANTS + STREAMK_MUTANTS
 
 HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _m(
@@ -978,7 +776,7 @@ EQUIVALENT = {
 
 
 # Concurrency mutants whose cubin changes but whose bug no run on this kernel can show, with the
-# reason and its evidence (properties/MUTANTS.md "Fifth pass"). Not verdicts: ci.mutation_runner
+# reason and its evidence. Not verdicts: ci.mutation_runner
 # still runs them, last (after every other task), so the verdicts that can move come first within
 # a device budget.
 UNOBSERVABLE = {
@@ -1005,3 +803,66 @@ UNOBSERVABLE = {
         "every stage the producer filled"
     ),
 }
+
+
+# ------------------------------------------------------------------- docs/mutants.md (generated)
+DOC_PATH = "docs/mutants.md"
+DOC_INTRO = """# Mutants: does the test suite catch real kernel bugs?
+
+<!-- generated by `python -m ci.mutants --markdown > docs/mutants.md`; ci/test_mutants.py checks it -->
+
+`ci/mutants.py` is the catalog: each mutant is a named, reversible edit of the real code (the
+exact original text, which must occur exactly once in its target file, its replacement, the
+subject it affects and the pytest selection that must catch it). `python -m ci.mutation_runner`
+applies each one to a **copy** of the repository (tracked and untracked-not-ignored files in a
+temporary directory; the working tree is never touched), runs its selection there and reports
+caught / SURVIVED, by which test and after how many Hypothesis examples. `--baseline` first runs
+every subject's selection unmutated: a failing baseline marks its mutants `baseline-failed`.
+
+The concurrency and memory-safety mutants (`hopper_sync_*`, one per edit and variant) are judged
+three ways on an H200: the plain property, the perturbed property (seeded delays at every
+synchronization site, poison on release, guarded tables) and compute-sanitizer over fixed ragged
+cases (`--section=sync`). Mutants whose compiled code is production's instruction for instruction
+are *equivalent*; those whose bug no run on this kernel can show are *unobservable*; both say why.
+
+Commands:
+
+    python -m ci.mutation_runner --subject=cpu --baseline      # every CPU subject
+    python -m ci.mutation_runner --subject=hopper --section=sync  # on the H200
+    python -m pytest -q ci/test_mutants.py                       # the catalog is well formed
+    python -m pytest -q -m slow ci/test_mutants.py               # every CPU mutant is caught
+
+Subjects: `model` (the CPU model), `plan` (host plan and device tables), `hopper` (the sm_90a
+kernel on an H200), `hopper-static` and `blackwell-static` (the kernels compiled on the CPU,
+caught by SASS checks), `harness` (the oracle's bound and the checks every run goes through).
+"""
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def markdown() -> str:
+    """docs/mutants.md: the introduction and one table of the catalog (name, subject, bug, what
+    catches it), generated from :data:`MUTANTS` so it cannot drift."""
+    rows = ["| mutant | subject | bug | caught by |", "| --- | --- | --- | --- |"]
+    for m in MUTANTS:
+        if m.name in EQUIVALENT:
+            caught = "equivalent: " + EQUIVALENT[m.name]
+        else:
+            tests = [a for a in m.select if not a.startswith("-")]
+            opts = [a for a in m.select if a.startswith("--")]
+            caught = ", ".join(f"`{t}`" for t in tests) + (f" ({' '.join(opts)})" if opts else "")
+            if m.name in UNOBSERVABLE:
+                caught += "; unobservable: " + UNOBSERVABLE[m.name]
+        subject = m.subject + (f" `{m.variant}`" if m.variant else "")
+        rows.append(f"| `{m.name}` | {_cell(subject)} | {_cell(m.kind)} | {_cell(caught)} |")
+    return DOC_INTRO + f"\n## The catalog ({len(MUTANTS)} mutants)\n\n" + "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--markdown"]:
+        raise SystemExit("usage: python -m ci.mutants --markdown > docs/mutants.md")
+    sys.stdout.write(markdown())

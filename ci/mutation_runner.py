@@ -33,7 +33,7 @@ selection already fails, so a failure proves nothing). Exit status 1 when any mu
 was not caught.
 
 Subjects ``cpu`` = model + plan + blackwell-static (what CI runs: ci/test_mutants.py);
-``hopper`` needs the H200 (``source .device/env.sh`` first; see properties/MUTANTS.md).
+``hopper`` needs the H200 (``source .device/env.sh`` first; see docs/mutants.md).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def main(argv=None) -> int:
     import torch
 
     from kernel import hopper
-    from kernel.hopper.config import DECLARED_VARIANTS
+    from kernel.hopper.variants import DECLARED_VARIANTS
     from profiling import floors
     from profiling.benchmarks import _support as S
 

@@ -1,17 +1,14 @@
-"""GPU smoke test of the y_source="prepass" variant (issue 14p), before the properties: small
-problems, bit-identical to the fastest smem-decode variant (same operand values, same wgmma
-order), repeated launches (the grid barrier's counters go back to zero by themselves), two
-problems of one geometry launched alternately (one workspace: nothing of a launch may look
-ready to the next; prepass_sync="flags": the generations), and two streams at once (each its
-own workspace). Run under ``timeout``: a wrong grid barrier hangs. A ``y_row_pad`` build (issue
-14, session 11) also has its workspace read back after a launch: each group's rows where the
-unpadded twin puts them, shifted to the padded offsets of ``kernel.hopper.workspace.geometry``
-(byte-identical), and the rows between each group's M and the next group zero.
+"""GPU smoke test of the y_source="prepass" variants, before the properties: small problems,
+bit-identical to the fastest smem-decode variant (same operand values, same wgmma order),
+repeated launches (the grid barrier's counters go back to zero by themselves), two problems of
+one geometry launched alternately (one workspace: nothing of a launch may look ready to the
+next), and two streams at once (each its own workspace). Run under ``timeout``: a wrong grid
+barrier hangs.
 
-    python3 -m ci.prepass_smoke [LABEL ...]      (a declared label, or one kernel.hopper.config names)
+    python3 -m ci.prepass_smoke [LABEL ...]      (declared labels; default: the first prepass one)
 
-Several labels (issue 14q): each is checked in turn against the same expected outputs (one
-process: one start-up and one reference compile for all).
+Several labels: each is checked in turn against the same expected outputs (one process: one
+start-up and one reference compile for all).
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
             torch.cuda.synchronize()
             bad += _differs(torch, f"case {i} rep {rep} {sizes[:2]}...", got, want)
     # two problems of one geometry, launched alternately without a sync in between: one
-    # workspace for both, so a counter or (prepass_sync="flags") a readiness flag left looking
-    # ready by the previous launch would let a tile read the other problem's fp16 Y
+    # workspace for both, so a counter left looking ready by the previous launch would let a tile read the other problem's fp16 Y
     da = oracle.make_inputs(cases[1], 21, device="cuda")
     db = oracle.make_inputs(cases[1], 22, device="cuda")
     wa = [c.clone() for c in hopper.custom_kernel(da, config=FASTEST_CONFIG)]
@@ -63,43 +59,7 @@ def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
             o2 = hopper.custom_kernel(d2, config=pre)
     torch.cuda.synchronize()
     bad += _differs(torch, "two streams", o1 + o2, w1 + w2)
-    if pre.y_row_pad:
-        for i, sizes in enumerate(cases[:2]):
-            bad += _padded_layout(pre, oracle, hopper, torch, sizes, 300 + i)
     return bad
-
-
-def _workspace_after_launch(hopper, torch, data, config):
-    prep = hopper.prepare(data, config)
-    hopper.launch(prep)
-    torch.cuda.synchronize()
-    return prep.plan, prep.launch_args.workspace.cpu()
-
-
-def _padded_layout(pre, oracle, hopper, torch, sizes, seed) -> int:
-    """The padded build's workspace against its unpadded twin's, on one problem."""
-    from dataclasses import replace
-
-    from kernel.hopper import workspace as W
-
-    data = oracle.make_inputs(sizes, seed, device="cuda")
-    plan, padded = _workspace_after_launch(hopper, torch, data, pre)
-    _, plain = _workspace_after_launch(hopper, torch, data, replace(pre, y_row_pad=False))
-    gp = W.geometry(plan.sizes, 0, pre.tile_k, pre.y_row_align)
-    g0 = W.geometry(plan.sizes)
-    rows_p = padded[W.DATA_OFFSET:W.DATA_OFFSET + gp.data_bytes].view(gp.rows, gp.pitch)
-    rows_0 = plain[W.DATA_OFFSET:W.DATA_OFFSET + g0.data_bytes].view(max(g0.rows, 1), g0.pitch)[:g0.rows]
-    problems = []
-    for s, (m, n, k, *_) in enumerate(plan.sizes):
-        p0, q0 = gp.row_offsets[s], g0.row_offsets[s]
-        end = gp.row_offsets[s + 1] if s + 1 < len(plan.sizes) else gp.rows
-        if n > 0 and not torch.equal(rows_p[p0:p0 + m, :2 * k], rows_0[q0:q0 + m, :2 * k]):
-            problems.append(f"slot {s}: rows differ from the unpadded layout's")
-        if rows_p[p0 + m:end].any():
-            problems.append(f"slot {s}: padding rows {p0 + m}..{end - 1} not zero")
-    print(f"padded workspace layout {sizes[:2]}...: {'; '.join(problems) or 'as the unpadded one, padding zero'}",
-          flush=True)
-    return int(bool(problems))
 
 
 def _nan_outputs(data) -> None:
@@ -146,11 +106,11 @@ def main(argv=None) -> int:
 
     import oracle
     from kernel import hopper
-    from kernel.hopper.config import DECLARED_VARIANTS, FASTEST_CONFIG, named_configs
+    from kernel.hopper.variants import DECLARED_VARIANTS, FASTEST_CONFIG, named_configs
 
     argv = sys.argv[1:] if argv is None else argv
     labels = argv or [next(c.label for c in DECLARED_VARIANTS if c.y_source == "prepass")]
-    known = named_configs()  # declared, or named by kernel.hopper.config (measured builds)
+    known = named_configs()
     unknown = [x for x in labels if x not in known]
     if unknown:
         raise SystemExit(f"unknown variant(s) {unknown}")

@@ -26,7 +26,7 @@ This module finds the class on the CPU, from the PTX CuTe DSL keeps (``CUTE_DSL_
 Flow-sensitive (the levels follow reaching definitions, so a register NVVM reuses for a uniform
 and a divergent value keeps them apart) but path-insensitive and blind to values that are equal
 by arithmetic accident, so it can only over-report; the production kernels are checked clean in
-the CPU suite, and the undefined barrier session 8 found (phase 1's completion barrier at two
+the CPU suite, and the undefined barrier of a mutant (phase 1's completion barrier at two
 warp-role sites) is reported.
 
     python -m ci.ptx_convergence FILE.ptx [...]        (exit status 1 when a rule is broken)

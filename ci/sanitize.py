@@ -15,7 +15,7 @@ off (``PYTORCH_NO_CUDA_MEMORY_CACHING=1``), so every tensor is its own allocatio
 sees a write past one. CuTe DSL compiles the kernel inside the sanitized process: the cases are
 small so that racecheck and synccheck stay within minutes.
 
-What the tools can see in these kernels (properties/MUTANTS.md, "Concurrency and memory-safety
+What the tools can see in these kernels (docs/mutants.md, "Concurrency and memory-safety
 mutants", has the measured verdicts): they instrument the memory instructions a thread executes
 (LDS/STS/LDG/STG/LDGSTS). TMA copies (UTMALDG, written by the copy engine, attributed to no
 thread) and wgmma's shared-memory operand reads (HGMMA, through descriptors) are not thread

@@ -104,3 +104,14 @@ def test_gpu_mutants_are_skipped_with_a_reason_without_a_gpu():
     assert all(r.detail.startswith("not run: ") for r in results if r.verdict == "equivalent")
     cmd, env = mutation_runner.pytest_command(hopper[0])
     assert "--subject=hopper" in cmd and "-x" in cmd and "no:cacheprovider" in shlex.join(cmd)
+
+
+def test_docs_mutants_md_is_the_generated_catalog():
+    """docs/mutants.md is ``python -m ci.mutants --markdown``: regenerate it when the catalog changes."""
+    from pathlib import Path
+
+    from ci.mutants import DOC_PATH, MUTANTS, markdown
+
+    text = markdown()
+    assert Path(DOC_PATH).read_text() == text
+    assert all(f"| `{m.name}` |" in text for m in MUTANTS)

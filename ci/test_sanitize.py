@@ -84,7 +84,7 @@ def test_a_named_experimental_variant_is_found():
     staged-epilogue twin took its place): a named label is looked up in the whole declared matrix;
     without labels the first production variants are taken."""
     from ci.sanitize import choose_variants
-    from kernel.hopper.config import FASTEST_CONFIG, PRODUCTION_VARIANTS
+    from kernel.hopper.variants import FASTEST_CONFIG, PRODUCTION_VARIANTS
 
     assert FASTEST_CONFIG not in PRODUCTION_VARIANTS
     _, chosen, missing = choose_variants("hopper", [FASTEST_CONFIG.label], 2)

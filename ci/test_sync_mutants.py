@@ -14,11 +14,14 @@ from ci.mutants import EQUIVALENT, PERTURBED_PROPERTY, SYNC_MUTANTS, SYNC_VARIAN
 
 
 def test_at_least_ten_sync_mutants_on_each_whole_pipeline():
-    """default, rs and prod: ten or more each (their whole pipelines); lean: the few edits of what
-    only that build has (it shares the rest with prod)."""
+    """default, rs and prod: ten or more each (their whole pipelines); w2: the edits of what only
+    that build has (it shares the rest with rs)."""
     per_variant = {k: [m for m in SYNC_MUTANTS if m.variant == v] for k, v in SYNC_VARIANTS.items()}
     assert all(len(per_variant[k]) >= 10 for k in ("default", "rs", "prod")), {k: len(v) for k, v in per_variant.items()}
-    assert len(per_variant["lean"]) >= 3
+    assert len(per_variant["w2"]) >= 3
+    from kernel.hopper import DECLARED_VARIANTS
+
+    assert set(SYNC_VARIANTS.values()) <= {c.label for c in DECLARED_VARIANTS}
     assert all(m.subject == "hopper" and m.needs_gpu for m in SYNC_MUTANTS)
     kinds = " ".join(m.kind for m in SYNC_MUTANTS)
     for word in ("fence", "barrier", "phase", "ring wrap", "tail", "accumulator", "tensor-map", "release", "arrive count"):
@@ -94,7 +97,7 @@ def test_recorded_equivalences_are_unchanged_cubins():
     """An "equivalent" verdict needs its proof to stay true: the mutated variant compiles to the
     same SASS (about 30 s: one variant, mutated and not). The other concurrency mutants change
     their variant's SASS (python -m ci.mutation_runner --section=sync --sass-equivalence,
-    recorded in properties/MUTANTS.md)."""
+    recorded in docs/mutants.md)."""
     equivalent = [m for m in SYNC_MUTANTS if m.name in EQUIVALENT]
     assert equivalent
     eq = mr.sass_equivalence(equivalent, jobs=2, log=lambda msg: None)

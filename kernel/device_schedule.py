@@ -3,9 +3,7 @@
 Each function is the device twin of a host function whose properties are fuzzed on the CPU
 (``properties/test_plan_properties.py``): :func:`group_search` is
 ``kernel.plan.device_group_search``, :func:`cta_tile_range` is ``LaunchPlan.cta_tiles``; the
-``balanced_*`` functions are ``kernel.plan``'s functions of the same names (schedule="balanced"),
-the ``snake_*`` ones those of schedule="snake", the ``streamk_*`` ones ``kernel.plan``'s
-``streamk_*`` (the Hopper ``stream_k`` variant).
+``balanced_*`` functions are ``kernel.plan``'s functions of the same names (schedule="balanced").
 All are ``@cute.jit`` helpers, inlined where they are called.
 """
 
@@ -14,7 +12,7 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
-from kernel.plan import BALANCED_STEPS, FULL_COST, LIGHT_COST, SNAKE_ROWS_STEP, SPLIT_CANDIDATES, STREAMK_END
+from kernel.plan import BALANCED_STEPS, FULL_COST, LIGHT_COST, SPLIT_CANDIDATES
 
 
 @cute.jit
@@ -53,27 +51,6 @@ def cta_tile_range(total_tiles: cutlass.Int32, schedule: cutlass.Constexpr[str])
     return first, end, step
 
 
-@cute.jit
-def cluster_tile_range(total_tiles: cutlass.Int32, schedule: cutlass.Constexpr[str], cluster: cutlass.Constexpr[int]):
-    """(first, end, step) of this CTA's cluster tiles: LaunchPlan.cta_tiles of a plan with
-    ``cluster_n`` = ``cluster`` (kernel.plan), the range of cluster ``block_idx // cluster`` of
-    ``grid_dim // cluster``, the same for every CTA of a cluster."""
-    cta, _, _ = cute.arch.block_idx()
-    num_ctas, _, _ = cute.arch.grid_dim()
-    unit = cutlass.Int32(cta) // cluster
-    units = cutlass.Int32(num_ctas) // cluster
-    first = unit
-    end = total_tiles
-    step = units
-    if cutlass.const_expr(schedule == "contiguous"):
-        per = (total_tiles + units - 1) // units
-        first = unit * per
-        end = cutlass.min(first + per, total_tiles)
-        step = cutlass.Int32(1)
-    return first, end, step
-
-
-# ---- schedule="balanced" (the Hopper y_tail64 variant; kernel.plan states the split) -----------
 @cute.jit
 def slot_blocks(m_sizes: cute.Tensor, s: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
                 tile_n: cutlass.Constexpr[int]):
@@ -173,8 +150,8 @@ def balanced_split_warp(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int3
     result): lane l evaluates candidates l, l + 32, ... (``split_candidate``) and keeps its
     lowest feasible one; a butterfly min over the lanes gives the lowest feasible index of all,
     and its lane's (p, fa, ta, fb, tb) are read by shuffles. The same split as the unrolled
-    search, in ~150 instructions on the warp instead of ~1200 (issue 14, session 8: the search
-    cost ~1.2 us on bench4's critical path)."""
+    search, in ~150 instructions on the warp instead of ~1200 (the one-lane search
+    cost ~1.2 us on bench4's critical path on the H200, 2026-12-02: docs/results.md)."""
     fu = (nf + (ctas - 1)) // ctas
     tu = (nt + (ctas - 1)) // ctas
     best = cutlass.Int32(SPLIT_CANDIDATES)
@@ -272,165 +249,3 @@ def balanced_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], ti
     n_block = rest // sel_per
     m_block = rest - n_block * sel_per + light_list * (sel_tm - 1)
     return sel_slot, m_block, n_block
-
-
-# ---- schedule="snake" (the Hopper y_tail16 variant; kernel.plan states the order) ---------------
-@cute.jit
-def snake_index(r: cutlass.Int32, cta: cutlass.Int32, ctas: cutlass.Int32) -> cutlass.Int32:
-    """kernel.plan.snake_index: the list entry CTA ``cta`` runs in round ``r``."""
-    pos = cta
-    if r % 2 == 1:
-        pos = ctas - 1 - cta
-    return r * ctas + pos
-
-
-@cute.jit
-def snake_rounds(total: cutlass.Int32, ctas: cutlass.Int32, cta: cutlass.Int32) -> cutlass.Int32:
-    """kernel.plan.snake_rounds: how many rounds CTA ``cta`` runs."""
-    full = total // ctas
-    return full + cutlass.Int32(snake_index(full, cta, ctas) < total)
-
-
-@cute.jit
-def snake_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
-                 tile_n: cutlass.Constexpr[int], idx: cutlass.Int32):
-    """(slot, m_block, n_block) of entry ``idx`` of the snake list: kernel.plan.snake_locate, the
-    same loops (classes from the top one down, then slots), unrolled."""
-    top = tile_m // SNAKE_ROWS_STEP
-    sel_slot = cutlass.Int32(0)
-    sel_base = cutlass.Int32(0)
-    sel_per = cutlass.Int32(1)
-    sel_m0 = cutlass.Int32(0)
-    base = cutlass.Int32(0)
-    lasts = []
-    tms = []
-    tns = []
-    for s in cutlass.range_constexpr(num_groups):
-        m = m_sizes[s, 0]
-        tm = (m + (tile_m - 1)) // tile_m
-        tn = (m_sizes[s, 1] + (tile_n - 1)) // tile_n
-        tms.append(tm)
-        tns.append(tn)
-        lasts.append(((m - (tm - 1) * tile_m + (SNAKE_ROWS_STEP - 1)) // SNAKE_ROWS_STEP) * cutlass.Int32(tm > 0))
-    for c in cutlass.range_constexpr(top):
-        cls = top - c
-        for s in cutlass.range_constexpr(num_groups):
-            if cutlass.const_expr(cls == top):
-                per = (tms[s] - 1 + cutlass.Int32(lasts[s] == top)) * cutlass.Int32(tms[s] > 0)
-                m0 = cutlass.Int32(0)
-            else:
-                per = cutlass.Int32(lasts[s] == cls)
-                m0 = tms[s] - 1
-            count = tns[s] * per
-            if idx >= base:
-                if count != 0:
-                    sel_slot = cutlass.Int32(s)
-                    sel_base = base
-                    sel_per = per
-                    sel_m0 = m0
-            base = base + count
-    rest = idx - sel_base
-    n_block = rest // sel_per
-    return sel_slot, rest - n_block * sel_per + sel_m0, n_block
-
-
-# ---- stream-K over the balanced lists (the Hopper stream_k variant; kernel.plan states it) -----
-@cute.jit
-def streamk_range(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
-                  tile_n: cutlass.Constexpr[int], tile_k: cutlass.Constexpr[int], ctas: cutlass.Int32,
-                  cta: cutlass.Int32):
-    """(ea, ka, eb, kb, nf): kernel.plan.streamk_boundary at ``cta`` and ``cta + 1``, and the full
-    list's length (what ``balanced_counts`` counts first), the same
-    segments (full list then light list, slots in order) in the same integer arithmetic, in one
-    pass over the segments: each boundary's segment is selected in the loop, its entry and K tile
-    divided out once after it."""
-    counts = []
-    kts = []
-    segs = []
-    total = cutlass.Int32(0)
-    nf = cutlass.Int32(0)
-    for light_list in cutlass.range_constexpr(2):
-        for s in cutlass.range_constexpr(num_groups):
-            tm, tn, light = slot_blocks(m_sizes, s, tile_m, tile_n)
-            count = tn * (light * light_list + (tm - light) * (1 - light_list))
-            kt = m_sizes[s, 2] // tile_k
-            seg = count * (LIGHT_COST if light_list else FULL_COST) * kt
-            counts.append(count)
-            kts.append(kt)
-            segs.append(seg)
-            total = total + seg
-            if cutlass.const_expr(light_list == 0):
-                nf = nf + count
-    ranges = cutlass.max(cutlass.min(ctas, total // FULL_COST), cutlass.Int32(1))  # kernel.plan.streamk_ranges
-    q = total // ranges
-    r = total - q * ranges
-    out = []
-    for d in cutlass.range_constexpr(2):
-        b = cta + d
-        target = b * q + cutlass.min(b, r)
-        if b >= ranges:
-            target = total
-        base = cutlass.Int32(0)
-        ebase = cutlass.Int32(0)
-        found = cutlass.Int32(0)
-        sel_base = cutlass.Int32(0)
-        sel_ebase = cutlass.Int32(0)
-        sel_w = cutlass.Int32(1)
-        sel_kt = cutlass.Int32(1)
-        for i in cutlass.range_constexpr(2 * num_groups):
-            if found == 0:
-                if target < base + segs[i]:
-                    sel_base = base
-                    sel_ebase = ebase
-                    sel_w = cutlass.Int32(LIGHT_COST if i >= num_groups else FULL_COST)
-                    sel_kt = kts[i]
-                    found = cutlass.Int32(1)
-            base = base + segs[i]
-            ebase = ebase + counts[i]
-        off = target - sel_base
-        e = off // (sel_w * sel_kt)
-        k = (off - e * (sel_w * sel_kt) + (sel_w - 1)) // sel_w
-        if k == sel_kt:
-            e = e + 1
-            k = cutlass.Int32(0)
-        entry = sel_ebase + e
-        if found == 0:  # at or past the end: (entries, 0)
-            entry = ebase
-            k = cutlass.Int32(0)
-        out.append(entry)
-        out.append(k)
-    return out[0], out[1], out[2], out[3], nf
-
-
-@cute.jit
-def streamk_count(ea: cutlass.Int32, ka: cutlass.Int32, eb: cutlass.Int32, kb: cutlass.Int32):
-    """How many pieces a CTA whose range is (ea, ka) .. (eb, kb) runs (kernel.plan.streamk_pieces)."""
-    n = cutlass.Int32(0)
-    if ea == eb:
-        n = cutlass.Int32(kb > ka)
-    elif ea < eb:
-        n = cutlass.Int32(kb > 0) + eb - ea
-    return n
-
-
-@cute.jit
-def streamk_piece(ea: cutlass.Int32, ka: cutlass.Int32, eb: cutlass.Int32, kb: cutlass.Int32, q: cutlass.Int32):
-    """Piece ``q`` of the range (ea, ka) .. (eb, kb): (entry, k0, k1, waits, publishes), k1 =
-    STREAMK_END for a piece that runs to its tile's last K tile (kernel.plan.StreamKPiece)."""
-    has_tail = cutlass.Int32(kb > 0)
-    has_head = cutlass.Int32(ka > 0)
-    n = has_tail + eb - ea  # (ea < eb: the tail, eb - ea - has_head whole tiles, the head)
-    entry = ea + has_head + q - has_tail
-    k0 = cutlass.Int32(0)
-    k1 = cutlass.Int32(STREAMK_END)
-    if ea == eb:
-        entry = ea
-        k0 = ka
-        k1 = kb
-    elif has_tail * cutlass.Int32(q == 0) != 0:
-        entry = eb
-        k1 = kb
-    elif has_head * cutlass.Int32(q == n - 1) != 0:
-        entry = ea
-        k0 = ka
-    return entry, k0, k1, cutlass.Int32(k0 > 0), cutlass.Int32(k1 != STREAMK_END)

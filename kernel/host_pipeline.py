@@ -424,7 +424,6 @@ class HostPipeline:
             tile_k=resolved.tile_k,
             max_ctas=max_ctas,
             schedule=resolved.schedule,
-            cluster_n=getattr(resolved, "cluster_x", 1),  # Hopper's 2-CTA clusters (kernel.plan)
         )
         device = groups[0].c.device
         tables = aux = compiled = template = upload_stream = None

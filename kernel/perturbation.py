@@ -87,7 +87,7 @@ POISON_WORD = 0xFFFFFFFF  # E4M3 0xFF: NaN; fp16 0xFFFF: NaN; FP4 0xF: -6
 Jitter = Literal["none", "cta", "warp"]
 JITTERS = ("none", "cta", "warp")
 _TAG = re.compile(r"^s(?P<seed>\d+)-d(?P<max>\d+)-p(?P<density>\d+)-(?P<poison>poison|clean)-(?P<jitter>none|cta|warp)"
-                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<hb>-hb)?(?P<tl>-tl)?(?P<take>-sk)?(?P<stress>-t)?(?P<rt>-rt)?$")
+                  r"(?P<nodelay>-nodelay)?(?:-c(?P<ctas>\d+))?(?:-w(?P<fill>\d+))?(?:-e(?P<every>\d+))?(?P<hb>-hb)?(?P<tl>-tl)?(?P<stress>-t)?(?P<rt>-rt)?$")
 # the run-time delay table (Perturbation.device_words): one int32 per (role, site, when) of
 # SLOTS, in this order, then the jitter bound (ns), the jitter mode (JITTERS index), the seed, and
 # the warp skew of the consumers' decode site (Perturbation.skew: nanoseconds, victim warp % 4)
@@ -145,8 +145,8 @@ TIMELINE_WORDS = TIMELINE_CTAS * len(TIMELINE_POINTS) * 2
 PALETTE_CTAS = (0, 2, 1)
 # the filler wgmmas per filled wgmma group (Perturbation.wgmma_fill) of a perturbation that has them:
 # real-shape wgmmas (zero A, the real Y, into the real accumulator) queued in the real group, so it
-# retires after that much more tensor work; ptxas keeps them asynchronous (properties/MUTANTS.md
-# "Fourth pass", kernel/tests/test_hopper_perturbed_sass.py). Compiled in (part of the compile
+# retires after that much more tensor work; ptxas keeps them asynchronous (docs/results.md,
+# kernel/tests/test_hopper_perturbed_sass.py). Compiled in (part of the compile
 # form). A run-time gate does not work: a branch around the fillers makes ptxas close a wgmma group
 # at the branch (the fillers' own gsb0), so they no longer share the group
 FILL = 32
@@ -155,7 +155,7 @@ FILL = 32
 # of sub-block s-1 still reading its buffer after the group of sub-block s has been *issued*; if
 # the tensor pipe takes only a few wgmmas ahead of the one executing, issuing a long group blocks
 # the warp until the group before it retired, so filling every group closes the window it was
-# meant to open (properties/MUTANTS.md, "Sixth pass"); a short group after a long one does not
+# meant to open (docs/results.md); a short group after a long one does not
 FILL_STRIDE = 2
 # the compile-time palette cycles fillers like the caps (third seed: fillers in every group)
 PALETTE_FILL = (0, 0, 16)
@@ -208,12 +208,6 @@ class Perturbation:
     # form): %globaltimer stamps at TIMELINE_POINTS into the device table after its TABLE_WORDS.
     # Production's schedule: no delay site, no poison, no checker, no filler
     timeline: bool = False
-    # stream-K builds (HopperConfig.stream_k; compiled in, part of the compile form): every
-    # boundary inside a tile is taken by the CTA after it, as when the CTA before it never
-    # started: the CTA before runs its prefix without claiming or handing it on, the CTA after
-    # runs the whole tile from K tile 0 (and sets the word idle again itself). Results must not
-    # change; what it reaches is the protocol's take path, which a co-resident grid never takes
-    streamk_take: bool = False
 
     def __post_init__(self):
         problems = []
@@ -271,7 +265,7 @@ class Perturbation:
             return self
         return Perturbation(0, 0, 0, poison=self.poison, jitter="none", delays=self.delays, max_ctas=0,
                             wgmma_fill=self.wgmma_fill, fill_stride=self.fill_stride if self.wgmma_fill else 1,
-                            runtime=True, checks=self.checks, timeline=self.timeline, streamk_take=self.streamk_take)
+                            runtime=True, checks=self.checks, timeline=self.timeline)
 
     @property
     def kind(self) -> str:
@@ -312,7 +306,7 @@ class Perturbation:
         return (f"s{self.seed}-d{self.max_delay_ns}-p{self.density_pct}-{'poison' if self.poison else 'clean'}"
                 f"-{self.jitter}{'' if self.delays else '-nodelay'}{f'-c{self.max_ctas}' if self.max_ctas else ''}"
                 f"{f'-w{self.wgmma_fill}' if self.wgmma_fill else ''}{f'-e{self.fill_stride}' if self.fill_stride != 1 else ''}"
-                f"{'-hb' if self.checks else ''}{'-tl' if self.timeline else ''}{'-sk' if self.streamk_take else ''}"
+                f"{'-hb' if self.checks else ''}{'-tl' if self.timeline else ''}"
                 f"{'-t' if self.stress else ''}"
                 f"{'-rt' if self.runtime else ''}")
 
@@ -324,7 +318,7 @@ class Perturbation:
         return cls(int(m["seed"]), int(m["max"]), int(m["density"]), m["poison"] == "poison", m["jitter"],
                    m["nodelay"] is None, int(m["ctas"] or 0),
                    int(m["fill"] or 0), int(m["every"] or 1), m["rt"] is not None, m["stress"] is not None,
-                   checks=m["hb"] is not None, timeline=m["tl"] is not None, streamk_take=m["take"] is not None)
+                   checks=m["hb"] is not None, timeline=m["tl"] is not None)
 
 
 def palette(size: int, *, max_delay_ns: int = 4000, runtime: bool = False) -> tuple[Perturbation, ...]:

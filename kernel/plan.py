@@ -14,16 +14,6 @@ tile shape:
 Inside a group, tiles are numbered with the M block fastest:
 ``tile = tile_prefix[slot] + n_block * tiles_m[slot] + m_block``.
 
-Clusters (``cluster_n`` > 1, the Hopper prepass variants' ``cluster_x``): the plan's unit is a
-*cluster tile*, ``cluster_n`` consecutive N blocks of one group and one M block; ``tile_prefix``
-counts cluster tiles (``tiles_m[s] * ceil(tiles_n[s] / cluster_n)`` per slot, numbered as above
-with the cluster's N column in place of ``n_block``), the ranges of :meth:`LaunchPlan.cta_tiles`
-are per cluster (CTA ``c`` runs its cluster ``c // cluster_n``'s range, so every CTA of a
-cluster walks the same sequence of (group, M block)), and member ``r`` of a cluster tile gets N
-block ``column * cluster_n + r`` (:meth:`LaunchPlan.member`): a *ghost* when that is past the
-group's last N block (it computes on zero-filled rows and stores nothing). ``num_ctas`` is a
-multiple of ``cluster_n``.
-
 Balanced (``schedule="balanced"``, the Hopper ``y_tail64`` variant): a slot's last M block that
 holds at most ``tile_m / 2`` rows is a *light* tile (the kernel runs it with a half-height
 wgmma, measured at about 3/4 of a full tile's time); every other tile is *full*. The tile index
@@ -44,24 +34,15 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Sequence
 
 GroupOrder = Literal["by_work", "caller"]
-Schedule = Literal["contiguous", "strided", "balanced", "snake"]
+Schedule = Literal["contiguous", "strided", "balanced"]
 
 # schedule="balanced": tile costs in quarter units (a light tile, <= tile_m / 2 rows of the
-# slot's last M block, ~0.75 of a full tile on the H200: profiling/PERF_LOG.md, session 4)
+# slot's last M block, ~0.75 of a full tile on the H200, 2026-12-01: docs/results.md)
 FULL_COST = 4
 LIGHT_COST = 3
 # balanced_split tries makespans L0 .. L0 + BALANCED_STEPS - 1 (L0 = ceil(cost / CTAs)), then
 # falls back to the uniform split (every CTA ceil(full / CTAs) full + ceil(light / CTAs) light)
 BALANCED_STEPS = 4
-
-
-# schedule="snake" (the Hopper y_tail16 variant): a tile's *class* is its Y rows rounded up to
-# SNAKE_ROWS_STEP, in steps (1 .. tile_m / SNAKE_ROWS_STEP): the wgmma N the kernel runs it with.
-# Only a slot's last M block can be below the top class. The list: the tiles class by class from
-# the top one down, each class in global tile order; round r deals entries r * ctas .. r * ctas +
-# ctas - 1 to CTAs 0 .. ctas - 1 (r even) or ctas - 1 .. 0 (r odd), so the heaviest tiles go out
-# first and each CTA's light tiles balance its heavy ones (the boustrophedon of list scheduling).
-SNAKE_ROWS_STEP = 16
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -87,7 +68,6 @@ class LaunchPlan:
     tile_prefix: tuple[int, ...]  # len G + 1
     num_ctas: int
     schedule: Schedule
-    cluster_n: int = 1  # CTAs per cluster along N (see the module docstring); 1: no clusters
 
     @property
     def num_groups(self) -> int:
@@ -98,16 +78,12 @@ class LaunchPlan:
         return self.tile_prefix[-1]
 
     @property
-    def num_clusters(self) -> int:
-        return self.num_ctas // self.cluster_n
-
-    @property
     def tiles_per_cta(self) -> int:
-        """Upper bound of tiles one CTA runs (the contiguous range length); with clusters, of
-        cluster tiles one cluster (each of its CTAs) runs; ``balanced``: the longest CTA list."""
-        if self.schedule in ("balanced", "snake"):
+        """Upper bound of tiles one CTA runs (the contiguous range length); ``balanced``: the
+        longest CTA list."""
+        if self.schedule == "balanced":
             return max((len(self.cta_tiles(c)) for c in range(self.num_ctas)), default=0)
-        return ceil_div(self.total_tiles, self.num_clusters) if self.num_ctas else 0
+        return ceil_div(self.total_tiles, self.num_ctas) if self.num_ctas else 0
 
     # ---- schedule="balanced" -------------------------------------------------------------
     def slot_light(self, slot: int) -> bool:
@@ -139,57 +115,29 @@ class LaunchPlan:
         full, light = self.balanced_lists()
         return balanced_share(len(full), len(light), self.num_ctas, cta)
 
-    # ---- schedule="snake" ---------------------------------------------------------------
-    def tile_class(self, tile: int) -> int:
-        """The tile's Y rows rounded up to SNAKE_ROWS_STEP, in steps (schedule="snake")."""
-        c = self.locate(tile)
-        rows = min(self.tile_m, self.sizes[c.slot][0] - c.m_block * self.tile_m)
-        return ceil_div(rows, SNAKE_ROWS_STEP)
-
-    def snake_list(self) -> list[int]:
-        """Every tile, class by class from the top one down, each class in global tile order."""
-        return sorted(range(self.total_tiles), key=lambda t: -self.tile_class(t))  # stable sort
-
     def k_tiles(self, slot: int) -> int:
         return ceil_div(self.sizes[slot][2], self.tile_k)
 
     def cta_tiles(self, cta: int) -> Sequence[int]:
-        """The global tiles CTA ``cta`` runs, in the order it runs them (with clusters: the
-        cluster tiles of its cluster, the same range for every CTA of the cluster); a range,
-        except for ``balanced`` (a tuple: its full tiles, then its light tiles)."""
+        """The global tiles CTA ``cta`` runs, in the order it runs them; a range, except for
+        ``balanced`` (a tuple: its full tiles, then its light tiles)."""
         if not 0 <= cta < self.num_ctas:
             raise IndexError(f"cta {cta} outside 0..{self.num_ctas - 1}")
         if self.schedule == "balanced":
             full, light = self.balanced_lists()
             fs, fc, ts, tc = balanced_share(len(full), len(light), self.num_ctas, cta)
             return tuple(full[fs:fs + fc]) + tuple(light[ts:ts + tc])
-        if self.schedule == "snake":
-            order = self.snake_list()
-            rounds = snake_rounds(self.total_tiles, self.num_ctas, cta)
-            return tuple(order[snake_index(r, cta, self.num_ctas)] for r in range(rounds))
-        unit, units = cta // self.cluster_n, self.num_clusters
         if self.schedule == "contiguous":
             per = self.tiles_per_cta
-            start = min(unit * per, self.total_tiles)
+            start = min(cta * per, self.total_tiles)
             return range(start, min(start + per, self.total_tiles))
-        return range(unit, self.total_tiles, units)
-
-    def member(self, tile: int, rank: int) -> tuple[TileCoord, bool]:
-        """Cluster plans: member ``rank``'s tile of cluster tile ``tile`` and whether it is a
-        ghost (N block past the group's last; it stores nothing). Without clusters (rank 0):
-        ``(locate(tile), False)``."""
-        if not 0 <= rank < self.cluster_n:
-            raise IndexError(f"rank {rank} outside 0..{self.cluster_n - 1}")
-        c = self.locate(tile)
-        n_block = c.n_block * self.cluster_n + rank
-        return c._replace(n_block=n_block), n_block >= self.tiles_n[c.slot]
+        return range(cta, self.total_tiles, self.num_ctas)
 
     def locate(self, tile: int) -> TileCoord:
         """Global tile -> coordinates, by the binary search over ``tile_prefix`` the kernels use.
 
         The slot is the one whose range [tile_prefix[s], tile_prefix[s+1]) holds ``tile``;
-        empty slots (M or N zero) own no tile and are never returned. With clusters ``tile`` is
-        a cluster tile and ``n_block`` its cluster's N column (:meth:`member`: each CTA's).
+        empty slots (M or N zero) own no tile and are never returned.
         """
         if not 0 <= tile < self.total_tiles:
             raise IndexError(f"tile {tile} outside 0..{self.total_tiles - 1}")
@@ -209,7 +157,7 @@ class LaunchPlan:
         return (
             f"plan tile={self.tile_m}x{self.tile_n}x{self.tile_k} groups={self.num_groups} "
             f"tiles={self.total_tiles} ctas={self.num_ctas} schedule={self.schedule} "
-            f"order={list(self.group_order)}" + (f" cluster_n={self.cluster_n}" if self.cluster_n > 1 else "")
+            f"order={list(self.group_order)}"
         )
 
 
@@ -299,20 +247,13 @@ def make_plan(
     max_ctas: int | None,
     schedule: Schedule = "contiguous",
     order: GroupOrder = "by_work",
-    cluster_n: int = 1,
 ) -> LaunchPlan:
     """Plan one launch.
 
     ``max_ctas`` caps the persistent grid (SM count times CTAs per SM); ``None`` launches one
     CTA per tile (the monolithic kernels). Every launched CTA owns at least one tile. Groups with M == 0 or N == 0 are allowed and own no
     tile. The sort is stable, so equal-work groups keep the caller's relative order.
-    ``cluster_n`` > 1: the tile index space counts cluster tiles, ``max_ctas`` caps the CTAs of
-    the grid of clusters (at least one cluster), every launched cluster owns a cluster tile.
     """
-    if cluster_n < 1:
-        raise ValueError(f"cluster_n must be >= 1, got {cluster_n}")
-    if schedule in ("balanced", "snake") and cluster_n != 1:
-        raise ValueError(f"schedule={schedule!r} is built without clusters (cluster_n=1)")
     sizes = [tuple(int(x) for x in s) for s in problem_sizes]
     if order == "by_work":
         group_order = sorted(
@@ -327,7 +268,6 @@ def make_plan(
     tiles_n = tuple(ceil_div(s[1], tile_n) for s in slot_sizes)
     prefix = [0]
     for tm, tn in zip(tiles_m, tiles_n):
-        tn = ceil_div(tn, cluster_n)  # with clusters: the slot's cluster columns (tn itself otherwise)
         prefix.append(prefix[-1] + tm * tn)
     total = prefix[-1]
     if max_ctas is None:
@@ -335,16 +275,15 @@ def make_plan(
     else:
         if max_ctas < 1:
             raise ValueError(f"max_ctas must be >= 1, got {max_ctas}")
-        num_ctas = min(total, max(1, max_ctas // cluster_n))  # clusters from here on
-        if schedule in ("balanced", "snake"):
+        num_ctas = min(total, max_ctas)
+        if schedule == "balanced":
             pass  # every CTA of min(total, max_ctas): the split is of this grid (trailing CTAs may idle)
         elif schedule == "contiguous" and total:
             # ceil-sized ranges can leave trailing CTAs with nothing (9 tiles on 8 CTAs: ranges of
             # 2 fill 5 CTAs): launch only the CTAs that own a range. The range length, which the
             # device derives from the grid as ceil(total / num_ctas), does not change.
             num_ctas = ceil_div(total, ceil_div(total, num_ctas))
-    num_ctas *= cluster_n
-    if schedule not in ("contiguous", "strided", "balanced", "snake"):
+    if schedule not in ("contiguous", "strided", "balanced"):
         raise ValueError(f"unknown schedule {schedule!r}")
     return LaunchPlan(
         tile_m=tile_m,
@@ -357,7 +296,6 @@ def make_plan(
         tile_prefix=tuple(prefix),
         num_ctas=num_ctas,
         schedule=schedule,
-        cluster_n=cluster_n,
     )
 
 
@@ -387,140 +325,3 @@ def balanced_locate(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, li
     rest = idx - sel_base
     n_block = rest // sel_per
     return sel_slot, rest - n_block * sel_per + light_list * (sel_tm - 1), n_block
-
-
-def snake_index(r: int, cta: int, ctas: int) -> int:
-    """schedule="snake": the list entry CTA ``cta`` runs in round ``r``."""
-    return r * ctas + (cta if r % 2 == 0 else ctas - 1 - cta)
-
-
-def snake_rounds(total: int, ctas: int, cta: int) -> int:
-    """schedule="snake": how many rounds CTA ``cta`` runs (the last round may be partial)."""
-    full = total // ctas
-    return full + int(snake_index(full, cta, ctas) < total)
-
-
-def snake_locate(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, idx: int) -> tuple[int, int, int]:
-    """(slot, m_block, n_block) of entry ``idx`` of :meth:`LaunchPlan.snake_list` (``sizes`` in slot
-    order), written as the loop the device runs (kernel.device_schedule.snake_locate): per class
-    from the top one down and per slot, the slot's entries of that class (top class: every M
-    block but a last one below it; others: the last M block when its class is that one), N block
-    major; the last (class, slot) that owns entries and whose first entry is <= ``idx``."""
-    top = tile_m // SNAKE_ROWS_STEP
-    sel_slot, sel_base, sel_per, sel_m0, base = 0, 0, 1, 0, 0
-    for cls in range(top, 0, -1):
-        for s, size in enumerate(sizes):
-            m, n = size[0], size[1]
-            tm, tn = ceil_div(m, tile_m), ceil_div(n, tile_n)
-            last = ceil_div(m - (tm - 1) * tile_m, SNAKE_ROWS_STEP) * int(tm > 0)  # the last block's class
-            if cls == top:
-                per, m0 = (tm - 1 + int(last == top)) * int(tm > 0), 0
-            else:
-                per, m0 = int(last == cls), tm - 1
-            count = tn * per
-            if idx >= base and count != 0:
-                sel_slot, sel_base, sel_per, sel_m0 = s, base, per, m0
-            base += count
-    rest = idx - sel_base
-    n_block = rest // sel_per
-    return sel_slot, rest - n_block * sel_per + sel_m0, n_block
-
-
-# ---- stream-K over the balanced lists (the Hopper ``stream_k`` variant) -----------------------
-# The K tiles of every tile, full list then light list (the entries of LaunchPlan.balanced_lists,
-# "entry" E: full entry E for E < nf, light entry E - nf after), weighted FULL_COST or LIGHT_COST
-# per K tile, cut into ``ctas`` contiguous ranges of equal weight (the first W % ctas ranges one
-# unit more; fewer ranges than CTAs on tiny problems, streamk_ranges), each boundary moved up to
-# the next K-tile start. A boundary inside a tile splits
-# it: the CTA before it runs the tile's prefix [0, kt) FIRST (it depends on nothing) and hands
-# its fp32 accumulators on; the CTA after it runs the suffix [kt, K) LAST, starting from them.
-# So every tile's K loop stays one chain of 16-K updates in K order (the oracle's accumulation
-# order), and no CTA waits on another except at its last piece (or, for a range inside one tile,
-# its only piece), by which time the prefix ran long ago. Deadlock freedom without assuming that
-# the grid is co-resident: the boundary's state word (STREAMK_IDLE) is claimed by the prefix CTA
-# at its start (-> STREAMK_CLAIMED, then STREAMK_PUBLISHED once its partial is stored); a suffix
-# CTA that finds it still idle takes the whole tile itself (-> STREAMK_TAKEN: it runs [0, K),
-# and the prefix CTA, finding TAKEN, runs its piece without handing it on and resets the word).
-STREAMK_IDLE = 0
-STREAMK_CLAIMED = 1
-STREAMK_PUBLISHED = 2
-STREAMK_TAKEN = 3
-STREAMK_END = -1  # a piece's k1 when it runs to the tile's last K tile
-
-
-class StreamKPiece(NamedTuple):
-    entry: int  # E: the full list's entry E, or the light list's E - nf
-    k0: int  # first K tile
-    k1: int  # one past the last K tile, or STREAMK_END (the tile's K tiles)
-    waits: bool  # starts from the partial of boundary ``cta`` (k0 > 0)
-    publishes: bool  # hands its partial on at boundary ``cta + 1`` (k1 != STREAMK_END)
-
-
-def streamk_segments(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int):
-    """(entries, weight per K tile, K tiles) of each (list, slot) segment, full list first,
-    slots in order: the loop the device unrolls (kernel.device_schedule.streamk_*); a
-    :class:`StreamKPiece`'s ``entry`` counts the entries in this order."""
-    return [(slot_list_entries(size, tile_m, tile_n, light_list)[2], LIGHT_COST if light_list else FULL_COST,
-             size[2] // tile_k) for light_list in (0, 1) for size in sizes]
-
-
-def streamk_weight(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int) -> int:
-    """W: every tile's K tiles, each weighted FULL_COST or LIGHT_COST."""
-    return _segments_weight(streamk_segments(sizes, tile_m, tile_n, tile_k))
-
-
-def _segments_weight(segs) -> int:
-    return sum(c * w * kt for c, w, kt in segs)
-
-
-def streamk_ranges(total: int, ctas: int) -> int:
-    """How many CTAs get a range: every CTA while each range weighs at least FULL_COST (so
-    every range holds a K-tile start: no range is empty, and a split tile's pieces are on
-    consecutive CTAs, the boundary between them the suffix CTA's index), fewer on tiny problems
-    (the CTAs past them run nothing)."""
-    return max(1, min(ctas, total // FULL_COST))
-
-
-def streamk_boundary(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int, ctas: int,
-                     b: int) -> tuple[int, int]:
-    """(entry, K tile) where CTA ``b``'s range starts (``b`` >= :func:`streamk_ranges`: the end,
-    (entries, 0)): the first K-tile start at or past weight T_b = b * (W // R) + min(b, W % R),
-    R the ranges."""
-    segs = streamk_segments(sizes, tile_m, tile_n, tile_k)
-    total = _segments_weight(segs)
-    ranges = streamk_ranges(total, ctas)
-    q, r = divmod(total, ranges)
-    target = b * q + min(b, r) if b < ranges else total
-    base = ebase = 0
-    for count, w, kt in segs:
-        seg = count * w * kt
-        if target < base + seg:
-            off = target - base
-            e, o = divmod(off, w * kt)
-            k = ceil_div(o, w)
-            if k == kt:
-                e, k = e + 1, 0
-            return ebase + e, k
-        base += seg
-        ebase += count
-    return ebase, 0
-
-
-def streamk_pieces(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, tile_k: int, ctas: int,
-                   cta: int) -> list[StreamKPiece]:
-    """CTA ``cta``'s pieces in the order it runs them: the prefix of the tile its range ends
-    in (if the range ends inside one), its whole tiles in list order, the suffix of the tile its
-    range starts in (if it starts inside one); a range inside one tile is one piece."""
-    ea, ka = streamk_boundary(sizes, tile_m, tile_n, tile_k, ctas, cta)
-    eb, kb = streamk_boundary(sizes, tile_m, tile_n, tile_k, ctas, cta + 1)
-    if (ea, ka) >= (eb, kb):
-        return []
-    if ea == eb:
-        return [StreamKPiece(ea, ka, kb, ka > 0, True)]
-    out = []
-    if kb > 0:
-        out.append(StreamKPiece(eb, 0, kb, False, True))
-    out += [StreamKPiece(e, 0, STREAMK_END, False, False) for e in range(ea + (ka > 0), eb)]
-    if ka > 0:
-        out.append(StreamKPiece(ea, ka, STREAMK_END, True, False))
-    return out

@@ -6,9 +6,8 @@
 ``--config '{"tile_n": 256, "roles": "split", ...}'`` builds a ``HopperConfig`` from the given
 fields (the rest default), so a candidate can be timed before it is declared. ``--ablate`` adds,
 for every ``roles="split"`` config, its ablated builds (:class:`kernel.hopper.ablation.Ablation`,
-a build option passed next to the config, never a config field): ``no_mma`` (dequantize, no
-wgmma), ``no_dequant`` (wgmma on unwritten buffers) and ``load_only``: the time of each part
-alone, to say which one bounds the kernel; for a cooperative register-X config its
+a build option passed next to the config, never a config field): ``no_fence`` (the dequant
+warps' proxy fence left out); for a cooperative register-X config its
 ``kernel.hopper.ablation.REGS_PARTS`` that apply (a prepass config: ``PREPASS_PARTS``), and for every config ``no_epilogue`` (no C
 written: what the epilogue costs). They are named ``LABEL~ablate-PART``. Ablated results
 are wrong by design and are not checked; every other config is checked against the exact oracle
@@ -31,10 +30,10 @@ import sys
 import time
 from typing import Sequence
 
-from kernel.hopper.ablation import ANY_PARTS, PREPASS_PARTS, REGS_PARTS, Ablation, check_ablation
+from kernel.hopper.ablation import ANY_PARTS, PREPASS_PARTS, REGS_PARTS, SPLIT_PARTS, Ablation, check_ablation
 from profiling.preflight import missing_hopper_gpu
 
-ABLATIONS = ("no_mma", "no_dequant", "load_only")
+ABLATIONS = SPLIT_PARTS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +53,8 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
     """The builds to time: each variant and config, then (``ablate``) its ablated twins, only
     those of ``parts`` when given (e.g. ``["no_epilogue"]``)."""
     from kernel.hopper.ablation import PARTS
-    from kernel.hopper.config import HopperConfig, check_config, named_configs
+    from kernel.hopper.config import HopperConfig, check_config
+    from kernel.hopper.variants import named_configs
 
     if parts is not None:
         unknown = [p for p in parts if p not in PARTS]
@@ -85,11 +85,11 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
 
 
 def labelled_builds(variants: Sequence[str]) -> dict[str, Build]:
-    """``LABEL`` or ``LABEL~PART`` (a Hopper label, declared or named by kernel.hopper.config, or
+    """``LABEL`` or ``LABEL~PART`` (a declared Hopper label, or
     HopperConfig fields as JSON; and the ablation part its build leaves out) -> its Build, keyed by the text given
     (profiling.k_slope, profiling.timeline). Raises ValueError naming an unknown label; an
     ablation the config cannot take raises UnsupportedConfigError (check_ablation)."""
-    from kernel.hopper.config import named_configs
+    from kernel.hopper.variants import named_configs
 
     from kernel.hopper.config import HopperConfig, check_config
 

@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from kernel import hopper
-    from kernel.hopper.config import DECLARED_VARIANTS
+    from kernel.hopper.variants import DECLARED_VARIANTS
     from profiling import floors, timing
     from profiling.benchmarks import _support as S
 

@@ -1,9 +1,8 @@
 """Does programmatic dependent launch put a secondary grid's CTAs beside the primary's? (H200)
 
-Phase 1 in a launch of its own (``HopperConfig.prepass_kernel_warps``) relies on it: the GEMM's
-CTAs are meant to start beside the small phase-1 CTAs, yet that build's per-CTA timelines (H200,
-2026-12-04) show them starting only once the phase-1 CTA on their SM has left. This probe takes
-the GEMM out: a primary grid of small CTAs
+A ``pdl`` build (``HopperConfig.pdl``) lets the next launch's CTAs start while its own last
+CTAs run; whether they run beside them depends on what the dependent CTAs need. This probe
+takes the GEMM out: a primary grid of small CTAs
 (``--primary-threads``, no shared memory) lets the secondary launch at once
 (``griddepcontrol.launch_dependents``) and then stays on its SMs for ``--spin-us``; the
 secondary grid (``--secondary-threads``, ``--secondary-smem`` bytes of shared memory each)

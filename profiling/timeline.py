@@ -137,30 +137,11 @@ def per_cta_medians(stamps_in_order: list[dict[str, list[int]]]) -> list[dict[st
 def cta_work(plan, config) -> list[tuple[int, str]]:
     """Per CTA of ``plan`` (a prepared launch's host plan) under ``config``: (modelled cost,
     what it runs). The cost is the host schedule's own model, quarter units (``FULL_COST`` a full
-    tile, ``LIGHT_COST`` a light one) times K tiles: for stream-K builds its pieces
-    (``P`` a prefix it hands on, ``S`` a suffix that continues a partial, entry:K tiles), for the
-    others its tiles (full + light). The sum over the CTAs is the problem's whole weight."""
-    from kernel.plan import FULL_COST, STREAMK_END, streamk_pieces, streamk_segments
+    tile, ``LIGHT_COST`` a light one) times K tiles, its tiles (full + light). The sum over the
+    CTAs is the problem's whole weight."""
+    from kernel.plan import FULL_COST
 
     out = []
-    if getattr(config, "stream_k", False):
-        entry_w, entry_k = [], []  # per list entry: weight per K tile, K tiles
-        for count, weight, k_tiles in streamk_segments(plan.sizes, plan.tile_m, plan.tile_n, plan.tile_k):
-            entry_w += [weight] * count
-            entry_k += [k_tiles] * count
-        for cta in range(plan.num_ctas):
-            cost, parts, whole = 0, [], 0
-            for p in streamk_pieces(plan.sizes, plan.tile_m, plan.tile_n, plan.tile_k, plan.num_ctas, cta):
-                k1 = entry_k[p.entry] if p.k1 == STREAMK_END else p.k1
-                cost += (k1 - p.k0) * entry_w[p.entry]
-                if p.waits or p.publishes:  # in the order the CTA runs them, whole tiles counted between
-                    parts += [f"{whole} tiles"] if whole else []
-                    parts.append(f"{'S' if p.waits else ''}{'P' if p.publishes else ''}{p.entry}:{p.k0}-{k1}")
-                    whole = 0
-                else:
-                    whole += 1
-            out.append((cost, " ".join(parts + ([f"{whole} tiles"] if whole else []))))
-        return out
     for cta in range(plan.num_ctas):
         tiles = list(plan.cta_tiles(cta))
         light = sum(plan.is_light(t) for t in tiles) if plan.schedule == "balanced" else 0

@@ -42,7 +42,7 @@ TIMEOUT_S = float(os.environ.get("NVFP4_MAP_REWRITE_TIMEOUT", "150"))
 
 
 def uses_tensor_maps(label: str) -> bool:
-    from kernel.hopper.config import DECLARED_VARIANTS
+    from kernel.hopper.variants import DECLARED_VARIANTS
 
     return any(c.label == label and c.loader == "tma" for c in DECLARED_VARIANTS)
 

@@ -4,17 +4,16 @@ Importing this package does not import CuTe DSL; ``compile_for`` and the launch 
 """
 
 from kernel.errors import UnsupportedConfigError
-from kernel.hopper.config import (
+from kernel.hopper.config import HopperConfig, check_config, config_problems, smem_bytes
+from kernel.hopper.variants import (
     DECLARED_VARIANTS,
     DEFAULT_CONFIG,
     EXPERIMENTAL_VARIANTS,
     FASTEST_CONFIG,
+    IN_FLIGHT_CONFIG,
     PRODUCTION_VARIANTS,
+    SPLIT_WARP_CONFIG,
     STATIC_MATRIX,
-    HopperConfig,
-    check_config,
-    config_problems,
-    smem_bytes,
 )
 from kernel.hopper.launch import (
     ARCH,
@@ -34,6 +33,8 @@ __all__ = [
     "ARCH",
     "EXPERIMENTAL_VARIANTS",
     "FASTEST_CONFIG",
+    "IN_FLIGHT_CONFIG",
+    "SPLIT_WARP_CONFIG",
     "PIPELINE",
     "PRODUCTION_VARIANTS",
     "static_build",

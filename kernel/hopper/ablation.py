@@ -1,5 +1,5 @@
-"""Ablated builds of the Hopper kernel: one part of a ``roles="split"`` variant left out, to time
-the rest alone (profiling only; :mod:`profiling.ablation` owns them). Pure Python.
+"""Ablated builds of the Hopper kernel: one part of a variant left out, to time the rest alone
+(profiling only; :mod:`profiling.ablation` owns them). Pure Python.
 
 An :class:`Ablation` is a harness build option like :class:`kernel.perturbation.Perturbation`:
 passed to the build next to the variant's config (never a field of it), part of the compile-cache
@@ -7,11 +7,8 @@ key, never present in a production build (``ablation=None`` traces exactly the p
 and never served by the fast path (``custom_kernel`` takes none). Its results are wrong by
 design: only timings are read from it.
 
-Parts (``part``):
+The part of a ``roles="split"`` config (``part``):
 
-* ``no_mma``: the consumers wait for each fp16 buffer and release it without wgmma;
-* ``no_dequant``: the dequant warps publish each buffer without writing it;
-* ``load_only``: both; the producer always loads every stage;
 * ``no_fence``: the dequant warps skip the generic -> async proxy fence (a race: timing only).
 
 Parts of a cooperative ``x_operand="regs"`` config (its consumers decode their own X fragment
@@ -24,17 +21,17 @@ and, together, Y into shared memory):
 * ``mma_only``: ``no_x_dequant`` and ``no_y_sync``: waits, wgmma and the epilogue only.
 
 A ``y_source="prepass"`` config (Y arrives in shared memory by TMA, already fp16) takes
-``no_x_dequant`` and the parts of its Y ring (issue 14, session 7):
+``no_x_dequant`` and the parts of its Y ring:
 
 * ``no_y_load``: the producer fetches no Y box; it completes each buffer's expected bytes
   itself (``mbarrier.complete_tx``), so every wait, release and handshake of the ring stays:
   what moving Y's fp16 bytes costs;
 * ``no_y_ring``: no Y box, no wait for one, no release: the ring's handshakes as well;
 * ``mma_only``: ``no_x_dequant`` and ``no_y_ring``: X stage waits, wgmma and the epilogue only;
-* ``no_prepass`` (``prepass_chunk`` builds): phase 1 decodes nothing (no claim, no item; the
+* ``no_prepass``: phase 1 decodes nothing (no claim, no item; the
   completion barrier stays, passed at once): what decoding Y into the workspace and waiting for
   every CTA's chunks cost (the Y boxes read stale rows);
-* ``phase1_only`` (``prepass_chunk`` builds): phase 1 and its completion barrier, then nothing
+* ``phase1_only``: phase 1 and its completion barrier, then nothing
   (no X, no Y box, no wgmma, no C): what phase 1 takes alone.
 * ``uniform_split`` (``y_tail64`` builds): the producer warp takes the balanced schedule's
   fallback split (ceil(full / CTAs) full and ceil(light / CTAs) light tiles per CTA) without its
@@ -42,7 +39,7 @@ A ``y_source="prepass"`` config (Y arrives in shared memory by TMA, already fp16
   light tiles and at most one full tile per CTA (bench4) the assignment is the balanced one, so
   the time difference is what computing the split costs.
 
-Any config (issue 14, session 6):
+Any config:
 
 * ``no_epilogue``: the consumers write no C at all (no conversion, no staging, no store; the
   wgmmas and every wait stay): what the epilogue costs, ``direct`` or ``smem``.
@@ -53,9 +50,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Part = Literal["no_mma", "no_dequant", "load_only", "no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only",
+Part = Literal["no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only",
                "no_y_load", "no_y_ring", "no_prepass", "phase1_only", "uniform_split", "no_epilogue"]
-SPLIT_PARTS: tuple[str, ...] = ("no_mma", "no_dequant", "load_only", "no_fence")
+SPLIT_PARTS: tuple[str, ...] = ("no_fence",)
 REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
 PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only", "no_prepass", "phase1_only",
                                   "uniform_split")
@@ -63,8 +60,6 @@ ANY_PARTS: tuple[str, ...] = ("no_epilogue",)  # every config takes these
 PARTS: tuple[str, ...] = tuple(dict.fromkeys(SPLIT_PARTS + REGS_PARTS + PREPASS_PARTS + ANY_PARTS))
 # what the kernel may leave out -> the parts that leave it out
 LEAVES_OUT: dict[str, tuple[str, ...]] = {
-    "mma": ("no_mma", "load_only"),
-    "dequant": ("no_dequant", "load_only"),
     "fence": ("no_fence",),
     "y_dequant": ("no_y_dequant", "no_y_sync", "mma_only"),
     "y_sync": ("no_y_sync", "mma_only"),
@@ -102,21 +97,16 @@ class Ablation:
             return []
         prepass = getattr(config, "y_source", "smem_decode") == "prepass"
         if self.part in REGS_PARTS + PREPASS_PARTS:
-            if config.roles != "cooperative" or config.x_operand != "regs" or config.y_per_warpgroup:
-                return [f"ablation {self.part!r} needs roles='cooperative', x_operand='regs' and one shared Y ring"]
+            if config.roles != "cooperative" or config.x_operand != "regs":
+                return [f"ablation {self.part!r} needs roles='cooperative' and x_operand='regs'"]
             if prepass and self.part not in PREPASS_PARTS:
                 return [f"ablation {self.part!r} leaves out parts of the shared-memory Y decode, which "
                         f"y_source={config.y_source!r} does not have (only {', '.join(PREPASS_PARTS)} apply)"]
             if not prepass and self.part not in REGS_PARTS:
                 return [f"ablation {self.part!r} leaves out parts of the prepass Y ring (y_source='prepass'), "
                         f"which y_source={config.y_source!r} does not have"]
-            if self.part in ("no_prepass", "phase1_only") and not (
-                    getattr(config, "prepass_chunk", 0) and getattr(config, "prepass_sync", "barrier") == "barrier"):
-                return [f"ablation {self.part!r} is built for prepass_chunk > 0 with prepass_sync='barrier'"]
             if self.part == "uniform_split" and not getattr(config, "y_tail64", False):
                 return ["ablation 'uniform_split' replaces the balanced schedule of y_tail64 builds"]
-            if prepass and self.part in ("no_y_load", "no_y_ring", "mma_only") and getattr(config, "cluster_x", 1) != 1:
-                return [f"ablation {self.part!r} is built without clusters (the multicast Y ring stays whole)"]
             return []
         if config.roles != "split":
             return [f"ablation {self.part!r} needs roles='split' (the parts are separate warp roles only there)"]

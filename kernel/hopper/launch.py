@@ -17,11 +17,11 @@ import torch
 from kernel import device as devmod
 from kernel.host_pipeline import AuxTable, HostPipeline, Prepared
 from kernel.hopper.ablation import check_ablation
-from kernel.hopper.config import DEFAULT_CONFIG, HopperConfig, check_config, smem_bytes, y_box_rows_per_cta
+from kernel.hopper.config import HopperConfig, check_config, smem_bytes
+from kernel.hopper.variants import DEFAULT_CONFIG
 from kernel.hopper.workspace import WorkspacePool
 from kernel.hopper.workspace import geometry as workspace_geometry
-from kernel.errors import InvalidProblemError
-from kernel.plan import LaunchPlan, streamk_weight
+from kernel.plan import LaunchPlan
 from kernel.tables import GUARD_BYTE, GUARD_ROWS, guarded
 from kernel.tensor_maps import TensorMapCache, map_template
 from kernel.validation import GroupTensors, KernelConstraints
@@ -89,7 +89,7 @@ class HopperHooks:
 
     def max_ctas(self, config: HopperConfig, *, dry_run: bool) -> int:
         sms = DRY_RUN_SMS if dry_run and unavailable_reason() is not None else devmod.sm_count()
-        return sms * config.ctas_per_sm
+        return sms
 
     def aux_table(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors],
                   device: torch.device, strict: bool = False) -> AuxTable | None:
@@ -103,23 +103,10 @@ class HopperHooks:
     def workspace(self, config: HopperConfig, plan: LaunchPlan, stream: int, device: torch.device):
         """``y_source="prepass"``: the fp16 Y workspace of this plan's geometry for launches on
         ``stream`` (kernel.hopper.workspace: one per stream, its tensor map encoded once, its
-        barrier counters self-resetting; the map's boxes are half a Y box in a 2-CTA cluster);
-        None for every other variant."""
+        barrier counters self-resetting); None for every other variant."""
         if config.y_source != "prepass":
             return None
-        flags = config.prepass_sync == "flags"  # and its readiness flag cells (workspace.py)
-        streamk = plan.num_ctas if config.stream_k else 0  # (stream_k: a partial slot per boundary)
-        if streamk and streamk_weight(plan.sizes, config.tile_m, config.tile_n, config.tile_k) >= 2 ** 31:
-            raise InvalidProblemError("streamk_weight", "the stream-K build counts the problem's weighted K tiles "
-                                      "in int32; this problem has 2^31 or more: run another variant",
-                                      tensor="problem_sizes")
-        geom = workspace_geometry(plan.sizes, config.mma_n if flags else 0, config.tile_k, config.y_row_align,
-                                  streamk, 4 * config.acc_regs_per_thread * config.consumer_threads)
-        # (phase 1 in its own launch with flags: its flag cells count up across launches and are
-        # never reset, so it never shares a workspace with the in-launch flags protocol)
-        counting = flags and bool(config.prepass_kernel_warps)
-        return self.workspaces.get(geom, y_box_rows_per_cta(config), stream, device, zero_pad=config.y_row_pad,
-                                   counting=counting)
+        return self.workspaces.get(workspace_geometry(plan.sizes), config.mma_n, stream, device)
 
     def aux_template(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors]):
         """The tensor maps of this shape signature with the addresses patched per problem

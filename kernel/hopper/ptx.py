@@ -311,28 +311,6 @@ CLUSTER_PAIR_MASK = 0b11
 
 
 @dsl_user_op
-def tma_load_rows_multicast(dst_smem: Int32, tensor_map: Int64, byte_col: Int32, row: Int32, mbar_smem: Int32,
-                            *, loc=None, ip=None) -> None:
-    """``tma_load_rows`` multicast to both CTAs of a 2-CTA cluster (``CLUSTER_PAIR_MASK``): the
-    box lands at the same shared-memory offset ``dst_smem`` in each, and each CTA's mbarrier at
-    offset ``mbar_smem`` receives the box's bytes as complete_tx."""
-    _inline_asm(
-        "\n".join([
-            "{",
-            ".reg .b16 cmask;",
-            f"mov.b16 cmask, {CLUSTER_PAIR_MASK};",
-            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-            " [$0], [$1, {$2, $3}], [$4], cmask;",
-            "}",
-        ]),
-        "r,l,r,r,r,~{memory}",
-        _ir(loc, ip, (Int32, dst_smem), (Int64, tensor_map), (Int32, byte_col), (Int32, row), (Int32, mbar_smem)),
-        loc=loc,
-        ip=ip,
-    )
-
-
-@dsl_user_op
 def tensormap_acquire(tensor_map: Int64, *, loc=None, ip=None) -> None:
     """Order the tensor map's bytes (written before the launch) before TMA reads it."""
     _inline_asm(
@@ -487,55 +465,10 @@ def dequant_y_units_rs(units: list, exp_shift: int, peer=None, *, loc=None, ip=N
 
 
 @dsl_user_op
-def mapa_shared_u32(addr: Int32, rank: Int32, *, loc=None, ip=None) -> Int32:
-    """``mapa.shared::cluster``: the shared::cluster address of this CTA's shared address
-    ``addr`` in cluster CTA ``rank``."""
-    return _inline_asm_u32(1, "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r",
-                           _ir(loc, ip, (Int32, addr), (Int32, rank)), loc=loc, ip=ip)[0]
-
-
-@dsl_user_op
-def bulk_copy_to_peer(dst: Int32, src: Int32, size: Int32, mbar: Int32, *, loc=None, ip=None) -> None:
-    """``cp.async.bulk`` from this CTA's shared memory ``src`` to ``dst`` in a peer CTA's (a
-    shared::cluster address, :func:`mapa_shared_u32`), ``size`` bytes (a multiple of 16), each
-    completed on the peer's mbarrier ``mbar`` (shared::cluster). The copy engine reads and writes
-    in the async proxy: the writers of ``src`` fence (``fence.proxy.async``) and sync before one
-    thread issues it, and the peer's wgmma reads the bytes after its mbarrier wait, as after a TMA
-    load. Nothing tells this CTA when ``src`` was read: reuse it only after the peer says so."""
-    _inline_asm("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
-                "r,r,r,r,~{memory}", _ir(loc, ip, (Int32, dst), (Int32, src), (Int32, size), (Int32, mbar)),
-                loc=loc, ip=ip)
-
-
-@dsl_user_op
 def dequant_x_fragment_rs(raw0: Int32, raw1: Int32, sf0: Int32, sf1: Int32, exp_shift: int, *, loc=None, ip=None) -> list:
     """The 16 u32 registers of this thread's X fragment for one sub-block (see the asm)."""
     operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in (raw0, raw1, sf0, sf1)]
     return _inline_asm_u32(16, rs_x_fragment_asm(exp_shift), ",".join(["=r"] * 16 + ["r"] * 4 + ["~{memory}"]),
-                           operands, loc=loc, ip=ip)
-
-
-def rs_x_raw_asm() -> str:
-    """``x_prefetch``: the shared loads of :func:`rs_x_fragment_asm` alone: outputs ``$0..$3``
-    the two 8-byte raw runs, ``$4``/``$5`` the scale bytes; inputs ``$6..$9`` their addresses."""
-    return "\n".join(["{", "ld.shared.v2.b32 {$0, $1}, [$6];", "ld.shared.v2.b32 {$2, $3}, [$7];",
-                      "ld.shared.u8 $4, [$8];", "ld.shared.u8 $5, [$9];", "}"])
-
-
-@dsl_user_op
-def load_x_raw_rs(raw0: Int32, raw1: Int32, sf0: Int32, sf1: Int32, *, loc=None, ip=None) -> list:
-    """``x_prefetch``: the 6 registers of raw bytes :func:`decode_x_raw_rs` decodes (see the asm)."""
-    operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in (raw0, raw1, sf0, sf1)]
-    return _inline_asm_u32(6, rs_x_raw_asm(), ",".join(["=r"] * 6 + ["r"] * 4 + ["~{memory}"]), operands,
-                           loc=loc, ip=ip)
-
-
-@dsl_user_op
-def decode_x_raw_rs(raw: list, exp_shift: int, *, loc=None, ip=None) -> list:
-    """``x_prefetch``: the 16 u32 fragment registers from :func:`load_x_raw_rs`'s 6 (ALU only:
-    no memory clobber, so the compiler may place it anywhere after the loads)."""
-    operands = [Int32(x).ir_value(loc=loc, ip=ip) for x in raw]
-    return _inline_asm_u32(16, rs_x_fragment_asm(exp_shift, prefetched=True), ",".join(["=r"] * 16 + ["r"] * 6),
                            operands, loc=loc, ip=ip)
 
 
@@ -578,7 +511,7 @@ def delay_jitter_from_table(table: Int64, warp: Int32, jitter_ns_word: int, jitt
     and (jitter mode 2) the warp index ``warp``, as :func:`sleep_ns_jittered` does with constants.
     Computed once, at the kernel's start, and passed to every :func:`sleep_ns_from_table`: the
     share depends on no site, and a site that reads ``%tid`` itself makes ptxas serialize every
-    wgmma in the variants with the tightest register budgets (properties/MUTANTS.md "Fifth pass").
+    wgmma in the variants with the tightest register budgets (docs/results.md).
     ``warp`` is the kernel's warp-uniform warp index."""
 
     asm = (
@@ -607,7 +540,7 @@ def sleep_ns_from_table(table: Int64, slot: int, jitter: Int32, *, loc=None, ip=
     special-register read: a predicated ``@p nanosleep`` became a branch that made ptxas
     serialize every wgmma (one ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` per HGMMA) in 5 declared
     variants and in the ``_rs`` variant with a lax wgmma wait, and so did computing the jitter
-    here from ``%tid`` (properties/MUTANTS.md "Fifth pass";
+    here from ``%tid`` (docs/results.md;
     kernel/tests/test_hopper_perturbed_sass.py checks every declared variant)."""
     _inline_asm(_table_sleep_asm(slot, skewed=False), "l,r,~{memory}", _ir(loc, ip, (Int64, table), (Int32, jitter)),
                 loc=loc, ip=ip)
@@ -677,29 +610,7 @@ def opaque_zeros_u32(n: int, *, loc=None, ip=None) -> list:
                            loc=loc, ip=ip)
 
 
-# ---- y_source="prepass" (issue 14p): Y decoded once into a global fp16 workspace -----------
-def rs_y_global_asm(exp_shift: int) -> str:
-    """One Y item of the pre-pass: 64 K of one row. ``$0`` the row's 32 packed bytes of the
-    sub-block (global, 16-byte aligned: words W0..W7), ``$1`` its 4 scale bytes (global, the
-    512-byte blocked layout: scale t covers K 16t..16t+15), ``$2`` the 128-byte fp16 run in the
-    workspace (global). Chunk c = 4a + j (16 bytes at ``$2 + 16c``) holds, as 32-bit word t,
-    pair j of word W[a + 2t] times scale t: what :func:`rs_y_units_asm` stores for the row's
-    units a = 0 and a = 1 into chunks 4a..4a+3 (before the 128-byte swizzle), with the same
-    instructions, so the values are bit-identical; a TMA box with the 128-byte swizzle then
-    puts chunk c of box row r at chunk c ^ (r % 8), where the shared-memory decode stores it."""
-    words = ", ".join(f"W{i}" for i in range(8))
-    pairs = ", ".join(f"q{a}_{t}_{j}" for a in range(2) for t in range(4) for j in range(4))
-    lines = ["{", f".reg .b32 {words}, s, c0, c1, c2, c3, {pairs};", *_RS_DECLS]
-    lines += [
-        "ld.global.v4.b32 {W0, W1, W2, W3}, [$0];",
-        "ld.global.v4.b32 {W4, W5, W6, W7}, [$0+16];",
-        "ld.global.b32 s, [$1];",
-    ]
-    lines += _rs_y_global_decode_lines([f"W{i}" for i in range(8)], "s", "$2", exp_shift)
-    lines.append("}")
-    return "\n".join(lines)
-
-
+# ---- y_source="prepass": Y decoded once into a global fp16 workspace -----------
 def _rs_y_global_decode_lines(words: list, s: str, dst: str, exp_shift: int, staged_key: str | None = None) -> list:
     """Decode and store one pre-pass item whose 8 raw words and scale word are in registers
     ``words`` / ``s`` (:func:`rs_y_global_asm`'s instructions after its loads). ``staged_key``
@@ -725,8 +636,41 @@ def _rs_y_global_decode_lines(words: list, s: str, dst: str, exp_shift: int, sta
     return lines
 
 
+def rs_y_global_asm(exp_shift: int) -> str:
+    """One Y item of the pre-pass: 64 K of one row. ``$0`` the row's 32 packed bytes of the
+    sub-block (global, 16-byte aligned: words W0..W7), ``$1`` its 4 scale bytes (global, the
+    512-byte blocked layout: scale t covers K 16t..16t+15), ``$2`` the 128-byte fp16 run in the
+    workspace (global). Chunk c = 4a + j (16 bytes at ``$2 + 16c``) holds, as 32-bit word t,
+    pair j of word W[a + 2t] times scale t: what :func:`rs_y_units_asm` stores for the row's
+    units a = 0 and a = 1 into chunks 4a..4a+3 (before the 128-byte swizzle), with the same
+    instructions, so the values are bit-identical; a TMA box with the 128-byte swizzle then
+    puts chunk c of box row r at chunk c ^ (r % 8), where the shared-memory decode stores it."""
+    words = ", ".join(f"W{i}" for i in range(8))
+    pairs = ", ".join(f"q{a}_{t}_{j}" for a in range(2) for t in range(4) for j in range(4))
+    lines = ["{", f".reg .b32 {words}, s, c0, c1, c2, c3, {pairs};", *_RS_DECLS]
+    lines += [
+        "ld.global.v4.b32 {W0, W1, W2, W3}, [$0];",
+        "ld.global.v4.b32 {W4, W5, W6, W7}, [$0+16];",
+        "ld.global.b32 s, [$1];",
+    ]
+    lines += _rs_y_global_decode_lines([f"W{i}" for i in range(8)], "s", "$2", exp_shift)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def rs_y_global_store_asm(exp_shift: int) -> str:
+    """decode and store one pre-pass item loaded by :func:`rs_y_global_load_asm`:
+    ``$0..$7`` the raw words, ``$8`` the scale word, ``$9`` the 128-byte workspace run. The same
+    instructions as :func:`rs_y_global_asm` after its loads (bit-identical values)."""
+    pairs = ", ".join(f"q{a}_{t}_{j}" for a in range(2) for t in range(4) for j in range(4))
+    lines = ["{", f".reg .b32 c0, c1, c2, c3, {pairs};", *_RS_DECLS]
+    lines += _rs_y_global_decode_lines([f"${i}" for i in range(8)], "$8", "$9", exp_shift)
+    lines.append("}")
+    return "\n".join(lines)
+
+
 def rs_y_global_load_asm(n_items: int) -> str:
-    """Issue 14q (``prepass_chunk`` > 0): the global loads of ``n_items`` pre-pass items, all
+    """The prepass builds: the global loads of ``n_items`` pre-pass items, all
     issued before any is decoded. Outputs ``$(9i)..$(9i+7)`` the raw words W0..W7 of item i,
     ``$(9i+8)`` its scale word; inputs ``$(9n+3i)`` its raw address, ``$(9n+3i+1)`` its scale
     word's address, ``$(9n+3i+2)`` nonzero when the item exists (the loads are predicated on
@@ -742,17 +686,6 @@ def rs_y_global_load_asm(n_items: int) -> str:
             f"@p{i} ld.global.v4.b32 {{{o[4]}, {o[5]}, {o[6]}, {o[7]}}}, [{raw}+16];",
             f"@p{i} ld.global.b32 {o[8]}, [{sf}];",
         ]
-    lines.append("}")
-    return "\n".join(lines)
-
-
-def rs_y_global_store_asm(exp_shift: int) -> str:
-    """Issue 14q: decode and store one pre-pass item loaded by :func:`rs_y_global_load_asm`:
-    ``$0..$7`` the raw words, ``$8`` the scale word, ``$9`` the 128-byte workspace run. The same
-    instructions as :func:`rs_y_global_asm` after its loads (bit-identical values)."""
-    pairs = ", ".join(f"q{a}_{t}_{j}" for a in range(2) for t in range(4) for j in range(4))
-    lines = ["{", f".reg .b32 c0, c1, c2, c3, {pairs};", *_RS_DECLS]
-    lines += _rs_y_global_decode_lines([f"${i}" for i in range(8)], "$8", "$9", exp_shift)
     lines.append("}")
     return "\n".join(lines)
 
@@ -822,15 +755,8 @@ def _split_u64(value, loc, ip) -> list:
 
 
 @dsl_user_op
-def dequant_y_global_rs(raw: Int64, sf: Int64, dst: Int64, exp_shift: int, *, loc=None, ip=None) -> None:
-    """One pre-pass item (see :func:`rs_y_global_asm`): global -> global."""
-    _inline_asm(rs_y_global_asm(exp_shift), "l,l,l,~{memory}", _ir(loc, ip, (Int64, raw), (Int64, sf), (Int64, dst)),
-                loc=loc, ip=ip)
-
-
-@dsl_user_op
 def load_y_global_items(items: list, *, loc=None, ip=None) -> list:
-    """Issue 14q: ``items`` = [(raw Int64, sf Int64, valid Int32), ...]; returns per item the 9
+    """``items`` = [(raw Int64, sf Int64, valid Int32), ...]; returns per item the 9
     loaded u32 words (:func:`rs_y_global_load_asm`)."""
 
     n = len(items)
@@ -840,30 +766,6 @@ def load_y_global_items(items: list, *, loc=None, ip=None) -> list:
     words = _inline_asm_u32(9 * n, rs_y_global_load_asm(n), ",".join(["=r"] * (9 * n) + ["l", "l", "r"] * n + ["~{memory}"]),
                             operands, loc=loc, ip=ip)
     return [words[9 * i : 9 * i + 9] for i in range(n)]
-
-
-@dsl_user_op
-def store_y_global_item(words: list, dst: Int64, exp_shift: int, *, loc=None, ip=None) -> None:
-    """Issue 14q: decode one loaded item (9 words) and store it to ``dst`` (:func:`rs_y_global_store_asm`)."""
-    operands = [Int32(w).ir_value(loc=loc, ip=ip) for w in words] + _ir(loc, ip, (Int64, dst))
-    _inline_asm(rs_y_global_store_asm(exp_shift), ",".join(["r"] * 9 + ["l", "~{memory}"]), operands, loc=loc, ip=ip)
-
-
-@dsl_user_op
-def prefetch_l2_pair(a: Int64, b: Int64, ok: Int32, *, loc=None, ip=None) -> None:
-    """``prefetch.global.L2`` of the lines at ``a`` and ``b`` where ``ok`` != 0 (a hint: no value
-    is read). The one caller passes 1 under its own branch; the predicate stays because the lean
-    build was measured on the H200 with it (without it ptxas orders phase 1's start differently)."""
-    _inline_asm("{\n.reg .pred p;\nsetp.ne.u32 p, $2, 0;\n@p prefetch.global.L2 [$0];\n@p prefetch.global.L2 [$1];\n}",
-                "l,l,r,~{memory}", _ir(loc, ip, (Int64, a), (Int64, b), (Int32, ok)), loc=loc, ip=ip)
-
-
-@dsl_user_op
-def tid_x_opaque(*, loc=None, ip=None) -> Int32:
-    """``%tid.x`` read by a side-effecting asm (never merged with an earlier read), so values
-    derived from it are recomputed where used instead of kept live (issue 14q)."""
-
-    return _inline_asm_u32(1, "mov.u32 $0, %tid.x;", "=r", [], loc=loc, ip=ip)[0]
 
 
 @dsl_user_op
@@ -929,73 +831,6 @@ def ld_shared_u32(addr: Int32, *, loc=None, ip=None) -> Int32:
 
     return _inline_asm_u32(1, "ld.shared.u32 $0, [$1];", "=r,r,~{memory}", _ir(loc, ip, (Int32, addr)),
                            loc=loc, ip=ip)[0]
-
-
-# ---- prepass_sync="flags" (issue 14): per (Y block, K chunk) readiness flags -------------------
-@dsl_user_op
-def ld_relaxed_gpu_u32(addr: Int64, *, loc=None, ip=None) -> Int32:
-    """``ld.relaxed.gpu`` of a global u32 (the workspace's generation word)."""
-
-    return _inline_asm_u32(1, "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", _ir(loc, ip, (Int64, addr)),
-                           loc=loc, ip=ip)[0]
-
-
-@dsl_user_op
-def atom_add_acq_rel_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> Int32:
-    """Publish this CTA's writes (ordered before by ``bar.sync``, as :func:`arrive_release_gpu`)
-    and add ``value`` to a global u32, acquiring the adds before it: ``fence.acq_rel.gpu`` then
-    ``atom.acq_rel.gpu``; returns the old value (who completes a count, and may reset it)."""
-
-    return _inline_asm_u32(1, "fence.acq_rel.gpu;\natom.add.acq_rel.gpu.global.u32 $0, [$1], $2;", "=r,l,r,~{memory}",
-                           _ir(loc, ip, (Int64, addr), (Int32, value)), loc=loc, ip=ip)[0]
-
-
-@dsl_user_op
-def store_release_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> None:
-    _inline_asm("st.release.gpu.global.u32 [$0], $1;", "l,r,~{memory}", _ir(loc, ip, (Int64, addr), (Int32, value)),
-                loc=loc, ip=ip)
-
-
-def wait_flags_asm() -> str:
-    """The producer warp's wait for readiness flags (all 32 lanes, warp-uniform control flow):
-    lane l reads the flag of K chunk ``kt + l`` (``$1``, when ``$2`` != 0) with ``ld.acquire.gpu``,
-    a ballot of ``flag - $3 >= 0`` (signed: wrap-safe generations) over the valid lanes; while
-    lane 0's chunk is not ready, ``nanosleep`` (32 ns doubling to 512) and read again. Returns the
-    number of consecutive ready chunks from ``kt`` (>= 1). Then ``bar.warp.sync`` (memory
-    ordering among the warp's lanes: every lane's acquire is ordered before lane 0's TMA) and
-    ``fence.proxy.async.global`` (the acquired generic writes -> this thread's async-proxy reads)."""
-    return (
-        "{\n.reg .u32 v, b, ns;\n.reg .s32 d;\n.reg .pred p, q;\n"
-        "setp.ne.u32 q, $2, 0;\n"
-        "mov.u32 ns, 32;\n"
-        "FLAGS_SPIN:\n"
-        "mov.u32 v, 0;\n"
-        "@q ld.acquire.gpu.global.u32 v, [$1];\n"
-        "sub.s32 d, v, $3;\n"
-        "setp.ge.and.s32 p, d, 0, q;\n"
-        "vote.sync.ballot.b32 b, p, 0xffffffff;\n"
-        "and.b32 v, b, 1;\n"
-        "setp.ne.u32 p, v, 0;\n"
-        "@p bra FLAGS_READY;\n"
-        "nanosleep.u32 ns;\n"
-        "shl.b32 ns, ns, 1;\n"
-        "min.u32 ns, ns, 512;\n"
-        "bra FLAGS_SPIN;\n"
-        "FLAGS_READY:\n"
-        "not.b32 b, b;\n"
-        "brev.b32 b, b;\n"
-        "clz.b32 $0, b;\n"
-        "bar.warp.sync 0xffffffff;\n"
-        "fence.proxy.async.global;\n}"
-    )
-
-
-@dsl_user_op
-def wait_flags_ready(addr: Int64, valid: Int32, target: Int32, *, loc=None, ip=None) -> Int32:
-    """See :func:`wait_flags_asm`: ``addr`` this lane's flag, ``valid`` != 0 when its chunk exists."""
-
-    return _inline_asm_u32(1, wait_flags_asm(), "=r,l,r,r,~{memory}",
-                           _ir(loc, ip, (Int64, addr), (Int32, valid), (Int32, target)), loc=loc, ip=ip)[0]
 
 
 # ---- the happens-before checker of harness builds (kernel.perturbation Perturbation.checks) ----
@@ -1099,35 +934,3 @@ def hb_mask_update(addr: Int32, bit_index: Int32, set_bit: bool, *, loc=None, ip
 def low_word(value: Int64, *, loc=None, ip=None) -> Int32:
     """The low 32 bits of a 64-bit value (a tensor map's address, for the checker's record)."""
     return _inline_asm_u32(1, "cvt.u32.u64 $0, $1;", "=r,l", _ir(loc, ip, (Int64, value)), loc=loc, ip=ip)[0]
-
-
-# ---- stream_k (issue 14, session 18): the boundary state words and the fp32 partials ----------
-@dsl_user_op
-def atom_cas_relaxed_gpu(addr: Int64, compare: Int32, value: Int32, *, loc=None, ip=None) -> Int32:
-    """``atom.cas.relaxed.gpu`` on a global u32; returns the old value (a boundary's claim or take)."""
-
-    return _inline_asm_u32(1, "atom.relaxed.gpu.global.cas.b32 $0, [$1], $2, $3;", "=r,l,r,r,~{memory}",
-                           _ir(loc, ip, (Int64, addr), (Int32, compare), (Int32, value)), loc=loc, ip=ip)[0]
-
-
-@dsl_user_op
-def st_global_v4_f32(addr: Int64, values: list, *, loc=None, ip=None) -> None:
-    """16 bytes of fp32 (four accumulators) to global memory (a stream-K partial)."""
-    _inline_asm("st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f,~{memory}",
-                _ir(loc, ip, (Int64, addr), *((Float32, v) for v in values)), loc=loc, ip=ip)
-
-
-@dsl_user_op
-def ld_global_cg_v4_f32_or_zero(addr: Int64, load: Int32, *, loc=None, ip=None) -> list:
-    """16 bytes of fp32 from global memory through L2 only (``ld.global.cg``: a partial another
-    SM stored, read after the boundary's acquire and the consumers' barrier) when ``load`` != 0,
-    else four zeros: one predicated load, so the accumulators it fills are defined on every path
-    alike (set in a branch, ptxas serialized every wgmma of the K loop: C7515)."""
-    from cutlass.cutlass_dsl import T
-
-    asm = ("{\n.reg .pred p;\nsetp.ne.u32 p, $5, 0;\nmov.f32 $0, 0f00000000;\nmov.f32 $1, 0f00000000;\n"
-           "mov.f32 $2, 0f00000000;\nmov.f32 $3, 0f00000000;\n@p ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];\n}")
-    res = llvm.inline_asm(llvm.StructType.get_literal([T.f32()] * 4), _ir(loc, ip, (Int64, addr), (Int32, load)),
-                          asm, "=f,=f,=f,=f,l,r,~{memory}", has_side_effects=True, is_align_stack=False,
-                          asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
-    return [Float32(llvm.extractvalue(T.f32(), res, [k], loc=loc, ip=ip)) for k in range(4)]

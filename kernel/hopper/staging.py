@@ -1,4 +1,4 @@
-"""``epilogue="smem"`` (issue 14, session 6): the staged epilogue's shared-memory layout.
+"""``epilogue="smem"``: the staged epilogue's shared-memory layout.
 
 Pure arithmetic (``+ * // % ^ <<`` only), so the same functions run on Python ints (the CPU model
 of kernel/tests/test_hopper_staging.py) and on CuTe DSL Int32 values (the kernel computes its

@@ -137,12 +137,6 @@ def test_split_within_a_light_tile_of_the_bound_on_132_ctas():
         assert span <= min(bound + LIGHT_COST, uniform), (nf, nt, span, bound)
 
 
-def test_balanced_needs_no_clusters():
-    with pytest.raises(ValueError, match="balanced"):
-        make_plan([(64, 128, 256, 1)], tile_m=128, tile_n=128, tile_k=256, max_ctas=4, schedule="balanced",
-                  cluster_n=2)
-
-
 # ---- the device twins, executed on the host ----------------------------------------------------
 @pytest.fixture(scope="module")
 def device_fns():

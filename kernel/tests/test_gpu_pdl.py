@@ -9,11 +9,6 @@ the same stream without a synchronization, takes launch 1's output C as the pack
 its own A. Launch 2's result must be bit-identical to the twin build without ``pdl`` run on a
 copy of those bytes after a synchronization: an early read sees C's NaN fill instead. Repeated,
 with launch 1's output poisoned again each time. Skipped where no sm_90 GPU runs.
-
-The build with phase 1 in a launch of its own (``prepass_kernel_warps``) reads B, its scales and
-the tables before its own wait, relying on the phase-1 grid letting it launch only after that
-grid's wait for the stream's previous kernel: so launch 2 takes C's bytes as its B in a second
-case (a trigger before that wait would let the GEMM read B while launch 1 still writes it).
 """
 
 from __future__ import annotations
@@ -22,14 +17,11 @@ import dataclasses
 
 import pytest
 
-from kernel.hopper.config import (DECLARED_VARIANTS, PHASE1_FLAGS_CONFIG, PHASE1_FLAGS_STAGED_CONFIG, PHASE1_KERNEL_CONFIG,
-                                  SPLIT_WARP_PDL_CONFIG, phase1_inside_twin)
+from kernel.hopper.variants import DECLARED_VARIANTS, SPLIT_WARP_CONFIG
 
-# every declared build that launches with the programmatic-serialization attribute, and two
-# measured, undeclared ones (the prepass build's pdl twin, phase 1 in its own launch)
-PDL_CONFIGS = [c for c in DECLARED_VARIANTS if c.pdl or c.prepass_kernel_warps] + [SPLIT_WARP_PDL_CONFIG]
-PDL_CONFIGS += [c for c in (PHASE1_KERNEL_CONFIG, PHASE1_FLAGS_CONFIG, PHASE1_FLAGS_STAGED_CONFIG)
-                if c not in PDL_CONFIGS]
+# every declared build that launches with the programmatic-serialization attribute, and the
+# prepass build with pdl (undeclared: its code path is the declared builds')
+PDL_CONFIGS = [c for c in DECLARED_VARIANTS if c.pdl] + [dataclasses.replace(SPLIT_WARP_CONFIG, pdl=True)]
 # launch 1: 8 tiles of 128 x 128 over K = 16384 (a few CTAs busy for a long time); its C holds
 # 128 x 1024 fp16 = 256 KB. Launch 2: two groups whose A rows (K / 2 bytes each) are 192 KB of
 # those bytes (the second group's from an offset inside C)
@@ -41,9 +33,7 @@ REPEATS = 4
 
 
 def sequential_twin(config):
-    """The same results without any launch overlap: no pdl, phase 1 inside the GEMM's launch."""
-    if config.prepass_kernel_warps:
-        return phase1_inside_twin(config)
+    """The same results without any launch overlap: no pdl."""
     return dataclasses.replace(config, pdl=False)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.hopper.config import FASTEST_STAGED_PDL_CONFIG, SPLIT_WARP_CONFIG
+from kernel.hopper.variants import FASTEST_STAGED_PDL_CONFIG, SPLIT_WARP_CONFIG
 
 CONFIGS = [SPLIT_WARP_CONFIG, FASTEST_STAGED_PDL_CONFIG]
 SIZES = [(200, 512, 1024, 1), (0, 384, 512, 1), (70, 640, 768, 1)]

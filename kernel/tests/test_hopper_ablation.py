@@ -10,11 +10,11 @@ import pytest
 from kernel.compile_cache import CompileCache
 from kernel.errors import UnsupportedConfigError
 from kernel.hopper.ablation import PARTS, Ablation
-from kernel.hopper.config import DECLARED_VARIANTS, DEFAULT_CONFIG
+from kernel.hopper.variants import DECLARED_VARIANTS, DEFAULT_CONFIG
 from kernel.perturbation import Perturbation
 
 launch = importlib.import_module("kernel.hopper.launch")
-SPLIT_LABEL = "h90_m128n128k256_s3_wg1_dq1b3_fp16_prmt"
+SPLIT_LABEL = "h90_m128n128k256_s4_wg2_dq1b4_swap_fp16_tma_prmt_rs"
 SPLIT = next(c for c in DECLARED_VARIANTS if c.label == SPLIT_LABEL)
 
 
@@ -32,10 +32,10 @@ def test_ablation_is_part_of_the_compile_key(monkeypatch):
                         lambda config, g, dump_dir=None, perturbation=None, ablation=None:
                         builds.append((config, perturbation, ablation)) or object())
     monkeypatch.setattr(launch.PIPELINE, "compile_cache", CompileCache("hopper-ablation-test"))
-    a, b = Ablation("no_mma"), Ablation("load_only")
+    a, b = Ablation("no_fence"), Ablation("no_epilogue")
     prod = launch.compile_for(SPLIT, 2)
     ablated = launch.compile_for(SPLIT, 2, ablation=a)
-    again = launch.compile_for(SPLIT, 2, ablation=Ablation("no_mma"))
+    again = launch.compile_for(SPLIT, 2, ablation=Ablation("no_fence"))
     other = launch.compile_for(SPLIT, 2, ablation=b)
     both = launch.compile_for(SPLIT, 2, Perturbation(1), a)
     assert prod is not ablated and ablated is again and ablated is not other and both not in (ablated, prod)
@@ -49,8 +49,8 @@ def test_ablation_is_part_of_the_compile_key(monkeypatch):
 
 
 @pytest.mark.parametrize("ablation, words", [
-    (Ablation("no_mma"), "needs roles='split'"),  # the default variant is cooperative
-    ("no_mma", "must be a kernel.hopper.ablation.Ablation"),  # a bare string is refused, not ignored
+    (Ablation("no_fence"), "needs roles='split'"),  # the default variant is cooperative
+    ("no_fence", "must be a kernel.hopper.ablation.Ablation"),  # a bare string is refused, not ignored
 ])
 def test_the_build_refuses_what_it_cannot_apply(ablation, words):
     # the real hook: it refuses before importing CuTe DSL or tracing anything
@@ -62,7 +62,7 @@ def test_blackwell_refuses_an_ablation():
     from kernel.blackwell import DEFAULT_CONFIG as BW, PIPELINE as BW_PIPELINE
 
     with pytest.raises(UnsupportedConfigError, match="no ablation"):
-        BW_PIPELINE.hooks.build(BW, 2, ablation=Ablation("no_mma"))
+        BW_PIPELINE.hooks.build(BW, 2, ablation=Ablation("no_fence"))
 
 
 def test_production_entry_points_take_no_ablation():
@@ -75,7 +75,7 @@ def test_production_entry_points_take_no_ablation():
     for f in family.families():
         assert "ablation" not in inspect.signature(f.custom_kernel).parameters
     with pytest.raises(TypeError):
-        hopper.custom_kernel([], DEFAULT_CONFIG, ablation=Ablation("no_mma"))
+        hopper.custom_kernel([], DEFAULT_CONFIG, ablation=Ablation("no_fence"))
 
 
 # ---- the ablated cubins, from their SASS (one compile each, about 2 s on a CPU) ---------------
@@ -111,20 +111,6 @@ def _real_wgmma(code):
     return sum(i.mnemonic == "HGMMA" and not i.operands.startswith("RZ") for i in code)
 
 
-@pytest.mark.compile
-def test_each_part_is_left_out_of_its_ablated_build_only(sass_of):
-    prod = sass_of(None)
-    assert _real_wgmma(prod) > 0 and _count(prod, "PRMT") > 0 and _count(prod, "FENCE") > 0
-    for part in ("no_mma", "load_only"):
-        assert _real_wgmma(sass_of(part)) == 0, part
-    assert _real_wgmma(sass_of("no_dequant")) == _real_wgmma(prod)
-    # the prmt dequant is the split variant's only PRMT user: gone without it
-    for part in ("no_dequant", "load_only"):
-        assert _count(sass_of(part), "PRMT") < _count(prod, "PRMT") / 4, part
-    assert _count(sass_of("no_mma"), "PRMT") == _count(prod, "PRMT")
-    assert _count(sass_of("no_fence"), "FENCE") < _count(prod, "FENCE")
-
-
 # ---- the parts of the cooperative register-X variant (X fragment and Y decode, Y's barriers) --
 RS_LABEL = "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs"
 RS = next(c for c in DECLARED_VARIANTS if c.label == RS_LABEL)
@@ -135,7 +121,7 @@ def test_register_x_parts_are_refused_elsewhere():
 
     for part in REGS_PARTS:
         assert Ablation(part).problems(RS) == []
-        assert "x_operand='regs'" in Ablation(part).problems(SPLIT)[0]
+        assert "roles='cooperative'" in Ablation(part).problems(SPLIT)[0]
         assert Ablation(part).problems(DEFAULT_CONFIG)
     for part in SPLIT_PARTS:
         assert "needs roles='split'" in Ablation(part).problems(RS)[0]
@@ -167,7 +153,7 @@ def test_register_x_parts_leave_out_what_they_name(rs_sass_of):
 
 
 # ---- a prepass variant (Y arrives by TMA, already fp16): only X's decode can be left out ----
-PRE_LABEL = "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1x"
+PRE_LABEL = "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t64_es"
 PRE = next(c for c in DECLARED_VARIANTS if c.label == PRE_LABEL)
 
 
@@ -176,7 +162,7 @@ def test_prepass_takes_x_dequant_and_y_ring_parts_only():
 
     accepted = [p for p in PARTS if not Ablation(p).problems(PRE)]
     assert accepted == ["no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_prepass", "phase1_only",
-                        "no_epilogue"]  # (no_epilogue: every config)
+                        "uniform_split", "no_epilogue"]  # (no_epilogue: every config)
     assert "shared-memory Y decode" in Ablation("no_y_sync").problems(PRE)[0]
     # the Y ring's parts exist only where Y arrives by TMA from the prepass workspace
     for part in ("no_y_load", "no_y_ring", "no_prepass", "phase1_only"):
@@ -189,11 +175,11 @@ def test_ablate_flag_adds_every_part_a_build_takes():
 
     tags = sorted(b.ablation.tag for b in parse_builds([PRE_LABEL], [], ablate=True) if b.ablation)
     assert tags == sorted(f"ablate-{p}" for p in ("no_x_dequant", "mma_only", "no_y_load", "no_y_ring", "no_prepass",
-                                                  "phase1_only", "no_epilogue"))
+                                                  "phase1_only", "uniform_split", "no_epilogue"))
     tags = sorted(b.ablation.tag for b in parse_builds([RS_LABEL], [], ablate=True) if b.ablation)
     assert tags == sorted(f"ablate-{p}" for p in ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only", "no_epilogue"))
     tags = sorted(b.ablation.tag for b in parse_builds([SPLIT_LABEL], [], ablate=True) if b.ablation)
-    assert tags == sorted(f"ablate-{p}" for p in ("no_mma", "no_dequant", "load_only", "no_epilogue"))
+    assert tags == sorted(f"ablate-{p}" for p in ("no_fence", "no_epilogue"))
 
 
 @pytest.mark.compile
@@ -205,11 +191,11 @@ def test_prepass_no_x_dequant_drops_the_x_decode(tmp_path_factory):
     assert 0 < _count(code, "PRMT") < _count(prod, "PRMT")
 
 
-# ---- no_epilogue (issue 14, session 6): every config, C never written -----------------------
+# ---- no_epilogue: every config, C never written -----------------------
 def test_no_epilogue_applies_to_every_declared_variant():
     for config in DECLARED_VARIANTS:
         assert Ablation("no_epilogue").problems(config) == [], config.label
-        assert Ablation("no_epilogue").skips("epilogue") and not Ablation("no_epilogue").skips("mma")
+        assert Ablation("no_epilogue").skips("epilogue") and not Ablation("no_epilogue").skips("x_dequant")
 
 
 def _stores(code):
@@ -268,11 +254,14 @@ def test_no_prepass_drops_phase_one_decode_only(tmp_path_factory):
 
 
 def test_uniform_split_is_for_the_balanced_schedule_only():
-    from kernel.hopper.config import LEAN_EXIT_CONFIG, PHASE1_STAGED_CONFIG
+    import dataclasses
 
-    for cfg in (PHASE1_STAGED_CONFIG, LEAN_EXIT_CONFIG):
+    from kernel.hopper.variants import PHASE1_STAGED_CONFIG, SPLIT_WARP_CONFIG
+
+    for cfg in (PHASE1_STAGED_CONFIG, SPLIT_WARP_CONFIG):
         assert not Ablation("uniform_split").problems(cfg)
-    assert "balanced schedule" in Ablation("uniform_split").problems(PRE)[0]  # no y_tail64
+    no_tail = dataclasses.replace(PRE, y_tail64=False, schedule="contiguous")
+    assert "balanced schedule" in Ablation("uniform_split").problems(no_tail)[0]
     assert Ablation("uniform_split").problems(RS)
 
 
@@ -280,7 +269,7 @@ def test_uniform_split_is_for_the_balanced_schedule_only():
 def test_uniform_split_drops_the_split_search(tmp_path_factory):
     """uniform_split: the balanced split's unrolled candidate search is gone from the producer
     warp (hundreds of instructions fewer); the wgmmas stay."""
-    from kernel.hopper.config import PHASE1_STAGED_CONFIG
+    from kernel.hopper.variants import PHASE1_STAGED_CONFIG
 
     sass_of = _sass_getter(PHASE1_STAGED_CONFIG, tmp_path_factory.mktemp("ablate_uniform"))
     prod, code = sass_of(None), sass_of("uniform_split")

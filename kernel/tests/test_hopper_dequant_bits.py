@@ -418,7 +418,7 @@ class _GlobalInterp(_Interp):
 
 @pytest.mark.parametrize("exp_shift", [-14, 0])
 def test_prepass_item_is_bit_identical_to_the_shared_decode(exp_shift):
-    """y_source="prepass" (issue 14p): one workspace item (64 K of a row, global -> global)
+    """y_source="prepass": one workspace item (64 K of a row, global -> global)
     holds, byte for byte, what the two shared-memory Y units of that row store into the
     unswizzled chunks 0..7 of the row (the TMA box's 128-byte swizzle then moves chunk c of
     box row r to c ^ (r % 8), as the shared decode's addresses do: test_hopper_prepass_workspace)."""
@@ -442,7 +442,7 @@ def test_prepass_item_is_bit_identical_to_the_shared_decode(exp_shift):
 
 @pytest.mark.parametrize("exp_shift", [-14, 0])
 def test_prepass_batched_item_runs_the_single_item_instructions(exp_shift):
-    """Issue 14q (``prepass_chunk`` > 0): the batched pre-pass (all of a thread's loads in one asm
+    """The prepass builds: the batched pre-pass (all of a thread's loads in one asm
     block, then one decode-and-store block per item) runs, per item, exactly the loads and the
     decode/store instructions of :func:`ptx.rs_y_global_asm` (checked above to be bit-identical
     to the shared-memory decode): the store block with its operands named as the single-item

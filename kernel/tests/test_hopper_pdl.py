@@ -1,4 +1,4 @@
-"""Programmatic dependent launch (``HopperConfig.pdl``, session 12) in the compiled sm_90a code.
+"""Programmatic dependent launch (``HopperConfig.pdl``) in the compiled sm_90a code.
 
 A ``pdl`` build may start while the previous kernel on its stream still runs, so nothing may
 touch global memory before ``griddepcontrol.wait`` (SASS ``ACQBULK``): not the group tables, not
@@ -15,12 +15,12 @@ import dataclasses
 import pytest
 
 from kernel.hopper import STATIC_MATRIX, static_build
-from kernel.hopper.config import SPLIT_WARP_PDL_CONFIG
+from kernel.hopper.variants import SPLIT_WARP_CONFIG
 
 pytestmark = pytest.mark.compile
 
-# every declared pdl build, and the prepass build's twin (measured, not declared)
-PDL_CONFIGS = [c for c in STATIC_MATRIX if c.pdl] + [SPLIT_WARP_PDL_CONFIG]
+# every declared pdl build, and the prepass build with pdl (undeclared)
+PDL_CONFIGS = [c for c in STATIC_MATRIX if c.pdl] + [dataclasses.replace(SPLIT_WARP_CONFIG, pdl=True)]
 # every instruction that reads or writes global memory, or starts a copy that does
 GLOBAL = ("LDG", "STG", "ATOMG", "ATOM.", "REDG", "RED.", "LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UBLKCP", "UBLKRED", "CCTL")
 

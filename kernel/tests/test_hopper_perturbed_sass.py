@@ -34,17 +34,15 @@ from profiling import poison_sites, sass
 pytestmark = pytest.mark.compile
 
 launch = importlib.import_module("kernel.hopper.launch")
-from kernel.hopper.config import DECLARED_VARIANTS  # noqa: E402
+from kernel.hopper.variants import DECLARED_VARIANTS
 
 # the default variant (cp.async, one warpgroup), the fastest (TMA, A from registers, two
 # warpgroups), and split roles (dequant warpgroups, fp16 mbarrier ring)
 LABELS = (
     "h90_m128n128k256_s3_wg1_fp16",
     "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
-    "h90_m128n128k256_s3_wg1_dq1b3_fp16_prmt",
-    # issue 14b (experimental): a Y ring per consumer warpgroup, per-warpgroup barriers and poison
-    "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_ywg",
-    # session 6 (experimental): the fastest variant with C staged through shared memory
+    "h90_m128n128k256_s4_wg2_dq1b4_swap_fp16_tma_prmt_rs",
+    # the fastest variant with C staged through shared memory
     "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es",
 )
 # the cooperative layouts (barriers and fp16 ping-pong buffers), not the split roles
@@ -70,14 +68,11 @@ UNCHECKED = runtime_perturbation(1, checks=False).compile_form
 assert PROPERTY.checks and QUIET.checks and WINDOW.checks and not UNCHECKED.checks
 BUILDS = {"unchecked": UNCHECKED, "production": None, "delays": DELAYS, "jittered": JITTERED, "poison": POISON_ONLY, "disabled": DISABLED,
           "runtime": RUNTIME, "filled": FILLED, "property": PROPERTY, "quiet": QUIET, "window": WINDOW}
-# the run-time build's wgmma waits: LABELS and the 5 variants whose run-time build once serialized
-# every wgmma (a predicated nanosleep per delay site; properties/MUTANTS.md "Fourth pass", "Fifth
-# pass"); every declared variant with NVFP4_SASS_ALL_VARIANTS=1
+# the run-time build's wgmma waits: LABELS and the declared variants whose run-time build once serialized
+# every wgmma (a predicated nanosleep per delay site; docs/results.md); every declared variant with NVFP4_SASS_ALL_VARIANTS=1
 ONCE_SERIALIZED = (
     "h90_m64n128k256_s4_wg1_swap_fp16",
-    "h90_m64n128k256_s4_wg2_swap_fp16",
     "h90_m128n128k256_s3_wg1_fp16_bulk_rows",
-    "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt",
     "h90_m128n128k256_s4_wg1_fp16_tma_prmt",
 )
 RUNTIME_LABELS = (tuple(c.label for c in DECLARED_VARIANTS) if os.environ.get("NVFP4_SASS_ALL_VARIANTS") == "1"
@@ -135,7 +130,7 @@ def _report_ops(code):
     return ors, cas, adds
 
 
-@pytest.mark.parametrize("label", LABELS + ("h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1x_t64",))
+@pytest.mark.parametrize("label", LABELS + ("h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64_es",))
 def test_the_checker_is_compiled_into_the_checked_harness_builds_only(code, label):
     """Production and the harness build without ``checks`` have no report atomic; the checked
     build has the report at every check site: at least the sites every layout has (wgmma fence,
@@ -257,7 +252,7 @@ def test_quiet_and_window_builds_run_production_s_schedule_with_slow_groups(code
     fast as production) and keep production's wgmma waits; "window" fills every second group
     (the even sub-blocks: FILL x atoms real-shape HGMMAs ahead of the real ones, in the group) and
     leaves the next one as production has it, so a long group is followed by a short one whose
-    issue does not wait for the long one to drain (properties/MUTANTS.md, "Sixth pass")."""
+    issue does not wait for the long one to drain (docs/results.md)."""
     from kernel.perturbation import FILL, FILL_STRIDE
 
     prod = code[label, "production"]
@@ -302,12 +297,12 @@ def test_run_time_build_keeps_the_production_wgmma_waits(code, label):
 
 # the catalog's lax-wait mutants: their perturbed verdict needs the wgmma that read the buffer being
 # rewritten still in flight, so their own run-time builds must keep their own (lax) waits (the
-# other catalog mutants' run-time builds were checked once, properties/MUTANTS.md "Fifth pass")
+# other catalog mutants' run-time builds were checked once, docs/results.md)
 WINDOW_MUTANTS = ("hopper_sync_wgmma_wait_lax__rs", "hopper_sync_wgmma_wait_lax__default")
 _MUTANT_WAITS = r"""
 import importlib, json, sys
 from kernel.perturbation import runtime_perturbation
-from kernel.hopper.config import DECLARED_VARIANTS
+from kernel.hopper.variants import DECLARED_VARIANTS
 from profiling import sass
 launch = importlib.import_module("kernel.hopper.launch")
 configs = {c.label: c for c in DECLARED_VARIANTS}
@@ -326,8 +321,7 @@ def test_wgmma_wait_mutants_run_time_builds_keep_their_waits(tmp_path):
     mutated copy) on its run-time build: the mutant's own waits, not one drain per HGMMA (with a
     predicated ``@p nanosleep`` per site the ``_rs`` build was serialized, so the perturbed
     property ran it fully synchronous and could not see the lax wait). Checked on the run-time
-    builds without the happens-before checker: with it (``checks``, the property's builds since
-    session 6) ptxas serializes this mutant's ``_rs`` build (more registers live: it then has
+    builds without the happens-before checker: with it (``checks``, the property's builds) ptxas serializes this mutant's ``_rs`` build (more registers live: it then has
     no room for a third fragment set in flight), and that does not matter there: the checker
     sees the lax wait from its own counts of groups committed and waited for, not from a race."""
     from ci import mutation_runner as mr
@@ -401,7 +395,7 @@ def test_decode_site_skews_a_warp_between_the_barrier_and_the_dequant_reads(code
 _MUTANT_DECODE = r"""
 import importlib, json, sys
 from kernel.perturbation import runtime_perturbation
-from kernel.hopper.config import DECLARED_VARIANTS
+from kernel.hopper.variants import DECLARED_VARIANTS
 from profiling import sass
 launch = importlib.import_module("kernel.hopper.launch")
 configs = {c.label: c for c in DECLARED_VARIANTS}

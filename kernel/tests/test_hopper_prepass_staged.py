@@ -1,4 +1,4 @@
-"""prepass_store="staged" (issue 14, session 7): phase 1 writes each decoded item to a shared
+"""prepass_store="staged": phase 1 writes each decoded item to a shared
 slot, then the warp stores whole 128-byte runs. The two inline-PTX blocks are run here on a
 32-lane model of the instructions they use (addresses and data movement; the decode itself is
 the production decode, checked bit for bit in test_hopper_dequant_bits.py): every item lands

@@ -1,14 +1,11 @@
-"""The consumers' schedule options of session 15: two wgmma groups in flight
-(``HopperConfig.wgmma_in_flight``, label ``_w2``; bench4's production build since session 15) and
-the two consumer warpgroups kept out of step (``consumer_stagger``, label ``_lag<L>``; measured,
-not declared).
+"""Two wgmma groups in flight (``HopperConfig.wgmma_in_flight``, label ``_w2``; bench4's
+production build).
 
-On the CPU: the config rules and labels; the Y-decoding build's buffer-reuse rule as a model (the
+On the CPU: the config rules and label; the Y-decoding build's buffer-reuse rule as a model (the
 kernel's per-sub-block sequence of decode, fence, barriers, wgmma issue and wait, for every warp,
 with a happens-before check of each buffer rewrite against the wgmma that read it last, in every
-warp); and the SASS (the wait depth, one consumers' barrier per sub-block, the stagger's
-arrive/sync pair). The GPU side: ``ci.schedule_smoke`` (bit-identical to the twin without the
-option) and the property suite on the production build.
+warp); and the SASS (the wait depth, one consumers' barrier per sub-block). The GPU side: the
+property suite on the production build.
 """
 
 import dataclasses
@@ -16,10 +13,8 @@ import itertools
 
 import pytest
 
-from kernel.hopper import config as cfgmod
-from kernel.hopper.config import (DECLARED_VARIANTS, FASTEST_STAGED_PDL_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS,
-                                  SPLIT_WARP_CONFIG, SPLIT_WARP_W2_CONFIG, STAGGER_CONFIG, config_problems,
-                                  smem_bytes)
+from kernel.hopper.config import config_problems, smem_bytes
+from kernel.hopper.variants import FASTEST_STAGED_PDL_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG
 
 
 # ---------------------------------------------------------------- config (no compile)
@@ -30,35 +25,12 @@ def test_in_flight_rules_and_label():
     for bad, why in [(dict(fp16_buffers=3), "takes 4 fp16 buffers"), (dict(fp16_buffers=2), "takes 4 fp16 buffers"),
                      (dict(wgmma_in_flight=3), "wgmma_in_flight must be 1 or 2"),
                      (dict(wgmma_in_flight=True), "wgmma_in_flight must be 1 or 2"),
-                     (dict(fp16_buffers=2, y_per_warpgroup=True), "y_per_warpgroup=False"),
                      (dict(x_operand="smem"), "x_operand='regs'")]:
         problems = config_problems(dataclasses.replace(c, **bad))
         assert any(why in p for p in problems), (bad, problems)
-    # the prepass build's twin: its own rule (a Y ring of at least 4 boxes)
-    assert config_problems(SPLIT_WARP_W2_CONFIG) == [] and "_rs_w2_pre" in SPLIT_WARP_W2_CONFIG.label
-    assert any("Y ring of 4 or more" in p for p in config_problems(dataclasses.replace(SPLIT_WARP_W2_CONFIG, fp16_buffers=3)))
-    assert any("x_prefetch=False" in p for p in config_problems(dataclasses.replace(SPLIT_WARP_W2_CONFIG, x_prefetch=True)))
-
-
-def test_stagger_rules_and_label():
-    c = STAGGER_CONFIG
-    assert config_problems(c) == [] and c.label == SPLIT_WARP_CONFIG.label + "_lag2"
-    assert c not in DECLARED_VARIANTS and SPLIT_WARP_W2_CONFIG not in DECLARED_VARIANTS
-    n_sub = c.tile_k // 64
-    assert all(config_problems(dataclasses.replace(c, consumer_stagger=lag)) == [] for lag in range(n_sub + 1))
-    for bad, why in [(dict(consumer_stagger=n_sub + 1), "consumer_stagger must be an int"),
-                     (dict(consumer_stagger=True), "consumer_stagger must be an int"),
-                     (dict(fp16_buffers=2 * n_sub + 1), "Y buffers"), (dict(fp16_buffers=n_sub - 1), "Y buffers"),
-                     (dict(x_prefetch=True), "x_prefetch=False")]:
-        problems = config_problems(dataclasses.replace(c, **bad))
-        assert any(why in p for p in problems), (bad, problems)
-    problems = config_problems(dataclasses.replace(FASTEST_STAGED_PDL_CONFIG, consumer_stagger=2))
-    assert any("y_source='prepass'" in p for p in problems), problems
-    # two barrier ids of their own: none of the kernel's other named barriers
-    used = {0, 1, 2, 3, cfgmod.DECODER_BARRIER_ID, cfgmod.DECODER_HANDOFF_BARRIER_ID, cfgmod.SHARE_BARRIER_ID,
-            cfgmod.LOCAL_BARRIER_ID} | {cfgmod.EPILOGUE_BARRIER_ID0 + w for w in range(3)}
-    ids = {cfgmod.STAGGER_BARRIER_ID0, cfgmod.STAGGER_BARRIER_ID0 + 1}
-    assert not ids & used and max(ids) < 16
+    # the prepass consumers release their Y boxes one group behind only
+    problems = config_problems(dataclasses.replace(SPLIT_WARP_CONFIG, wgmma_in_flight=2))
+    assert any("y_source='smem_decode'" in p for p in problems), problems
 
 
 # ------------------------------------------------- the Y-decoding build's buffer reuse, as a model
@@ -102,7 +74,7 @@ def unsafe_rewrites(buffers: int, in_flight: int, sub_blocks: int = 16):
 
 
 def test_model_finds_the_race_of_a_ring_too_short_for_its_wait():
-    """The model is not vacuous: the two bugs of the session-15 H200 mutants are unsafe in it
+    """The model is not vacuous: the bugs of two sync mutants are unsafe in it
     (hopper_sync_wgmma_wait_lax__w2: one group more in flight; hopper_sync_in_flight_three_buffers__w2:
     three buffers with two groups in flight), as is the two-buffer ping-pong with two groups in
     flight, while every schedule the kernel builds is safe."""
@@ -160,22 +132,3 @@ def test_in_flight_sass_structure(tmp_path):
     twin_bars = [x for x in twin if x.opcode.startswith("BAR.SYNC") and x.operands == "0x1, 0x100"]
     assert len(twin_bars) == 2 * n_sub - 1, len(twin_bars)
     assert [x.operands for x in twin if x.opcode.startswith("WARPGROUP.DEPBAR")] == ["gsb0, 0x1"] * n_sub + ["gsb0, 0x0"]
-
-
-@pytest.mark.compile
-def test_stagger_and_prepass_in_flight_builds_compile(tmp_path):
-    """The two measured, undeclared builds still compile without spills: the stagger's pair (one
-    BAR.ARV and one BAR.SYNC on a run-time id, 256 threads, the sync ahead of the K loop's first
-    wgmma) and the prepass build's two-group waits."""
-    ins = _code(STAGGER_CONFIG, tmp_path / "lag")
-    assert not [x for x in ins if x.opcode.startswith(("STL", "LDL"))]
-    arv = [i for i, x in enumerate(ins) if x.opcode.startswith("BAR.ARV") and x.operands.endswith(", 0x100")]
-    sync = [i for i, x in enumerate(ins) if x.opcode.startswith("BAR.SYNC") and x.operands.startswith("R")
-            and x.operands.endswith(", 0x100")]
-    assert len(arv) == 1 and len(sync) == 1, (arv, sync)
-    first_mma = next(i for i, x in enumerate(ins) if x.opcode.startswith("HGMMA"))
-    assert sync[0] < first_mma < arv[0]
-    ins = _code(SPLIT_WARP_W2_CONFIG, tmp_path / "prew2")
-    assert not [x for x in ins if x.opcode.startswith(("STL", "LDL"))]
-    waits = [x.operands for x in _k_loop(ins) if x.opcode.startswith("WARPGROUP.DEPBAR")]
-    assert len(waits) > 1 and set(waits[:-1]) == {"gsb0, 0x2"}, waits

@@ -1,4 +1,4 @@
-"""``epilogue="smem"`` (session 6): the staged epilogue's layout, modelled on the CPU.
+"""``epilogue="smem"``: the staged epilogue's layout, modelled on the CPU.
 
 Plain Python over kernel.hopper.staging (the functions the kernel computes its addresses with):
 ``stmatrix.trans`` and the coalesced reads are simulated byte by byte, and every accumulator
@@ -15,15 +15,14 @@ import os
 import pytest
 
 from kernel.hopper import staging
-from kernel.hopper.config import (
-    DECLARED_VARIANTS, EPILOGUE_WG_COLS, SMEM_CAPACITY_BYTES, epilogue_stage_rows, smem_bytes,
-)
+from kernel.hopper.config import EPILOGUE_WG_COLS, SMEM_CAPACITY_BYTES, epilogue_stage_rows, smem_bytes
+from kernel.hopper.variants import DECLARED_VARIANTS
 
-# the two staging geometries (the fastest tile's, the mixed-tail tile's); the other staged
-# variants are the mixed-tail tile with other options, the same epilogue (test below)
-# (the pdl twins, session 12, stage exactly as their builds without it)
-STAGED = [c for c in DECLARED_VARIANTS
-          if c.epilogue == "smem" and not c.x_prefetch and c.prepass_store == "direct" and not c.pdl]
+# the two staging geometries (the fastest tile's, the prepass tile's); the other staged variants
+# are these tiles with other options, the same epilogue (test below; a pdl build stages exactly
+# as its twin without it)
+STAGED = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and c.wgmma_in_flight == 1 and not c.pdl
+          and not c.prepass_split_warp]
 
 
 def _stmatrix_trans(lane_addr, lane_regs):
@@ -97,29 +96,24 @@ def test_staged_layout_is_the_direct_epilogues_bijection(config):
 def test_staging_rows_and_bytes():
     assert [c.label for c in STAGED] == [
         "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es",
-        "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1x_t64_es",
+        "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t64_es",
     ]
     fast, t64 = STAGED
     assert epilogue_stage_rows(fast) == 128 and smem_bytes(fast)["epilogue_staging"] == 32768
     assert epilogue_stage_rows(t64) == 64 and smem_bytes(t64)["epilogue_staging"] == 16384
     for c in STAGED:
         assert smem_bytes(c)["total"] <= SMEM_CAPACITY_BYTES
-    # every other staged variant stages like the mixed-tail tile (x_prefetch, prepass_store, y_tail16
-    # change no epilogue), but for the background phase 1's b8 build: its decoder slots (12 KB)
-    # leave room for 32-row passes only (its b7 twin keeps 64)
-    others = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and c not in STAGED and not c.pdl]
-    assert others and all(c.y_tail64 or c.y_tail16 for c in others)
-    # a pdl build stages as its twin without pdl
+    # a pdl build stages as its twin without pdl; the split-warp build as its one-lane twin
     for c in DECLARED_VARIANTS:
         if c.pdl:
             twin = dataclasses.replace(c, pdl=False)
             assert epilogue_stage_rows(c) == epilogue_stage_rows(twin) and smem_bytes(c) == smem_bytes(twin)
-    for c in others:
-        rows = 32 if "decoder_staging" in smem_bytes(c) and c.fp16_buffers == 8 else 64
-        # one 128-byte staging row per consumer warpgroup (the two-CTA build has one)
-        assert epilogue_stage_rows(c) == rows, c.label
-        assert smem_bytes(c)["epilogue_staging"] == rows * 128 * c.consumer_warpgroups, c.label
-    assert sum(epilogue_stage_rows(c) == 32 for c in others) == 1
+        if c.prepass_split_warp:
+            twin = dataclasses.replace(c, prepass_split_warp=False)
+            assert twin in STAGED and smem_bytes(c) == smem_bytes(twin)
+    # two wgmma groups in flight with 4 fp16 buffers and 3 stages: the whole tile in one pass
+    (w2,) = [c for c in DECLARED_VARIANTS if c.wgmma_in_flight == 2]
+    assert epilogue_stage_rows(w2) == 128 and smem_bytes(w2)["total"] <= SMEM_CAPACITY_BYTES
 
 
 def test_a_swapped_layout_slip_is_caught():

@@ -23,12 +23,9 @@ LABELS = (
     "h90_m128n128k256_s3_wg1_fp16",
     "h90_m128n128k256_s3_wg2_swap_fp16",
     "h90_m128n128k256_s3_wg1_fp16_prmt",
-    "h90_m128n128k256_s3_wg2_swap_fp16_prmt",
     # the A operand from registers (x_operand="regs"), TMA loads, two fp16 buffers
     "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
-    # issue 14b: a Y ring per consumer warpgroup, 128-thread barriers (experimental)
-    "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_ywg",
-    # session 6: C staged through shared memory (stmatrix reads the accumulators; experimental)
+    # C staged through shared memory (stmatrix reads the accumulators)
     "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es",
 )
 

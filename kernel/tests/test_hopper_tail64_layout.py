@@ -1,4 +1,4 @@
-"""y_tail64 (session 5): the 64-row tile's wgmma views, checked with CuTe's own layout algebra on
+"""y_tail64: the 64-row tile's wgmma views, checked with CuTe's own layout algebra on
 the CPU (CuTe DSL's host JIT, no GPU).
 
 * the m64n64k16 accumulator fragment of every consumer thread is the first half of the
@@ -24,7 +24,8 @@ def test_64_wide_views_are_the_first_half_of_the_128_wide_ones():
     from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
     from cutlass.cute.runtime import from_dlpack
 
-    from kernel.hopper.config import DECLARED_VARIANTS, DEQUANT_SUB_K
+    from kernel.hopper.config import DEQUANT_SUB_K
+    from kernel.hopper.variants import DECLARED_VARIANTS
 
     config = next(c for c in DECLARED_VARIANTS if c.y_tail64)
     bufs, wgs = config.fp16_buffers, config.consumer_warpgroups

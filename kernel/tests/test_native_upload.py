@@ -1,4 +1,4 @@
-"""The native seen-shape pass's table upload (issue 13): the CUDA driver's copy from a reused
+"""The native seen-shape pass's table upload: the CUDA driver's copy from a reused
 pageable buffer (``cuMemcpyHtoDAsync_v2``, resolved from libcuda at first use), else torch's copy
 from a fresh pinned buffer (``NVFP4_DRIVER_COPY=0``, ``kernel.native_probe.driver_copy(False)``).
 

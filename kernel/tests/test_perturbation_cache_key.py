@@ -3,7 +3,7 @@
 import importlib
 
 from kernel.compile_cache import CompileCache
-from kernel.hopper.config import DEFAULT_CONFIG
+from kernel.hopper.variants import DEFAULT_CONFIG
 from kernel.perturbation import Perturbation
 
 launch = importlib.import_module("kernel.hopper.launch")

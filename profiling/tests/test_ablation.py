@@ -13,20 +13,21 @@ from profiling import ablation
 
 hopper_launch = importlib.import_module("kernel.hopper.launch")  # the module (kernel.hopper.launch is also a function)
 
-SPLIT = "h90_m128n128k256_s3_wg1_dq1b3_fp16_prmt"
+SPLIT = "h90_m128n128k256_s4_wg2_dq1b4_swap_fp16_tma_prmt_rs"
 COOP = "h90_m128n128k256_s3_wg1_fp16"
 
 
-def test_ablate_adds_three_ablated_builds_of_split_configs_and_no_epilogue_of_every_config():
+def test_ablate_adds_the_split_parts_of_split_configs_and_no_epilogue_of_every_config():
     builds = ablation.parse_builds([SPLIT, COOP], [], ablate=True)
     assert [b.label for b in builds[:2]] == [SPLIT, COOP] and all(b.ablation is None for b in builds[:2])
-    split = builds[2:5]
+    n = len(ablation.ABLATIONS)
+    split = builds[2:2 + n]
     assert sorted(b.label for b in split) == sorted(f"{SPLIT}~ablate-{a}" for a in ablation.ABLATIONS)
     assert {b.ablation for b in split} == {Ablation(a) for a in ablation.ABLATIONS}
     assert all(b.config is builds[0].config for b in split), "an ablated build keeps its variant's config"
-    # then every config's no_epilogue twin (what writing C costs)
-    assert [b.label for b in builds[5:]] == [f"{SPLIT}~ablate-no_epilogue", f"{COOP}~ablate-no_epilogue"]
-    assert [b.config for b in builds[5:]] == [builds[0].config, builds[1].config]
+    # every config's no_epilogue twin (what writing C costs)
+    assert [b.label for b in builds[2 + n:]] == [f"{SPLIT}~ablate-no_epilogue", f"{COOP}~ablate-no_epilogue"]
+    assert [b.config for b in builds[2 + n:]] == [builds[0].config, builds[1].config]
     assert [b.label for b in ablation.parse_builds([SPLIT, COOP], [], ablate=False)] == [SPLIT, COOP]
 
 
@@ -45,7 +46,7 @@ def test_configs_from_json_are_checked():
     with pytest.raises(UnsupportedConfigError):
         ablation.parse_builds([], [json.dumps({"tile_n": 256})], False)  # 256 accumulators per thread
     with pytest.raises(TypeError):  # the axis left the config: a JSON config cannot smuggle it in
-        ablation.parse_builds([], [json.dumps({"ablate": "no_mma"})], False)
+        ablation.parse_builds([], [json.dumps({"ablate": "no_fence"})], False)
 
 
 def test_unknown_label_is_refused():
@@ -62,11 +63,11 @@ def test_the_tool_builds_the_ablated_kernel_through_the_build_option(monkeypatch
                         built.append((config.label, g, perturbation, ablation)) or object())
     monkeypatch.setattr(hopper_launch.PIPELINE, "compile_cache", CompileCache("ablation-tool-test"))
     data = oracle.make_inputs([(64, 128, 256, 1), (128, 256, 256, 1)], seed=1, device="cpu")
-    prod, no_mma = ablation.parse_builds([SPLIT], [], ablate=True)[:2]
+    prod, no_fence = ablation.parse_builds([SPLIT], [], ablate=True)[:2]
     p = ablation.prepare_build(prod, data, dry_run=True, compile=True)
-    q = ablation.prepare_build(no_mma, data, dry_run=True, compile=True)
-    assert built == [(SPLIT, 2, None, None), (SPLIT, 2, None, Ablation("no_mma"))]
-    assert p.ablation is None and q.ablation == Ablation("no_mma") and p.compiled is not q.compiled
+    q = ablation.prepare_build(no_fence, data, dry_run=True, compile=True)
+    assert built == [(SPLIT, 2, None, None), (SPLIT, 2, None, Ablation("no_fence"))]
+    assert p.ablation is None and q.ablation == Ablation("no_fence") and p.compiled is not q.compiled
     keys = set(hopper_launch.PIPELINE.compile_cache.keys())
     assert (prod.config, 2) in keys and len(keys) == 2
 

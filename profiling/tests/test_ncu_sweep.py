@@ -19,7 +19,7 @@ B = "h90_m64n128k256_s4_wg1_swap_fp16"
 
 
 def test_plan_is_variants_times_shapes_in_a_fixed_order():
-    from kernel.hopper.config import DECLARED_VARIANTS
+    from kernel.hopper.variants import DECLARED_VARIANTS
 
     plan = S.build_plan("sm_90a")
     assert plan.family == "hopper" and len(plan.shapes) == 4

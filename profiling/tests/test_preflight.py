@@ -50,7 +50,7 @@ def test_hopper_gpu_tools_say_so_without_an_sm90_gpu(tool, monkeypatch, capsys):
     import importlib
 
     import kernel.device
-    from kernel.hopper.config import SPLIT_WARP_CONFIG
+    from kernel.hopper.variants import SPLIT_WARP_CONFIG
 
     monkeypatch.setattr(kernel.device, "cuda_capability", lambda: None)
     mod = importlib.import_module(f"profiling.{tool}")

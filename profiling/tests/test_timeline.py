@@ -104,7 +104,7 @@ def test_the_stamps_leave_the_k_loop_alone(name, tmp_path):
 def test_labelled_builds_take_a_label_or_label_and_part():
     """k_slope's and timeline's variant arguments: LABEL, LABEL~PART; an unknown label is named."""
     from kernel.errors import UnsupportedConfigError
-    from kernel.hopper.config import FASTEST_STAGED_CONFIG, SPLIT_WARP_CONFIG
+    from kernel.hopper.variants import FASTEST_STAGED_CONFIG, SPLIT_WARP_CONFIG
     from profiling.ablation import labelled_builds
 
     builds = labelled_builds([SPLIT_WARP_CONFIG.label, SPLIT_WARP_CONFIG.label + "~no_prepass"])

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from kernel.hopper.config import SPLIT_WARP_CONFIG, STREAM_K_CONFIG, TWO_CTA_CONFIG
-from kernel.plan import make_plan, streamk_weight
+from kernel.hopper.variants import SPLIT_WARP_CONFIG
+from kernel.plan import make_plan
 from profiling import timeline_plot
 from profiling.timeline import cta_work, per_cta_medians, per_cta_path, write_per_cta
 
@@ -47,29 +47,11 @@ def test_the_planned_work_of_the_ctas_adds_up_to_the_whole_problem(seed):
     ctas = rng.choice([1, 3, 16, 132])
     plan = make_plan(sizes, tile_m=128, tile_n=128, tile_k=256, max_ctas=ctas, schedule="balanced")
     assert plan.total_tiles  # every drawn group has rows and columns
-    # stream-K: its pieces cover every weighted K tile once
-    sk = cta_work(plan, STREAM_K_CONFIG)
-    assert len(sk) == plan.num_ctas
-    assert sum(w for w, _ in sk) == streamk_weight(plan.sizes, 128, 128, 256)
     # the balanced split: every tile on one CTA, at its cost x its K tiles
     bal = cta_work(plan, SPLIT_WARP_CONFIG)
     whole = sum(plan.tile_cost(t) * plan.k_tiles(plan.locate(t).slot) for t in range(plan.total_tiles))
     assert sum(w for w, _ in bal) == whole
     assert sum(int(d.split()[0]) + (int(d.split()[3]) if "light" in d else 0) for _, d in bal) == plan.total_tiles
-
-
-def test_stream_k_work_names_its_prefix_and_suffix_and_evens_out_bench1():
-    sizes = [(m, 4096, 7168, 1) for m in (80, 176, 128, 72, 64, 248, 96, 160)]
-    plan = make_plan(sizes, tile_m=128, tile_n=128, tile_k=256, max_ctas=132, schedule="balanced")
-    sk, bal = cta_work(plan, STREAM_K_CONFIG), cta_work(plan, SPLIT_WARP_CONFIG)
-    assert max(w for w, _ in sk) < max(w for w, _ in bal)
-    assert any(d.startswith("P") for _, d in sk) and any(" S" in d or d.startswith("S") for _, d in sk)
-    # the pieces in the order the CTA runs them (kernel.plan.streamk_pieces): a prefix first, a
-    # suffix that continues a partial last, whole tiles counted between
-    for _, d in sk:
-        words = d.split()
-        assert all(not w.startswith("S") for w in words[:-1]) or len(words) == 1, d
-        assert all(not w.startswith("P") for w in words[1:]), d
 
 
 def test_csv_round_trip_plot_and_summary(tmp_path):
@@ -78,7 +60,7 @@ def test_csv_round_trip_plot_and_summary(tmp_path):
     medians = [{"start": 0.1 * c, "epilogue_first": 40.0 + c, "epilogue_last_end": 100.0 + (30.0 if c == 3 else c)}
                for c in range(6)]
     work = [(100 + c, f"{c} tiles") for c in range(6)]
-    path = write_per_cta(per_cta_path(tmp_path, "bench1", TWO_CTA_CONFIG.label + "~no_epilogue"), "v", work, medians)
+    path = write_per_cta(per_cta_path(tmp_path, "bench1", SPLIT_WARP_CONFIG.label + "~no_epilogue"), "v", work, medians)
     assert "~" not in path.name
     label, rows = timeline_plot.read_per_cta(path)
     assert label == "v" and [r["modelled"] for r in rows] == [100 + c for c in range(6)]

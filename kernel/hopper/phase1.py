@@ -1,0 +1,224 @@
+"""Phase 1 of the ``y_source="prepass"`` builds: every CTA decodes chunks of the groups' Y rows
+into the fp16 workspace (kernel/hopper/workspace.py states the layout and why the completion
+barrier cannot deadlock), then waits for every chunk.
+"""
+
+import cutlass
+import cutlass.cute as cute
+
+from kernel.hopper import config as cfgmod
+from kernel.hopper.ptx import (
+    arrive_release_gpu,
+    copy_y_staged_items,
+    store_y_staged_item,
+    atom_add_relaxed_gpu,
+    load_y_global_items,
+    fence_proxy_async_global,
+    ld_shared_u32,
+    st_shared_u32,
+    store_relaxed_gpu,
+    wait_geq_acquire_gpu,
+)
+
+SUB_K = cfgmod.DEQUANT_SUB_K
+# y_source="prepass": the workspace's layout (kernel.hopper.workspace states it for the host)
+from kernel.hopper.workspace import CLAIM_WORD, DATA_OFFSET, DONE_WORD, PASSED_WORD  # noqa: E402
+
+
+class Phase1Mixin:
+    """Methods of :class:`kernel.hopper.kernel.HopperNvfp4GroupedGemm` (its state is set by its ``__init__``)."""
+
+    # ------------------------------------------------ y_source="prepass"
+    @cute.jit
+    def prepass_claim(self, tidx: cutlass.Int32, ws: cutlass.Int64, slots: cutlass.Int32, it: cutlass.Int32):
+        """Thread 0 claims the CTA's next chunk (atomic add on the claim word) and broadcasts it
+        through shared slot ``it % 2`` (the other slot may still be read by a slow thread of
+        the previous round, which has not yet reached this round's barrier)."""
+        slot_addr = slots + (it % 2) * 4
+        if tidx == 0:
+            st_shared_u32(slot_addr, atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1)))
+        cute.arch.barrier()
+        return ld_shared_u32(slot_addr)
+
+    def prepass_chunking(self, items, threads=None, batch: int = cfgmod.PREPASS_BATCH):
+        """Phase 1's run-time chunk (``prepass_chunk`` = F > 0): clamp(ceil(items / (F x grid)),
+        PREPASS_MIN_CHUNK, threads x ``batch``) items, and the number of chunks. Traced inline."""
+        num_ctas, _, _ = cute.arch.grid_dim()
+        div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
+        chunk = (items + (div - 1)) // div
+        chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
+        chunk = cutlass.min(chunk, cutlass.Int32((threads or self.threads) * batch))
+        return chunk, (items + (chunk - 1)) // chunk
+
+    @cute.jit
+    def prepass_decode_scaled(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
+                              ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32):
+        """The prepass builds, every thread of every CTA: phase 1 with a chunk
+        of clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items,
+        chosen at run time; thread t of a chunk takes items t, t + threads, ... and issues the
+        loads of all of them before decoding any (one asm block). Thread 0 claims the next
+        chunk while the current one is decoded and publishes it with the chunk's end barrier
+        (one CTA barrier per chunk, two shared slots alternating as in ``prepass_claim``).
+        Returns the number of chunks; the completion wait is ``prepass_wait`` (thread 0), then
+        a CTA barrier. The deadlock argument of kernel.hopper.workspace is unchanged: a CTA
+        claims only while running, and decodes every chunk it claimed before it waits."""
+        threads = self.threads
+        batch = cfgmod.PREPASS_BATCH
+        # per group: first item, first workspace row (registers for the whole loop)
+        bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
+        chunk, chunks = self.prepass_chunking(items)
+        pitch = cutlass.Int64(kmax * 2)
+        data = ws + DATA_OFFSET
+        # each warp's 32 item slots in the Y ring (unused until phase 1
+        # ends; its TMA writes come after the proxy fence below and the completion barrier)
+        warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
+        it = cutlass.Int32(0)
+        c = self.prepass_claim(tidx, ws, slots, it)
+        while c < chunks:
+            nxt = cutlass.Int32(0)
+            if tidx == 0:
+                # the next claim, in flight while this chunk is loaded and decoded
+                nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
+            first = c * chunk
+            end = cutlass.min(first + chunk, items)
+            self.decode_chunk_items(tidx, threads, batch, first, end, bases, roffs, counts, m_sizes, m_ptrs, data,
+                                    pitch, warp_slots)
+            # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
+            fence_proxy_async_global()
+            if tidx == 0:
+                st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
+            cute.arch.barrier()
+            if tidx == 0:
+                arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
+            it = it + 1
+            c = ld_shared_u32(slots + (it % 2) * 4)
+        # the slots' generic writes before the Y ring's TMA (async proxy) writes to them
+        cute.arch.fence_proxy("async.shared", space="cta")
+        return chunks
+
+    @cute.jit
+    def decode_chunk_items(self, tidx: cutlass.Int32, threads: cutlass.Constexpr[int], batch: cutlass.Constexpr[int],
+                           first: cutlass.Int32, end: cutlass.Int32, bases: list, roffs: list, counts: list,
+                           m_sizes: cute.Tensor, m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64,
+                           warp_slots: cutlass.Int32):
+        """Phase 1 (item order of ``prepass_item_addresses``), one thread of ``threads``: its items
+        ``first + tidx + j x threads`` < ``end`` of a chunk, ``batch`` at once: every item's loads
+        in one asm block, then each item decoded into its lane's slot of the warp's 32 at
+        ``warp_slots`` and stored by the warp's whole-run stores."""
+        lane = tidx % 32
+        loads = []
+        dsts = []
+        oks = []
+        for j in cutlass.range_constexpr(batch):
+            item = first + tidx + j * threads
+            ok = item < end
+            raw, sf, dst = self.prepass_item_addresses(item, bases, roffs, counts, m_sizes, m_ptrs, data, pitch)
+            loads.append((raw, sf, cutlass.Int32(ok)))
+            dsts.append(dst)
+            oks.append(ok)
+        words = load_y_global_items(loads)
+        for j in cutlass.range_constexpr(batch):
+            # the item into this lane's shared slot, then the warp's whole-run stores
+            if oks[j]:
+                store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
+                                    self.config.operand_exp_shift)
+            copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
+
+    @cute.jit
+    def prepass_groups(self, m_sizes: cute.Tensor):
+        """Per group (slot order): its first item, first workspace row and item count (0 for a
+        group without columns); then the items in all and the largest K."""
+        bases = []
+        roffs = []
+        counts = []
+        items = cutlass.Int32(0)
+        roff = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(self.num_groups):
+            bases.append(items)
+            roffs.append(roff)
+            m = m_sizes[s, 0]
+            count = m * (m_sizes[s, 2] // SUB_K)
+            if m_sizes[s, 1] == 0:
+                count = cutlass.Int32(0)
+            counts.append(count)
+            items = items + count
+            roff = roff + self.slot_rows(m)
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        return bases, roffs, counts, items, kmax
+
+    @cute.jit
+    def prepass_item_addresses(self, item: cutlass.Int32, bases: list, roffs: list, counts: list, m_sizes: cute.Tensor,
+                               m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64):
+        """(raw A, scale word, workspace run) of ``item`` (kernel.hopper.workspace.item_addresses),
+        from the per-group first items ``bases``, item ``counts`` and rows ``roffs``: the last group
+        that owns items and whose first item is <= ``item`` (``prepass_item``'s group for every
+        item below the total; an item past it gets an address that is never dereferenced)."""
+        sel_slot = cutlass.Int32(0)
+        sel_base = cutlass.Int32(0)
+        sel_roff = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(self.num_groups):
+            if item >= bases[s]:
+                if counts[s] != 0:
+                    sel_slot = cutlass.Int32(s)
+                    sel_base = bases[s]
+                    sel_roff = roffs[s]
+        return self.prepass_run_addresses(item, sel_slot, sel_base, sel_roff, m_sizes, m_ptrs, data, pitch)
+
+    def prepass_run_addresses(self, item, slot, first_item, first_row, m_sizes, m_ptrs, data, pitch):
+        """(raw A, scale word, workspace run) of item ``item`` of group slot ``slot``, whose items
+        start at ``first_item`` and whose rows at workspace row ``first_row`` (items are 64-K runs
+        of one row, sub-block fastest; kernel.hopper.workspace.item_addresses). Traced inline."""
+        k = m_sizes[slot, 2]
+        ksub = k // SUB_K
+        local = item - first_item
+        row = local // ksub
+        sb = local - row * ksub
+        i = row % 128
+        raw = m_ptrs[slot, 0] + cutlass.Int64(row) * cutlass.Int64(k // 2) + cutlass.Int64(sb * (SUB_K // 2))
+        sf = (
+            m_ptrs[slot, 3] + (cutlass.Int64(row // 128) * cutlass.Int64(ksub) + cutlass.Int64(sb)) * 512
+            + cutlass.Int64((i % 32) * 16 + (i // 32) * 4)
+        )
+        dst = data + cutlass.Int64(first_row + row) * pitch + cutlass.Int64(sb * (SUB_K * 2))
+        return raw, sf, dst
+
+    @cute.jit
+    def prepass_wait(self, ws: cutlass.Int64, chunks: cutlass.Int32):
+        """Thread 0: wait until every chunk is decoded, then count this CTA through; the last CTA
+        through (every CTA has claimed its last chunk and left the wait) sets the three counters
+        back to 0 for the next launch (the kernel boundary orders these stores before it)."""
+        self.prepass_wait_done(ws, chunks)
+        self.prepass_count_through(ws)
+
+    @cute.jit
+    def prepass_wait_done(self, ws: cutlass.Int64, chunks: cutlass.Int32):
+        """Thread 0: wait (acquire) until every chunk of phase 1 is decoded."""
+        wait_geq_acquire_gpu(ws + DONE_WORD, chunks)
+
+    @cute.jit
+    def prepass_count_through(self, ws: cutlass.Int64):
+        """Thread 0, after ``prepass_wait_done``: count this CTA through; the last CTA through
+        (every CTA has made its last claim and left the wait) sets the three counters back to 0."""
+        num_ctas, _, _ = cute.arch.grid_dim()
+        passed = atom_add_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(1))
+        if passed == cutlass.Int32(num_ctas) - 1:
+            store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
+            store_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(0))
+            store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+
+    @cute.jit
+    def row_offset(self, m_sizes: cute.Tensor, slot: cutlass.Int32):
+        """The slot's first workspace row: the prefix of M over the slots before it."""
+        roff = cutlass.Int32(0)
+        for s in range(slot):
+            roff = roff + self.slot_rows(m_sizes[s, 0])
+        return roff
+
+    def slot_rows(self, m):
+        """Workspace rows a slot of M rows takes: M, or (``y_row_pad``) M rounded up to
+        ``HopperConfig.y_row_align`` (the rows past M are zero: kernel.hopper.workspace).
+        Traced inline."""
+        align = 1
+        return m
+        return (m + (align - 1)) // align * align

@@ -1,0 +1,97 @@
+"""The declared Hopper variants: what the main job runs (``PRODUCTION_VARIANTS``) and the
+experimental ones a kernel engineer compares against them (``EXPERIMENTAL_VARIANTS``).
+
+Each experimental variant is production or the simplest tile moved along one or two axes (stages
+and tile_k, consumer warpgroups, tile shape, loader, dequant, warp roles, epilogue, wgmma groups
+in flight, phase 1's split search), so a comparison measures one lever. Every declared variant is
+compiled by the CPU tests (kernel/tests/test_hopper_compile.py) and the static report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kernel.hopper.config import HopperConfig
+
+# The simplest pipeline (cp.async loads, shift decode, one consumer warpgroup; the mutant
+# catalog's "default variant"). ``custom_kernel(data)`` without a config does not run it: it runs
+# the per-shape choice of kernel.hopper.dispatch, every one of which is a production variant.
+DEFAULT_CONFIG = HopperConfig()
+
+# The 2-warpgroup swapped tile with TMA loads and wgmma's A operand decoded into registers
+FASTEST_CONFIG = HopperConfig(
+    tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
+    dequant="prmt", loader="tma", x_operand="regs",
+)
+# ... with C staged through shared memory (epilogue="smem", label "_es"), and with programmatic
+# dependent launch (label "_pdl")
+FASTEST_STAGED_CONFIG = replace(FASTEST_CONFIG, epilogue="smem")
+FASTEST_STAGED_PDL_CONFIG = replace(FASTEST_STAGED_CONFIG, pdl=True)
+# bench4's production build: two wgmma groups in flight while the warps decode the next sub-block
+# (wgmma_in_flight=2, 4 fp16 Y buffers, one barrier per sub-block; 3 raw stages: 4 with the 4
+# buffers leave 16-row epilogue passes)
+IN_FLIGHT_CONFIG = replace(FASTEST_STAGED_PDL_CONFIG, fp16_buffers=4, wgmma_in_flight=2, num_ab_stages=3)
+# The prepass build: Y decoded once per call into a global fp16 workspace (phase 1, staged
+# stores), then TMA-loaded as fp16 64-K boxes into an 8-buffer ring; mixed 128/64-row Y tiles on
+# the cost-balanced schedule, C staged through shared memory. The balanced split searched by one
+# lane of the producer warp ...
+PHASE1_STAGED_CONFIG = HopperConfig(
+    tile_m=128, tile_n=128, tile_k=256, num_ab_stages=4, consumer_warpgroups=2, swapped=True,
+    dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=8, prepass_chunk=1,
+    y_tail64=True, schedule="balanced", epilogue="smem",
+)
+# ... and by its 32 lanes together (production on bench1-3)
+SPLIT_WARP_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_split_warp=True)
+
+# What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
+PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
+    DEFAULT_CONFIG,
+    IN_FLIGHT_CONFIG,
+    SPLIT_WARP_CONFIG,
+)
+
+# Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
+# none. kernel/tests/test_hopper_compile.py holds each to its figure and checks that no spill
+# store or load sits between the kernel's first and last wgmma (none in the K loop).
+SPILL_ALLOWANCE: dict[str, tuple[int, str]] = {
+    IN_FLIGHT_CONFIG.label: (12, "three epilogue values held across the tile's K loop at the 168-register cap with "
+                                 "three X fragments live: stored before the K loop, loaded after its last wgmma"),
+}
+
+EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
+    # stages and tile_k: DEFAULT_CONFIG with 128-K stages, 5 of them
+    HopperConfig(tile_k=128, num_ab_stages=5),
+    # tile shape and consumer warpgroups: 128x256 with 2 warpgroups (2 stages fit)
+    HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2),
+    # the 64-row swapped tile (small per-group M)
+    HopperConfig(tile_m=64, tile_n=128, swapped=True, num_ab_stages=4),
+    # DEFAULT_CONFIG swapped with 2 consumer warpgroups
+    HopperConfig(tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3),
+    # loader: DEFAULT_CONFIG with one cp.async.bulk per row
+    HopperConfig(loader="bulk_rows"),
+    # dequant: DEFAULT_CONFIG with the byte-permute decode
+    HopperConfig(dequant="prmt"),
+    # loader: the prmt tile with TMA loads (X still dequantized into shared memory)
+    HopperConfig(num_ab_stages=4, dequant="prmt", loader="tma"),
+    # X in registers, C stored straight from the accumulators
+    FASTEST_CONFIG,
+    # epilogue: the same with C staged through shared memory
+    FASTEST_STAGED_CONFIG,
+    # wgmma groups in flight: IN_FLIGHT_CONFIG with one group (2 fp16 buffers, 4 stages)
+    FASTEST_STAGED_PDL_CONFIG,
+    # warp roles: Y decoded by a dequant warpgroup of its own into a 4-buffer ring
+    HopperConfig(
+        tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma",
+        x_operand="regs", roles="split", dequant_warpgroups=1, fp16_buffers=4,
+    ),
+    # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
+    PHASE1_STAGED_CONFIG,
+)
+DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
+
+STATIC_MATRIX: tuple[HopperConfig, ...] = DECLARED_VARIANTS
+
+
+def named_configs() -> dict[str, HopperConfig]:
+    """Label -> config of every declared variant."""
+    return {c.label: c for c in DECLARED_VARIANTS}
