@@ -1,4 +1,4 @@
-"""PROFILING.md says what the tools do: the NVTX filters the sweep prints, a legend entry for
+"""docs/profiling.md says what the tools do: the NVTX filters the sweep prints, a legend entry for
 every column of the static report. Fails when the code changes and the document does not."""
 
 import importlib.util
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from profiling import ncu_sweep, static_report
 
-DOC = (Path(__file__).resolve().parents[1] / "PROFILING.md").read_text()
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "profiling.md").read_text()
 
 
 def test_every_nvtx_filter_the_sweep_can_print_is_documented(monkeypatch):
@@ -24,4 +24,4 @@ def test_every_static_report_column_has_a_legend_entry():
     for row in re.findall(r"^\| (.+?) \|", legend, flags=re.M):
         documented |= {name.strip() for name in re.findall(r"`([^`]+)`", row)}
     missing = [header for header, _ in static_report.TABLE_COLUMNS if header not in documented]
-    assert not missing, f"PROFILING.md has no legend entry for {missing}"
+    assert not missing, f"docs/profiling.md has no legend entry for {missing}"
