@@ -8,13 +8,10 @@
 # only if neither caught it, compute-sanitizer (memcheck, racecheck, synccheck). A hung example is
 # reported as "caught (hang)" by the isolation watchdog. Runs stop starting after BUDGET seconds
 # (rows then read not-run); a hard timeout ends everything 50 s later.
-# Writes $OUT/mutants.json, mutants.md, sync.md (the three-verdict table) and runner.log; with
-# SPLICE=1, sync.md replaces the table between the "<!-- MARKER:begin/end -->" lines of
-# properties/MUTANTS.md (MARKER: sync-mutants for the whole catalog, sync-mutants-prod with
-# PATTERNs, or set it).
+# Writes $OUT/mutants.json, mutants.md, sync.md (the three-verdict table) and runner.log.
 # Variables: SECTION=sync (only the concurrency mutants; default all), MODES (default
 # plain,perturbed,sanitizer), BUDGET (510), JOBS (8), TIMEOUT (240 s per mutant run), EXAMPLES (at
-# most N examples per property per run; default the ci profile's 50), SPLICE, MARKER, OUT.
+# most N examples per property per run; default the ci profile's 50), OUT.
 # Run time on one H100/H200: at most BUDGET + 60 s (9.5 min by default), by construction.
 # Exit status: the runner's (0 every mutant caught and every baseline passed, 1 otherwise), 1 on
 # the hard timeout, 2 misuse, 3 no sm_90 / sm_100 GPU.
@@ -35,22 +32,6 @@ for pat in "${PATTERNS[@]}"; do args+=(--mutant "$pat"); done
 rm -f "$OUT/sync.md" "$OUT/mutants.md"
 step runner timeout --kill-after=10 $(( BUDGET + 50 )) python3 -m ci.mutation_runner "${args[@]}"
 
-if [ "${SPLICE:-0}" = 1 ] && [ -s "$OUT/sync.md" ]; then
-  MARKER=${MARKER:-$([ "${#PATTERNS[@]}" -gt 0 ] && echo sync-mutants-prod || echo sync-mutants)}
-  step splice python3 - "$OUT/sync.md" properties/MUTANTS.md "$MARKER" <<'PY'
-import pathlib, sys, time
-table, doc, marker = pathlib.Path(sys.argv[1]).read_text(), pathlib.Path(sys.argv[2]), sys.argv[3]
-text = doc.read_text()
-begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-if begin not in text or end not in text:
-    sys.exit(f"{doc} has no {begin} ... {end} lines: nothing spliced")
-head, rest = text.split(begin, 1)
-_, tail = rest.split(end, 1)
-stamp = f"Measured {time.strftime('%Y-%m-%d %H:%M')} (ci/gpu_mutants.sh):\n\n"
-doc.write_text(f"{head}{begin}\n{stamp}{table}{end}{tail}")
-print(f"spliced {sys.argv[1]} into {doc} between the {marker} markers")
-PY
-fi
 echo
 cat "$OUT/mutants.md" 2> /dev/null; echo
 cat "$OUT/sync.md" 2> /dev/null
