@@ -60,7 +60,7 @@ def test_header_comment_and_shared_header(script):
     assert SOURCE_LINE in text, "every workflow sources the shared header"
     assert re.search(r"^gpu_init \"\$@\"$", text, re.M)
     assert text.rstrip().endswith("gpu_finish"), "the summary table and the exit status come last"
-    # what the product says about itself (COMMON.md house rules): no work-session talk, no
+    # what the product says about itself (house rules): no work-session talk, no
     # issue numbers, no card hard-wired (an H100 runs these as well as an H200)
     assert not re.search(r"\bsession\b|\bissue \d|#\d", text, re.I)
     assert "h200_" not in text

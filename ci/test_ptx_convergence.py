@@ -227,7 +227,7 @@ def _compile_pattern(pattern: str, folder) -> str:
 @pytest.mark.compile
 @pytest.mark.parametrize("pattern, expected", [("two_sites", 2), ("after_join", 0), ("lane_named", 1)])
 def test_compiled_patterns(pattern, expected, tmp_path):
-    """The session-8 bug's shape (cute.arch.barrier() in both arms of a warp-index branch), its
+    """The shape of a known bug (cute.arch.barrier() in both arms of a warp-index branch), its
     fix (one barrier after the join) and a named barrier under a lane test, as CuTe DSL emits
     them (the warp index broadcast by shfl.sync.idx)."""
     found = check_ptx(_compile_pattern(pattern, tmp_path))

@@ -2,7 +2,7 @@
 
 The float decoders serve the fp32 model computations in tests; the integer decoders serve the
 exact reference: an E2M1 value times 2 and an E4M3 value times 2^9 are integers, so a dequantized
-element is an integer times 2^-10 and every product an integer times 2^-20 (FACTS.md).
+element is an integer times 2^-10 and every product an integer times 2^-20 (docs/judging.md).
 Tables are built from the bit formulas, not from a library, so ml_dtypes can check them.
 """
 

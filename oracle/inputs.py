@@ -1,7 +1,8 @@
 """Problem tuples in the leaderboard's format, from a seed or from explicit codes.
 
 data = (abc_tensors, sfasfb_tensors, sfasfb_reordered_tensors, problem_sizes):
-[(a, b, c)], [(sfa, sfb)], [(sfa_r, sfb_r)], [(m, n, k, 1)] per group (FACTS.md).
+[(a, b, c)], [(sfa, sfb)], [(sfa_r, sfb_r)], [(m, n, k, 1)] per group; sfa_r / sfb_r are the
+scales in the cuBLAS blocked layout (oracle/layouts.py).
 Everything is built on the CPU and moved at the end, so a seed gives the same bytes on every
 device; the layout changes where tensors live, never their values (the shared layouts reuse
 group 0's operand for every group).

@@ -22,7 +22,7 @@ def blocked_rests(mn: int, k16: int) -> tuple[int, int]:
 
 
 def blocked_offset(i, j, rest_m: int, rest_k: int, b=0):
-    """Flat offset of row-major scale [i, j] (batch b) in the blocked buffer (FACTS.md formula).
+    """Flat offset of row-major scale [i, j] (batch b) in the blocked buffer (the cuBLAS formula).
 
     Works on Python ints and on integer tensors alike.
     """

@@ -1,4 +1,4 @@
-"""Time the exact reference (and the bound) on the four benchmark shapes of FACTS.md.
+"""Time the exact reference (and the bound) on the four benchmark shapes (docs/benchmarks.md).
 
     python -m oracle.speed [--device cuda] [--distribution uniform] [--bound]
 

@@ -7,12 +7,13 @@ per-group ``(m, n, k, l)`` sizes, as the leaderboard's ``problem_sizes``.
   byte per 16 K elements, *unpadded*; pass ``padded_scales=True`` for the 128x4-padded
   blocked layout the Blackwell kernel reads) and the fp16 C written;
 * FLOPs: ``2 * m * n * k`` per group;
-* floor = max(bytes / bandwidth, FLOPs / tensor rate). The default ceilings are the H200
-  figures of FACTS.md (measured 2026-11-29: 4.3e12 B/s device-to-device copy, 790e12 FLOP/s
+* floor = max(bytes / bandwidth, FLOPs / tensor rate). The default ceilings are the reference
+  H200 figures (measured 2026-11-29: 4.3e12 B/s device-to-device copy, 790e12 FLOP/s
   bf16 dense matmul); pass :class:`Ceilings` measured on the machine at hand
   (``profiling.timing.measure_ceilings``) to get floors at its rates.
 
-With the defaults these reproduce FACTS.md's floorB / floorF columns (bench1 33.6 / 76.1 us).
+With the defaults the bytes / FLOPs floors of bench1 are 33.6 / 76.1 us; the reference floors
+are docs/results.md row 0.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Iterable, Sequence
 
 Size = tuple[int, int, int, int]
 
-# FACTS.md, "H200 ceilings measured here" (2026-11-29).
+# The reference H200 ceilings, measured 2026-11-29 (docs/benchmarks.md, "Floors and shapes").
 H200_COPY_BYTES_PER_S = 4.3e12
 H200_BF16_FLOPS_PER_S = 790e12
 
@@ -33,7 +34,7 @@ class Ceilings:
 
     bandwidth: float = H200_COPY_BYTES_PER_S
     tensor_flops: float = H200_BF16_FLOPS_PER_S
-    source: str = "FACTS.md (H200, measured 2026-11-29)"
+    source: str = "H200 ceilings measured 2026-11-29 (docs/results.md)"
 
     def __post_init__(self):
         if not (self.bandwidth > 0 and self.tensor_flops > 0):
@@ -74,7 +75,7 @@ def shape_set(name: str, ms: Sequence[int], ns: Sequence[int] | int, ks: Sequenc
     return ShapeSet(name, tuple((int(m), int(n), int(k), 1) for m, n, k in zip(ms, ns, ks)), kind)
 
 
-# FACTS.md "Benchmark shapes" (the leaderboard's task.yml benchmarks), with the B200 SOL times.
+# The leaderboard's task.yml benchmarks, with the organizers' B200 SOL times (docs/benchmarks.md).
 BENCH_SHAPES: tuple[ShapeSet, ...] = (
     shape_set("bench1", [80, 176, 128, 72, 64, 248, 96, 160], 4096, 7168),
     shape_set("bench2", [40, 76, 168, 72, 164, 148, 196, 160], 7168, 2048),
@@ -196,7 +197,7 @@ class Floor:
 
 
 def floor(sizes, ceilings: Ceilings | None = None, *, padded_scales: bool = False) -> Floor:
-    """Floor time of one shape set at the given (default: FACTS.md H200) ceilings."""
+    """Floor time of one shape set at the given (default: the reference H200) ceilings."""
     ceilings = ceilings or DEFAULT_CEILINGS
     t = traffic(sizes, padded_scales=padded_scales)
     return Floor(

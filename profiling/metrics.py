@@ -1,8 +1,8 @@
 """Nsight Compute metric sets per architecture, and the figures derived from them.
 
 Pure Python (no ncu, no torch). A :class:`Metric` pairs an ncu metric name with the short
-column name the reports use. ``core`` marks the names FACTS.md records as verified on the
-H200's ncu 2025.3.1 (Hopper) or as the documented Blackwell names; ``metric_names(arch,
+column name the reports use. ``core`` marks the names verified on the H200's ncu 2025.3.1
+(Hopper; docs/profiling.md) or the documented Blackwell names; ``metric_names(arch,
 "core")`` is the fallback set when the full one is refused.
 
 Names differ between architectures (Hopper counts wgmma in ``sm__pipe_tensor_op_hmma_*``;
@@ -30,7 +30,7 @@ class Metric:
     key: str  # the column name in the reports
     unit: str
     group: str  # time | tensor | dram | l2 | smem | launch | occupancy | sm | stall
-    core: bool = False  # verified name (FACTS.md); kept in the minimal fallback set
+    core: bool = False  # verified name (docs/profiling.md); kept in the minimal fallback set
 
 
 # Warp-stall reasons of the WarpStateStats section (per issued instruction, ratio of warps).

@@ -7,7 +7,7 @@ fastest variant per shape marked, static-report columns joined), ``ncu_panels.pn
 per metric, variants side by side), ``sweep.json`` (what ran, how, what failed) and
 ``ncu-log.txt`` (the tail of ncu's log). Reports, ncu-rep files and scratch stay in ``--work``.
 
-How (see profiling/PROFILING.md):
+How (see docs/profiling.md):
 
 * backend ``nsight`` (default through ``auto``): nsight-python's ``nsight.analyze.kernel``
   with one config per case, ``runs`` repetitions, ``thermal_mode="off"``, clocks unlocked and
@@ -195,7 +195,7 @@ def _orchestrate(args, work: Path) -> int:
         "family": plan.family, "arch": plan.arch, "started": started, "runs": args.runs, "warmup": args.warmup,
         "seed": args.seed, "distribution": "uniform", "command": " ".join(shlex.quote(a) for a in sys.argv),
         "cases": [dataclasses.asdict(c) for c in plan.cases], "skipped": plan.skipped, "notes": [],
-        "floor_note": "Hopper: max(bytes/4.3 TB/s, FLOPs/790 TFLOP/s) (H200 ceilings, profiling/REFERENCE.md); "
+        "floor_note": "Hopper: max(bytes/4.3 TB/s, FLOPs/790 TFLOP/s) (H200 ceilings measured 2026-11-29); "
                       "Blackwell: the organizers' B200 SOL",
     }
     metric_list = M.metric_names(plan.arch, args.metric_set)

@@ -1,8 +1,9 @@
 """The peer every kernel time is compared with: cuBLAS bf16 on pre-dequantized operands.
 
 Per group ``torch.matmul(A_bf16 [M, K], B_bf16 [N, K]^T)`` into a preallocated bf16 output.
-Dequantization is exact in bf16 (FACTS.md), done once before timing, so the peer's time is
-cuBLAS's alone. FACTS.md lists its H200 medians (2026-11-29: bench1 188.7 us ... bench4 19.2 us).
+Dequantization is exact in bf16 (every NVFP4 value is), done once before timing, so the peer's
+time is cuBLAS's alone. Its H200 medians (2026-11-29: bench1 188.7 us ... bench4 19.2 us) are
+docs/results.md row 1.
 """
 
 from __future__ import annotations

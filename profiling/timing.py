@@ -1,6 +1,6 @@
 """The one GPU timing helper: warm-up, rotated inputs, CUDA-graph replay, events, full distribution.
 
-How a device time is taken (STYLE.md, "Timing"):
+How a device time is taken (docs/benchmarks.md):
 
 * ``launches`` is a list of zero-argument callables, one per *copy* of the problem's inputs
   (``copies_for`` picks enough copies that their bytes exceed the L2 several times, so the cache
@@ -29,7 +29,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
-H200_L2_BYTES = 50 * 1024 * 1024  # FACTS.md: the H200 L2 is 50 MB
+H200_L2_BYTES = 50 * 1024 * 1024  # the H200's L2 is 50 MB
 
 
 # ---------------------------------------------------------------------------- statistics

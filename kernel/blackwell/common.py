@@ -78,7 +78,7 @@ def make_operand_tensors(a_ptr, b_ptr, sfa_ptr, sfb_ptr, m, n, k):
     )
     a = cute.make_tensor(a_ptr, a_layout)
     b = cute.make_tensor(b_ptr, b_layout)
-    # ((32, 4, rest_m), (16, 4, rest_k), l): the cuBLAS blocked layout (FACTS.md)
+    # ((32, 4, rest_m), (16, 4, rest_k), l): the cuBLAS blocked layout (oracle/layouts.py)
     sfa = cute.make_tensor(sfa_ptr, blockscaled_utils.tile_atom_to_shape_SF(a.shape, cfg.SF_VEC_SIZE))
     sfb = cute.make_tensor(sfb_ptr, blockscaled_utils.tile_atom_to_shape_SF(b.shape, cfg.SF_VEC_SIZE))
     return a, b, sfa, sfb

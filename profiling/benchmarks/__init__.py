@@ -1,1 +1,1 @@
-"""pytest-benchmark files: `python3 -m pytest profiling/benchmarks --benchmark-only` (see profiling/BENCHMARKS.md)."""
+"""pytest-benchmark files: `python3 -m pytest profiling/benchmarks --benchmark-only` (see docs/benchmarks.md)."""

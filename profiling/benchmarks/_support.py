@@ -8,7 +8,8 @@ Knobs are environment variables (they work whatever directory pytest is started 
 * ``NVFP4_BENCH_VARIANTS``: ``all`` or comma-separated variant labels (default: every declared
   variant on bench1..bench4, the family's default variant on the leaderboard test shapes);
 * ``NVFP4_BENCH_CEILINGS``: ``measure`` (default on a GPU: a D2D copy and a bf16 matmul, once
-  per pytest session) or ``facts`` (FACTS.md's H200 figures);
+  per pytest run) or ``facts`` (the reference H200 ceilings, 4.3 TB/s and 790 TFLOP/s, measured
+  2026-11-29: ``profiling.floors.DEFAULT_CEILINGS``);
 * ``NVFP4_BENCH_SLOW``: the regression demonstration. Benchmarks of a family's *default*
   variant run a deliberately slower configuration under the default's benchmark name, so
   ``--benchmark-compare`` matches it with the baseline:

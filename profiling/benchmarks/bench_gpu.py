@@ -19,7 +19,8 @@ from profiling.benchmarks import _support as S
 
 ROUNDS = 20  # replays pytest-benchmark times (each also one event sample)
 WARMUP_REPLAYS = 2
-FACTS_CUBLAS_US = {"bench1": 188.7, "bench2": 97.7, "bench3": 35.7, "bench4": 19.2}  # FACTS.md, H200 2026-11-29
+# the peer's H200 medians, 2026-11-29 (docs/results.md row 1)
+FACTS_CUBLAS_US = {"bench1": 188.7, "bench2": 97.7, "bench3": 35.7, "bench4": 19.2}
 
 
 def _shape_params():

@@ -18,7 +18,7 @@ _HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="session")
 def ceilings():
-    """Bandwidth and tensor-rate ceilings: measured once per pytest session on a GPU (or FACTS.md's)."""
+    """Bandwidth and tensor-rate ceilings: measured once per pytest run on a GPU (or the reference H200 ones)."""
     from profiling.benchmarks._support import run_ceilings
 
     return run_ceilings()
@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(
         reason="benchmark: runs under `pytest --benchmark-only` (or --benchmark-disable for one "
-        "untimed smoke run); see profiling/BENCHMARKS.md"
+        "untimed smoke run); see docs/benchmarks.md"
     )
     for item in items:
         if _HERE in Path(str(item.fspath)).resolve().parents and "benchmark" in getattr(item, "fixturenames", ()):

@@ -1,4 +1,4 @@
-"""profiling.floors reproduces FACTS.md's floor columns and does its arithmetic right."""
+"""profiling.floors reproduces the reference H200 floors and does its arithmetic right."""
 
 import math
 
@@ -7,7 +7,8 @@ import pytest
 from profiling import floors
 from profiling.floors import BENCH_SHAPES, Ceilings, floor, get_shape, traffic
 
-# FACTS.md, "H200 baselines on the benchmark shapes": floorB, floorF (us), printed to 0.1 us.
+# Bytes floor and FLOPs floor (us) at the reference H200 ceilings (4.3 TB/s, 790 TFLOP/s), to
+# 0.1 us; the FLOPs floors are the reference floors of docs/results.md row 0.
 FACTS_FLOORS = {"bench1": (33.6, 76.1), "bench2": (19.1, 38.1), "bench3": (4.3, 16.3), "bench4": (2.7, 8.2)}
 
 

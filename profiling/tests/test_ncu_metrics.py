@@ -20,13 +20,13 @@ def test_every_set_starts_with_the_duration_and_has_unique_names_and_keys():
 def test_hopper_and_blackwell_use_their_own_tensor_pipe_names():
     hopper = set(M.metric_names("sm_90a"))
     blackwell = set(M.metric_names("sm_100a"))
-    # FACTS.md, "Profiling facts": what exists on the H200's ncu, and what does not
+    # what exists on the H200's ncu 2025.3.1, and what does not (docs/profiling.md, "Metrics")
     assert "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active" in hopper
     assert "sm__inst_executed_pipe_tensor_op_gmma.sum" in hopper
     assert not any(n.startswith("sm__pipe_tensor_op_gmma_cycles_active") for n in hopper)
     assert "sm__pipe_tc_cycles_active.avg.pct_of_peak_sustained_active" in blackwell
     assert not hopper & {n for n in blackwell if "tc_" in n or "utcomma" in n or "mem_tensor" in n}
-    for names in (hopper, blackwell):  # what the issue asks for, on both
+    for names in (hopper, blackwell):  # the metrics every sweep needs, on both
         for needed in ("dram__bytes_read.sum", "lts__t_sector_hit_rate.pct", "launch__registers_per_thread",
                        "sm__warps_active.avg.pct_of_peak_sustained_active",
                        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
