@@ -5,11 +5,11 @@ issue into it. A buffer rewritten one wait too early (a lax ``wgmma.wait_group``
 barrier) is only read late if the wgmma group that reads it is still queued after its warps have
 done a whole sub-block's dequantization. Delays inside the kernel cannot make that happen: the
 kernel's barriers couple the warps, so a delayed warp holds the others back and the pipe catches up
-(docs/results.md), and extra wgmmas queued by the kernel's own warps stall
+(docs/judging.md, the tensor-pipe stressor), and extra wgmmas queued by the kernel's own warps stall
 those warps at issue. Work queued by *another CTA on the same SM* does neither: its warps are not
 bound by the subject's barriers, and every SM sub-partition's tensor core is shared by all the
 warps resident on it. So this module launches, on a side stream, one small CTA per SM (one
-warpgroup, 8 KB of shared memory, few registers) that keeps ``m64n128k16`` wgmmas queued (~128
+warpgroup, 1 KB of shared memory, few registers) that queues bursts of ``m64n128k16`` wgmmas (~128
 tensor cycles each) until the subject has finished.
 The subject's wgmma groups then wait behind them, while its dequantizing warps run at full speed:
 the backlog the races need ("stress" in the sense of Alglave et al., ASPLOS 2015).
@@ -36,7 +36,7 @@ the gate and stop protocol work), but no CTA of the default variant, of ``_rs`` 
 fp16 matmul ever started beside it: every such launch waited for the stressor's cap, whatever the
 stressor's shared-memory carveout (default, 50, 85, 86, 90, 100 %), with a 122- and a
 58-register stressor, flooding or in bursts. The host time of the subject's call stayed far
-below the wait (95 us stressed, 44 us plain, against the 100 ms cap), so it is the GPU that does not place those ~190 KB CTAs on an SM that runs another
+below the wait (95 us stressed, 44 us plain, against the 100 ms cap that run had), so it is the GPU that does not place those ~190 KB CTAs on an SM that runs another
 kernel's CTA. Hence it is off by default (``NVFP4_TENSOR_STRESS=1`` turns it on, see
 properties/perturbed.py); a subject with smaller CTAs can use it as is. What would get around it
 (not built): a stressor warpgroup inside the subject's own CTA in perturbed builds. When a
@@ -58,7 +58,7 @@ STRESS_THREADS = 128  # one warpgroup: a wgmma needs exactly that
 # both operands read one 256-byte window (their descriptors step 128 bytes along K and 0 along
 # M/N: every core matrix aliases the first two), so the stressor takes next to no shared memory
 STRESS_SMEM_BYTES = 1024
-# Bursts, not a flood: measured on the H200, a stressor that always kept wgmmas queued starved
+# Bursts, not a flood: measured on the H200 (2026-12-01), a stressor that always kept wgmmas queued starved
 # the subject's wgmmas completely (every subject launch finished only when the stressor stopped
 # at its cap). So each turn issues one group of WGMMAS_PER_GROUP wgmmas (~0.5 us of tensor
 # work), waits for it, then sleeps a pseudo-random 0..GAP_MAX_NS (per SM and turn): a subject
@@ -68,7 +68,7 @@ WGMMAS_PER_GROUP = 16
 GAP_MAX_NS = 1024
 DEFAULT_CAP_NS = 20_000_000  # the stressor's own limit (20 ms): only reached when the subject could not run beside it
 # The stressor's preferred L1/shared split (percent of 228 KB): 85 % is the 196 KB split that a
-# ~190 KB subject CTA needs. Measured on the H200: no split (default, 50, 85, 86, 90, 100 %) let
+# ~190 KB subject CTA needs. Measured on the H200 (2026-12-01): no split (default, 50, 85, 86, 90, 100 %) let
 # a Hopper subject CTA start beside it (module docstring).
 SMEM_CARVEOUT_PERCENT = 85
 GATE_CAP_NS = 50_000_000
@@ -369,7 +369,7 @@ def fits_beside(subject_regs: int, subject_warps: int, stress_regs: int,
     holds ``ceil(warps / 4)`` subject warps plus one stressor warp. (Shared memory and threads
     leave room for both catalog variants.) The ``_rs`` variant's 9 warps at 161 registers put
     3 x 5376 on one sub-partition: no stressor fits beside it. A necessary condition only: the
-    default variant meets it, and the H200 still never placed its CTA beside a stressor CTA
+    default variant meets it, and the H200 (2026-12-01) still never placed its CTA beside a stressor CTA
     (module docstring)."""
     fullest = -(-subject_warps // smsps)
     return fullest * warp_registers(subject_regs) + warp_registers(stress_regs) <= smsp_registers
