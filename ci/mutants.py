@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 SUBJECTS = ("model", "plan", "hopper", "hopper-static", "blackwell-static", "harness")
 CPU_SUBJECTS = ("model", "plan", "hopper-static", "blackwell-static", "harness")
@@ -86,6 +87,25 @@ class Mutant:
         if count != 1:
             raise ValueError(f"mutant {self.name}: original text occurs {count} times in {self.target}")
         path.write_text(text.replace(self.original, self.replacement, 1))
+
+    def load(self, root: Path) -> ModuleType:
+        """``root/target`` with the edit applied, executed as a new module object (the file is
+        untouched; the module is in ``sys.modules`` only while it executes, as dataclasses need):
+        a CPU test swaps one function of the real module for its mutated twin."""
+        import sys
+
+        path = Path(root) / self.target
+        text = path.read_text()
+        if text.count(self.original) != 1:
+            raise ValueError(f"mutant {self.name}: original text occurs {text.count(self.original)} times in {self.target}")
+        module = ModuleType(f"mutant_{self.name}")
+        module.__file__ = str(path)
+        sys.modules[module.__name__] = module
+        try:
+            exec(compile(text.replace(self.original, self.replacement, 1), str(path), "exec"), module.__dict__)
+        finally:
+            del sys.modules[module.__name__]
+        return module
 
 
 def _m(name, kind, target, original, replacement, subject, select):
@@ -220,6 +240,16 @@ MUTANTS: tuple[Mutant, ...] = (
         "            out[slot] = per_slot[slot]",
         "plan",
         PLAN_PROPERTIES,
+    ),
+    _m(
+        "plan_range_length_rounded_down",
+        "CTA range length rounded down (total // CTAs instead of the ceiling): once a launch has "
+        "more tiles than CTAs (rounds > 1) and they do not divide evenly, the last tiles never run",
+        "kernel/plan.py",
+        "        return ceil_div(self.total_tiles, self.num_ctas) if self.num_ctas else 0",
+        "        return self.total_tiles // self.num_ctas if self.num_ctas else 0",
+        "plan",
+        MODEL_PROPERTY,
     ),
     _m(
         "plan_contiguous_range_short",
@@ -629,6 +659,10 @@ _SYNC_EDITS = (
      "start their light run one entry late (one light tile is never computed, one twice)",
      "kernel/device_schedule.py",
      "        ts = p * ta + (cta - p) * tb\n", "        ts = p * ta + (cta - p) * tb + 1\n", ("prod",)),
+    ("idle_cta_early_x_stages", "a CTA without tiles issues X stages before phase 1 ends (the "
+     "empty-range check of early_x_stages dropped): the balanced split leaves CTAs idle once a launch "
+     "has more tiles than SMs, nothing consumes their stages and the producer's tail waits forever",
+     _KP, "        if t_begin >= t_end:\n            pre = cutlass.Int32(0)\n", "", ("prod",)),
     ("lean_split_wrong_lane", "warp-searched split read from the wrong lane: the shuffles take the "
      "next lane's candidate, not the lowest feasible one", "kernel/device_schedule.py",
      "        src = low % 32\n", "        src = (low + 1) % 32\n", ("prod",)),
@@ -659,6 +693,9 @@ BOUND_TIGHTNESS = ["oracle/tests/test_bounds.py::test_a_bound_twice_as_loose_mis
 BOUND_FP16_STEP = ["oracle/tests/test_bounds.py::test_the_fp16_step_is_the_rounding_interval_of_x_plus_minus_e"]
 CHECK_MECHANISMS = "properties/test_check_mechanisms.py"
 BREAKAGE_TESTS = ["properties/test_breakages.py"]
+# the invalid-input property on the CPU model (every breakage, drawn)
+INVALID_INPUT_PROPERTY = ["properties/test_subject_vs_oracle.py::test_subject_rejects_invalid_problems",
+                          "--subject=model"]
 
 
 HARNESS_MUTANTS: tuple[Mutant, ...] = (
@@ -724,6 +761,16 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "    if False and t.data_ptr() % constraints.alignment_bytes:",
         "harness",
         BREAKAGE_TESTS,
+    ),
+    _m(
+        "harness_validation_overlap_one_element_short",
+        "validation rule one element short: a tensor's byte range ends at its last element's first "
+        "byte, so an output overlapping an input (or another output) by its last element is accepted",
+        "kernel/validation.py",
+        "    extent = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))",
+        "    extent = sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))",
+        "harness",
+        INVALID_INPUT_PROPERTY,
     ),
     _m(
         "harness_plan_empty_group_prefix_skipped",

@@ -3,12 +3,17 @@
 Tensor breakages are generic over the seven tensors of a group (a, b, c, sfa, sfb and both
 blocked scale layouts): each builds a replacement tensor that differs from the valid one in one
 respect only (type, dtype, shape, device, strides, base alignment, or c placed over it), so the
-validation rule that rejects it is the one named. The plain scales sfa/sfb of a kernel that reads
-only the blocked ones are held to type, dtype, shape and aliasing alone (kernel.validation), so
-their other breakages are not drawn for it (strategies.applicable_breakages). The base problem
-is drawn in the separate or the leaderboard layout (plain scales in host memory). The CPU model reads the logical view and
-cannot notice a wrong stride or a misaligned base; the GPU kernels read bytes, so the rules
-matter there, and every one of them is broken here for every tensor.
+validation rule that rejects it is the one named. The partial overlaps
+(strategies.PARTIAL_OVERLAPS) place c and one tensor the kernel reads (of the same group or of
+another, or another group's c) so that they share only one end: c's last element over the
+tensor's first bytes, or c's first element over its last element, by one element (or one byte)
+where the alignment rule leaves room for it, so a range test one element short misses them.
+The plain scales sfa/sfb of a kernel that reads only the blocked ones are held to type, dtype,
+shape and aliasing alone (kernel.validation), so their other breakages are not drawn for it
+(strategies.applicable_breakages). The base problem is drawn in the separate or the leaderboard
+layout (plain scales in host memory). The CPU model reads the logical view and cannot notice a
+wrong stride or a misaligned base; the GPU kernels read bytes, so the rules matter there, and
+every one of them is broken here for every tensor.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import torch
 
 import oracle
 from kernel.validation import KernelConstraints
-from properties.strategies import PROBLEM_BREAKAGES, InvalidExample
+from properties.strategies import PLAIN_SCALES, PROBLEM_BREAKAGES, InvalidExample
 
 # where each tensor sits in the problem tuple: (level, slot) with level 0 = (a, b, c),
 # 1 = (sfa, sfb), 2 = (sfa_blocked, sfb_blocked)
@@ -116,15 +121,68 @@ def _break_tensor(rule: str, name: str, data, g: int, device: str):
     raise ValueError(f"unknown rule {rule!r}")
 
 
+def other_group(g: int) -> int:
+    """The group whose tensor a breakage across groups overlaps with group ``g``'s c."""
+    return 1 if g == 0 else 0
+
+
+def _one_element_c(size):
+    """``size`` with M odd and M * N = 1 (mod 8), M, N >= 2: c's last element then starts 16k
+    bytes past its first, so a 16-byte aligned tensor can begin exactly there."""
+    m, n, k, l = size
+    m = max(m, 2) | 1
+    n = max(n, 2)
+    n += (m - n) % 8  # odd m: m * m = 1 (mod 8)
+    return (m, n, k, l)
+
+
 def _tensor_sizes(sizes, rule: str, name: str, g: int):
     """Sizes that let the breakage show: non-empty tensors, two rows and columns for a stride
-    change to be visible, a second group of the same shape for c over another c."""
+    change to be visible, a second group of the same shape for c over another c; for a partial
+    overlap, c's size one element past a multiple of 8 and a second non-empty group."""
     sizes = _at_least(sizes, g, 2, 2)
-    if rule == "aliasing" and name == "c":
+    partial = rule.startswith("aliasing_")
+    if partial:
+        sizes[g] = _one_element_c(sizes[g])
+    across = name == "c" or rule.endswith("_other")
+    if rule.startswith("aliasing") and across:
         if len(sizes) == 1:
             sizes.append(sizes[0])
-        sizes[1 if g == 0 else 0] = sizes[g]
+        h = other_group(g)
+        sizes[h] = sizes[g] if name == "c" else _at_least(sizes, h, 2, 2)[h]
     return sizes
+
+
+def _extent_bytes(t: torch.Tensor) -> int:
+    return (1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))) * t.element_size()
+
+
+def _align_down(x: int, a: int) -> int:
+    return x // a * a
+
+
+def _partial_overlap(c: torch.Tensor, x: torch.Tensor, end: str, aligned: bool, device: str):
+    """Copies of ``c`` and ``x`` in one new buffer, overlapping by the least their placement
+    rules allow: ``end="start"`` puts c's last element over x's first bytes, ``"end"`` c's first
+    element over x's last element. ``aligned``: x's base must be 16-byte aligned (c's always
+    is), so the one aligned address nearest that element is taken: the overlap is exactly c's
+    last element when c's size allows it (``_one_element_c``), and for "end" x's last element
+    plus the bytes before it back to a 16-byte boundary (exactly one element when x is a c of
+    such a size); unaligned, one byte."""
+    align = 16
+    cb, xb = _extent_bytes(c), _extent_bytes(x)
+    if end == "start":
+        c_at = 0
+        x_at = _align_down(cb - c.element_size(), align) if aligned else cb - 1
+    else:
+        if aligned:
+            x_at, c_at = 0, _align_down(xb - x.element_size(), align)
+        else:
+            c_at = -(-(xb - 1) // align) * align
+            x_at = c_at - (xb - 1)
+    buffer = torch.zeros(max(c_at + cb, x_at + xb) + 64, dtype=torch.uint8, device=device)
+    moved_x = _relocated(x, buffer, x_at)
+    return _relocated(c, buffer, c_at), moved_x
 
 
 def _break_problem(kind: str, sizes, g, constraints: KernelConstraints, make):
@@ -156,4 +214,18 @@ def broken_problem(inv: InvalidExample, constraints: KernelConstraints, device: 
         return _break_problem(inv.breakage, sizes, g, constraints, make)
     rule, name = inv.breakage.split(":")
     data = make(_tensor_sizes(sizes, rule, name, g))
+    if rule.startswith("aliasing_"):  # aliasing_{start,end}[_other]
+        h, c, x = overlap_pair(data, inv.breakage, g)
+        aligned = name not in PLAIN_SCALES or constraints.reads_plain_scales
+        c, x = _partial_overlap(c, x, rule.split("_")[1], aligned, device)
+        data = _replace(data, h, **{name: x})
+        return _replace(data, g, c=c)
     return _break_tensor(rule, name, data, g, device)
+
+
+def overlap_pair(data, breakage: str, g: int):
+    """(h, c, x) of a partial-overlap breakage of group ``g``: c of group ``g`` and the tensor x
+    of group h it overlaps (strategies.PARTIAL_OVERLAPS)."""
+    rule, name = breakage.split(":")
+    h = other_group(g) if name == "c" or rule.endswith("_other") else g
+    return h, _get(data, g, "c"), _get(data, h, name)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 import oracle
-from properties.subjects import SizeLimits, SubjectVariant
+from properties.subjects import GridPlanner, SizeLimits, SubjectVariant
+from kernel.plan import LaunchPlan, balanced_share
 from kernel.validation import KernelConstraints
 
 # sizes around the tile edges the kernels use (64, 128, 256 rows or columns)
@@ -90,23 +91,102 @@ def problem_sizes(
     return tuple(sizes)
 
 
+# ---- problems larger than one round of the subject's grid ------------------------------------
+# examples(multi_round=True) draws a multi-round problem when integers(1, MULTI_ROUND_SHARE) comes
+# out at its top (Hypothesis does not draw it uniformly: about one example in six)
+MULTI_ROUND_SHARE = 4
+# the layouts a multi-round problem is built in: those that let groups differ in M and N
+MULTI_ROUND_LAYOUTS = ("separate", "views", "packed_c", "leaderboard")
+# its K: at most this (one 256-K tile of the kernels), so its extra tiles cost little
+MULTI_ROUND_MAX_K = 256
+
+
+@dataclass(frozen=True)
+class GridShape:
+    """What a launch plan does with a problem's tiles (kernel.plan.LaunchPlan)."""
+
+    tiles: int  # output tiles
+    ctas: int  # CTAs launched
+    rounds: int  # the most tiles one CTA runs
+    idle_ctas: int  # launched CTAs that run no tile
+    light_tiles: int  # tiles of at most tile_m / 2 rows (LaunchPlan.is_light: the balanced schedule's light tiles)
+
+
+def grid_shape(plan: LaunchPlan) -> GridShape:
+    """The :class:`GridShape` of ``plan``, from the plan's own schedule (LaunchPlan.cta_tiles;
+    the balanced split through kernel.plan.balanced_share, once per CTA)."""
+    if plan.schedule == "balanced":
+        full, light = plan.balanced_lists()
+        counts = [fc + tc for _, fc, _, tc in
+                  (balanced_share(len(full), len(light), plan.num_ctas, c) for c in range(plan.num_ctas))]
+        light_tiles = len(light)
+    else:
+        counts = [len(plan.cta_tiles(c)) for c in range(plan.num_ctas)]
+        light_tiles = sum(plan.slot_light(s) * plan.tiles_n[s] for s in range(plan.num_groups))
+    return GridShape(plan.total_tiles, plan.num_ctas, max(counts, default=0), counts.count(0), light_tiles)
+
+
 @st.composite
-def examples(draw, variant: SubjectVariant, distributions=None, layouts=None) -> Example:
-    layout = draw(st.sampled_from(layouts or oracle.LAYOUTS))
-    sizes = draw(problem_sizes(variant.constraints, variant.limits, layout))
+def multi_round_sizes(draw, constraints: KernelConstraints, limits: SizeLimits, planner: GridPlanner):
+    """A problem of more tiles than ``planner``'s grid has CTAs: 2 to 4 rounds of it, counted in
+    its own tiles (the target tile count is drawn in (CTAs * (rounds - 1), CTAs * rounds]). Its
+    groups are all *light* (M <= tile_m / 2: one half-height tile per N block, the balanced
+    schedule's light tiles), all full (the last M block holds more than tile_m / 2 rows) or
+    mixed (1 or 2 full M blocks, then a light one); N ragged inside its last block; K at most
+    :data:`MULTI_ROUND_MAX_K`. On a balanced grid most of them leave CTAs idle (the split hands
+    out whole runs of tiles; see grid_shape)."""
+    gran = constraints.k_granularity
+    k = gran * draw(st.integers(1, max(1, MULTI_ROUND_MAX_K // gran)))
+    groups = draw(st.integers(1, min(limits.max_groups, constraints.max_groups)))
+    ctas, tm, tn = planner.ctas, planner.tile_m, planner.tile_n
+    rounds = draw(st.integers(2, 4))
+    target = draw(st.integers(ctas * (rounds - 1) + 1, ctas * rounds))
+    kind = draw(st.sampled_from(("light", "full", "mixed")))
+    per_group = -(-target // groups)
+    sizes = []
+    for _ in range(groups):
+        if kind == "light":
+            m_blocks, m = 1, draw(st.integers(1, tm // 2))
+        elif kind == "full":
+            m_blocks = draw(st.integers(1, 3))
+            m = m_blocks * tm - draw(st.integers(0, tm // 2 - 1))
+        else:
+            m_blocks = draw(st.integers(2, 3))
+            m = (m_blocks - 1) * tm + draw(st.integers(1, tm // 2))
+        n_blocks = -(-per_group // m_blocks)
+        n = n_blocks * tn - draw(st.integers(0, tn - 1))
+        sizes.append((m, n, k, 1))
+    return tuple(sizes)
+
+
+@st.composite
+def examples(draw, variant: SubjectVariant, distributions=None, layouts=None, multi_round: bool = True) -> Example:
+    """A valid example for ``variant``: ragged sizes biased to tile edges (:func:`problem_sizes`),
+    or, about one time in six when ``multi_round`` and the variant has a grid planner, a problem
+    of several rounds of its grid (:func:`multi_round_sizes`, :data:`MULTI_ROUND_SHARE`)."""
+    planner = variant.planner if multi_round else None
+    round_layouts = [lay for lay in (layouts or oracle.LAYOUTS) if lay in MULTI_ROUND_LAYOUTS]
+    if planner is not None and round_layouts and draw(st.integers(1, MULTI_ROUND_SHARE)) == MULTI_ROUND_SHARE:
+        layout = draw(st.sampled_from(round_layouts))
+        sizes = draw(multi_round_sizes(variant.constraints, variant.limits, planner))
+    else:
+        layout = draw(st.sampled_from(layouts or oracle.LAYOUTS))
+        sizes = draw(problem_sizes(variant.constraints, variant.limits, layout))
     distribution = draw(st.sampled_from(distributions or oracle.DISTRIBUTIONS))
     seed = draw(st.integers(0, 2**31 - 1))
     return Example(sizes, seed, distribution, layout)
 
 
-def corner_examples(constraints: KernelConstraints, seed: int = 0) -> dict[str, Example]:
+def corner_examples(constraints: KernelConstraints, seed: int = 0,
+                    planner: GridPlanner | None = None) -> dict[str, Example]:
     """Structured corners that random draws reach rarely, run as fixed examples in every profile
     (properties/test_subject_vs_oracle.py): name -> Example, valid for ``constraints``.
 
     Empty groups (M or N zero) before, between and after non-empty ones in caller order; M and N
     at the tile multiples 64, 128, 256 and one past; G = 1 and G = max_groups; K at the
     granularity and at the standard shapes' 7168; every group sharing one B; the leaderboard's
-    first test case in its layout; the four standard shapes at full size."""
+    first test case in its layout; the four standard shapes at full size. With the subject's
+    ``planner``, two problems past one round of its grid (:func:`multi_round_corners`)."""
     gran, g_max = constraints.k_granularity, constraints.max_groups
     k_std = -(-STANDARD_K // gran) * gran
     k_small = gran * max(1, 256 // gran)
@@ -130,7 +210,39 @@ def corner_examples(constraints: KernelConstraints, seed: int = 0) -> dict[str, 
     for name, (ms, n, k) in STANDARD_SHAPES.items():
         if k % gran == 0 and len(ms) <= g_max:
             examples[name] = Example(tuple((m, n, k, 1) for m in ms), seed, "uniform", "separate")
+    if planner is not None:
+        examples.update({name: Example(sizes, seed, "uniform", "separate")
+                         for name, sizes in multi_round_corners(constraints, planner).items()})
     return examples
+
+
+MULTI_ROUND_CORNERS = ("light_tiles_idle_ctas", "three_rounds_mixed_tiles")
+
+
+def multi_round_corners(constraints: KernelConstraints, planner: GridPlanner) -> dict[str, tuple]:
+    """Two problems past one round of ``planner``'s grid (C CTAs), K = 256 (or the granularity):
+
+    * ``light_tiles_idle_ctas``: up to 8 groups of light tiles only (M <= tile_m / 2, the shape
+      of a small MoE step), T > C tiles in all, T the smallest count for which the balanced split
+      of T light tiles over C CTAs (kernel.plan.balanced_share) leaves a CTA without a tile;
+    * ``three_rounds_mixed_tiles``: up to 3 groups of one full and one light M block per N block,
+      more than 2 C tiles, so a contiguous grid runs at least three rounds."""
+    gran, g_max = constraints.k_granularity, constraints.max_groups
+    k = gran * max(1, MULTI_ROUND_MAX_K // gran)
+    ctas, tm, tn = planner.ctas, planner.tile_m, planner.tile_n
+
+    def idle(t: int) -> bool:
+        return any(balanced_share(0, t, ctas, c)[3] == 0 for c in range(ctas))
+
+    groups = min(8, g_max)
+    light = next((t for t in range(ctas + 1, 3 * ctas + 1) if idle(t)), 2 * ctas + 1)
+    blocks = [light // groups + (g < light % groups) for g in range(groups)]
+    light_sizes = tuple((max(1, tm // 2 - 13 * (g % 3)), b * tn - (g % 2) * (tn // 2 - 1) if b else 0, k, 1)
+                        for g, b in enumerate(blocks))
+    groups = min(3, g_max)
+    n_blocks = -(-(2 * ctas + 1) // (2 * groups))
+    mixed_sizes = tuple((tm + max(1, tm // 4 - g), n_blocks * tn - 5 * g, k, 1) for g in range(groups))
+    return {"light_tiles_idle_ctas": light_sizes, "three_rounds_mixed_tiles": mixed_sizes}
 
 
 @dataclass(frozen=True)
@@ -158,8 +270,23 @@ PROBLEM_BREAKAGES = {
     "negative_m": "negative_size",
     "three_int_size": "size_format",
 }
+# the tensors the kernel reads: an output may overlap none of them (kernel.validation)
+INPUTS = ("a", "b", "sfa", "sfb", "sfa_blocked", "sfb_blocked")
+# partial overlaps of c (of the broken group) with one end of a tensor, by the least the rules
+# allow (properties.breakages): "aliasing_end:X" puts c's first element over X's last element,
+# "aliasing_start:X" c's last element over X's first; X of the same group, or with "_other" of
+# another group; for X = c always another group's c. One element of overlap where the 16-byte
+# base alignment leaves room for it (c over c, and c's last element over any input's first),
+# one byte for a tensor held to no alignment (the plain scales of a kernel that never reads
+# them), otherwise c begins at the last 16-byte aligned address at or before X's last element.
+OVERLAP_ENDS = ("start", "end")
+PARTIAL_OVERLAPS = (
+    [f"aliasing_{end}{owner}:{x}" for end in OVERLAP_ENDS for owner in ("", "_other") for x in INPUTS]
+    + [f"aliasing_{end}:c" for end in OVERLAP_ENDS]
+)
 # breakage name -> the InvalidProblemError.rule it must raise
-BREAKAGES = {**PROBLEM_BREAKAGES, **{f"{rule}:{tensor}": rule for rule in TENSOR_RULES for tensor in TENSORS}}
+BREAKAGES = {**PROBLEM_BREAKAGES, **{f"{rule}:{tensor}": rule for rule in TENSOR_RULES for tensor in TENSORS},
+             **{name: "aliasing" for name in PARTIAL_OVERLAPS}}
 # the plain scales of a kernel that never reads them: only these rules apply (kernel.validation)
 PLAIN_SCALES = ("sfa", "sfb")
 PLAIN_SCALE_RULES = ("type", "dtype", "shape", "aliasing")
@@ -171,8 +298,13 @@ def breakage_tensor(breakage: str) -> str:
     """The tensor the error must name: the broken one (c for every aliasing breakage)."""
     if breakage in PROBLEM_BREAKAGES:
         return "problem_sizes"
-    rule, tensor = breakage.split(":")
-    return "c" if rule == "aliasing" else tensor
+    return "c" if BREAKAGES[breakage] == "aliasing" else breakage.split(":")[1]
+
+
+def two_outputs_overlap(breakage: str) -> bool:
+    """Whether the breakage puts c over another group's c: the error may name either group
+    (kernel.validation names the later one in address order)."""
+    return BREAKAGES.get(breakage) == "aliasing" and breakage.endswith(":c")
 
 
 def applicable_breakages(constraints: KernelConstraints) -> list[str]:
@@ -182,14 +314,14 @@ def applicable_breakages(constraints: KernelConstraints) -> list[str]:
     def applies(breakage: str) -> bool:
         if breakage == "k_not_multiple":
             return constraints.k_granularity >= 32
-        rule, _, tensor = breakage.partition(":")
-        return constraints.reads_plain_scales or tensor not in PLAIN_SCALES or rule in PLAIN_SCALE_RULES
+        tensor = breakage.partition(":")[2]
+        return constraints.reads_plain_scales or tensor not in PLAIN_SCALES or BREAKAGES[breakage] in PLAIN_SCALE_RULES
     return sorted(b for b in BREAKAGES if applies(b))
 
 
 @st.composite
 def invalid_examples(draw, variant: SubjectVariant) -> InvalidExample:
-    base = draw(examples(variant, distributions=["uniform"], layouts=list(INVALID_BASE_LAYOUTS)))
+    base = draw(examples(variant, distributions=["uniform"], layouts=list(INVALID_BASE_LAYOUTS), multi_round=False))
     breakage = draw(st.sampled_from(applicable_breakages(variant.constraints)))
     group = draw(st.integers(0, len(base.sizes) - 1))
     if breakage in ("too_many_groups", "no_groups"):
@@ -248,7 +380,9 @@ def perturbed_examples(draw, variant: SubjectVariant, palette_size: int = 0, max
     (:func:`kind_of`, or the palette seed's):
 
     * "quiet" (production's schedule, plus poison and guarded tables): so on ordinary examples
-      the perturbed property is a superset of the plain property;
+      the perturbed property is a superset of the plain property (whose multi-round problems
+      are not drawn here: the stress shapes' many_tiles pass the grid on the few CTAs of a
+      perturbed build);
     * "window" (filler wgmmas, no delay site): an example whose tiles run fewer than
       :data:`WINDOW_SUB_BLOCKS` sub-blocks is replaced by a long-K stress shape
       (:func:`stress_sizes` ``long_k`` or ``mixed``), so a tile runs dozens of sub-blocks and a
@@ -264,7 +398,7 @@ def perturbed_examples(draw, variant: SubjectVariant, palette_size: int = 0, max
     else:
         limits = SizeLimits(max_groups=max_groups, max_m=variant.limits.max_m, max_n=variant.limits.max_n,
                             max_k_blocks=variant.limits.max_k_blocks)
-        example = draw(examples(dataclasses.replace(variant, limits=limits)))
+        example = draw(examples(dataclasses.replace(variant, limits=limits), multi_round=False))
     if palette_size > 0:
         seed = index
     else:

@@ -12,6 +12,10 @@ declared kernel variant, each with a ``skip_reason`` when it cannot run on this 
   (a :class:`kernel.validation.KernelConstraints`), ``LIMITS`` (a :class:`SizeLimits`) and
   ``VALIDATES = True``.
 
+Each variant carries its :class:`GridPlanner` (the tile shape, CTA cap and schedule its launch
+plan uses) where it has one, so the strategies size problems in rounds of its own grid; a file
+subject on a GPU is planned as 128 x 128 tiles on the GPU's SMs, one on the CPU has none.
+
 A file subject is judged on its results. Only when it sets ``VALIDATES = True`` (it promises to
 raise :class:`kernel.errors.InvalidProblemError` on bad input, e.g. by calling
 ``kernel.validation.validate_problem``) does ``test_subject_rejects_invalid_problems`` run for it;
@@ -33,7 +37,7 @@ from kernel.device import cuda_capability
 from kernel.family import FAMILIES, KernelFamily, Scope, family_for_capability
 from kernel.validation import KernelConstraints
 from properties.perturbed import SEPARATOR, perturbed, split_name
-from properties.subject_variant import SizeLimits, SubjectVariant
+from properties.subject_variant import GridPlanner, SizeLimits, SubjectVariant
 
 
 CPU_LIMITS = SizeLimits(max_groups=5, max_m=260, max_n=260, max_k_blocks=5)
@@ -52,9 +56,29 @@ def _model_variants() -> list[SubjectVariant]:
 
     return [
         SubjectVariant("model", config.label, functools.partial(model.custom_kernel, config=config),
-                       model.constraints(config), CPU_LIMITS)
+                       model.constraints(config), CPU_LIMITS,
+                       planner=GridPlanner(config.tile_m, config.tile_n, config.tile_k, config.max_ctas, config.schedule))
         for config in model.DECLARED_VARIANTS
     ]
+
+
+def _family_planner(family: KernelFamily, config) -> GridPlanner | None:
+    """The plan ``family``'s host pipeline makes for ``config`` (kernel.host_pipeline
+    HostPipeline.prepare: its tile shape and schedule, the CTA cap its hooks give; on a machine
+    without the family's GPU the cap of a dry run, the SM count it plans for). None when the
+    family cannot say (an import or config problem, reported by the variant's skip reason)."""
+    try:
+        hooks = family.pipeline.hooks
+        resolved = hooks.resolve(config)
+        max_ctas = hooks.max_ctas(resolved, dry_run=True)
+        planner = GridPlanner(resolved.tile_m, resolved.tile_n, resolved.tile_k, max_ctas, resolved.schedule)
+        if max_ctas is None and family.unavailable_reason() is None:  # one CTA per tile: this GPU's waves
+            from kernel.device import sm_count
+
+            planner = dataclasses.replace(planner, sms=sm_count())
+        return planner
+    except Exception:  # noqa: BLE001 - no planner: the multi-round draws are left out, nothing else
+        return None
 
 
 def _family_variants(family: KernelFamily, limits: SizeLimits, scope: Scope = "production") -> list[SubjectVariant]:
@@ -75,6 +99,7 @@ def _family_variants(family: KernelFamily, limits: SizeLimits, scope: Scope = "p
             constraints=family.constraints(config),
             limits=limits,
             skip_reason=reason,
+            planner=_family_planner(family, config),
         )
         for config in configs
     ]
@@ -102,8 +127,14 @@ def _file_variants(path: Path) -> list[SubjectVariant]:
     validates = getattr(module, "VALIDATES", False)
     if not isinstance(validates, bool):
         raise UnknownSubjectError(f"subject file {path}: VALIDATES must be True or False, not {validates!r}")
+    planner = None
+    if constraints.device_type == "cuda" and reason is None:
+        # its tiles are unknown: the multi-round draws count 128 x 128 tiles, one CTA per SM
+        from kernel.device import sm_count
+
+        planner = GridPlanner(128, 128, constraints.k_granularity, sm_count())
     return [SubjectVariant(path.stem, path.stem, module.custom_kernel, constraints, limits, reason,
-                           validates_input=validates)]
+                           validates_input=validates, planner=planner)]
 
 
 def auto_subject_name() -> str:
