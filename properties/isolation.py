@@ -25,8 +25,9 @@ An example goes through up to three phases (:data:`PHASES`), each with its own l
   (``compile_timeout_s``: generous, CuTe DSL compiles take tens of seconds);
 * ``run``: inputs, oracle, the launches and the checks (``timeout_s``, 60 s by default): a
   kernel that deadlocks on its first launch is reported this long after that launch. A subject
-  with no ``compile_for`` (a file subject) may compile inside its launch: on a GPU, its run
-  phase gets ``compile_timeout_s`` more while the group count is new to the worker.
+  with no ``compile_for`` (a file subject, an entry point wrapped by the tensor-pipe stressor)
+  may compile inside its launch: on a GPU, the run phase of its first example of each group
+  count in a worker gets ``compile_timeout_s`` more.
 
 A worker is reused across examples until it faults or hangs, so the start-up cost (imports,
 CUDA context, CuTe DSL compiles) is paid once per failure, not once per example. An example that
@@ -260,6 +261,7 @@ def _worker_main(conn, source: str, label: str) -> None:
         return
     conn.send(("ready", os.getpid()))
     seen_group_counts: set[int] = set()
+    seen_runs: set[tuple[str, int]] = set()  # (variant label, group count) launched in this worker
     while True:
         try:
             message = conn.recv()
@@ -280,8 +282,11 @@ def _worker_main(conn, source: str, label: str) -> None:
             _open_device(variant)
         seen_group_counts.add(len(example.sizes))
         precompiled = _precompile(variant, len(example.sizes))
-        # without a compile hook a new group count may compile inside the launch
-        conn.send(("launch", variant.device == "cuda" and not warm and not precompiled))
+        # without a compile hook (a file subject, a wrapped entry point) the first launch of a
+        # (variant, group count) may compile inside the launch
+        first_run = (label, len(example.sizes)) not in seen_runs
+        seen_runs.add((label, len(example.sizes)))
+        conn.send(("launch", variant.device == "cuda" and first_run and not precompiled))
         stages: dict[str, float] = {}
         try:
             check_example_in_process(variant, example, rerun=rerun, stages=stages)
