@@ -77,8 +77,15 @@ def pytest_addoption(parser):
         "--example-timeout",
         type=float,
         default=None,
-        help="seconds an isolated example may take before its worker is killed (default 120; the "
-        "first example of each GPU worker gets NVFP4_FIRST_EXAMPLE_EXTRA=300 more for JIT compiles)",
+        help="seconds an isolated example may run after its launch before it counts as hung and "
+        "its worker is killed (default 60, or NVFP4_EXAMPLE_TIMEOUT)",
+    )
+    group.addoption(
+        "--compile-timeout",
+        type=float,
+        default=None,
+        help="seconds an isolated example's compile phase (CUDA context, JIT compiles) may take "
+        "(default 300, or NVFP4_COMPILE_TIMEOUT)",
     )
 
 
@@ -89,7 +96,8 @@ def pytest_configure(config):
     from properties.usage import UsageMistake, check_selection
 
     runner = install_runner(IsolatingRunner(settings_from_env(
-        mode=config.getoption("isolate"), timeout_s=config.getoption("example_timeout"))))
+        mode=config.getoption("isolate"), timeout_s=config.getoption("example_timeout"),
+        compile_timeout_s=config.getoption("compile_timeout"))))
     config.pluginmanager.register(ProgressPlugin(runner), "nvfp4-progress")
     if config.getoption("list_variants"):
         return

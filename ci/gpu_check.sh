@@ -67,9 +67,9 @@ if [ "${ISOLATION:-0}" = 1 ]; then
   F=properties/faulty_subjects
   step isolation_fault isolated fault timeout --kill-after=10 "${T_ISOLATION:-240}" python3 -m properties.isolation \
     --subject=$F/gpu_oob_cute.py --sizes='[[64,128,256,1]]' --sizes='[[65,128,256,1],[32,64,256,1]]' \
-    --sizes='[[128,64,256,1]]' --timeout=60 --first-example-extra=120
+    --sizes='[[128,64,256,1]]' --timeout=60 --compile-timeout=120
   step isolation_hang isolated timeout timeout --kill-after=10 "${T_ISOLATION:-240}" python3 -m properties.isolation \
     --subject=$F/gpu_hang.py --sizes='[[64,128,256,1]]' --sizes='[[64,129,256,1]]' --sizes='[[128,64,256,1]]' \
-    --timeout=15 --first-example-extra=60
+    --timeout=15 --compile-timeout=60
 fi
 gpu_finish

@@ -655,6 +655,15 @@ _SYNC_EDITS = (
      "(next pass or tile) before every thread has read the previous one", _KE,
      "        bar.arrive_and_wait()  # the warpgroup's reads of the buffer (previous pass or tile) are done\n",
      "", ("prod",)),
+    # a hang on the first launch: both halves of every consumer warpgroup wait for good, at the
+    # first epilogue barrier of their first tile (what the isolation's run-phase limit reports)
+    ("epilogue_barrier_per_warp_pair", "divergent barrier (a hang): the staged epilogue's named barrier "
+     "id taken per warp pair, not per warpgroup, so the two halves of a warpgroup wait at two barriers, "
+     "each for 128 threads of which 64 arrive", _KE,
+     "        bar = pipeline.NamedBarrier(barrier_id=cfgmod.EPILOGUE_BARRIER_ID0 + wg, num_threads=128)\n",
+     "        bar = pipeline.NamedBarrier(barrier_id=cfgmod.EPILOGUE_BARRIER_ID0\n"
+     "                                    + cute.arch.make_warp_uniform(cute.arch.warp_idx()) // 2, num_threads=128)\n",
+     ("prod",)),
     ("balanced_share_skips_a_light_tile", "balanced schedule off by one: the CTAs of the second kind "
      "start their light run one entry late (one light tile is never computed, one twice)",
      "kernel/device_schedule.py",

@@ -56,14 +56,14 @@ from ci.mutants import CPU_SUBJECTS, HOPPER_VARIANT, MUTANTS, PERTURBED_PROPERTY
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTEST_BASE = ["-x", "-q", "-p", "no:cacheprovider", "-p", "ci.mutant_plugin", "--hypothesis-profile=ci"]
-# GPU runs: an example that hangs (a missing barrier can deadlock) is killed after this long
-# (properties.isolation: the limit runs from the worker's "compiled" message on, so a deadlock
-# costs this long, not the compile allowance NVFP4_FIRST_EXAMPLE_EXTRA on top)
+# GPU runs: an example that hangs (a missing barrier can deadlock) is killed this long after its
+# launch (properties.isolation: the run phase's limit starts at the worker's "launch" message; the
+# compile phase before it has its own limit, NVFP4_COMPILE_TIMEOUT)
 HOPPER_OPTIONS = ["--example-timeout=30"]
 # each task's CPU threads capped (torch, numpy and BLAS would otherwise each start one thread per
 # core: 8 tasks x 2 processes x 16 threads on 16 cores); the compiles are single-threaded anyway
 TASK_THREADS = "2"
-HOPPER_ENV = {"NVFP4_FIRST_EXAMPLE_EXTRA": "120", "CUTE_DSL_ARCH": "sm_90a", "OMP_NUM_THREADS": TASK_THREADS,
+HOPPER_ENV = {"NVFP4_COMPILE_TIMEOUT": "150", "CUTE_DSL_ARCH": "sm_90a", "OMP_NUM_THREADS": TASK_THREADS,
               "MKL_NUM_THREADS": TASK_THREADS, "OPENBLAS_NUM_THREADS": TASK_THREADS}
 PERTURBED_OPTIONS = ["--example-timeout=30"]
 MODES = ("plain", "perturbed", "sanitizer")

@@ -24,7 +24,8 @@ def test_at_least_ten_sync_mutants_on_each_whole_pipeline():
     assert set(SYNC_VARIANTS.values()) <= {c.label for c in DECLARED_VARIANTS}
     assert all(m.subject == "hopper" and m.needs_gpu for m in SYNC_MUTANTS)
     kinds = " ".join(m.kind for m in SYNC_MUTANTS)
-    for word in ("fence", "barrier", "phase", "ring wrap", "tail", "accumulator", "tensor-map", "release", "arrive count"):
+    for word in ("fence", "barrier", "phase", "ring wrap", "tail", "accumulator", "tensor-map", "release", "arrive count",
+                 "divergent barrier (a hang)"):
         assert word in kinds, f"no sync mutant of kind {word!r}"
 
 
@@ -104,14 +105,28 @@ def test_recorded_equivalences_are_unchanged_cubins():
     assert all(eq[m.name] == "unchanged" for m in equivalent), eq
 
 
+HANG_MUTANT = "hopper_sync_epilogue_barrier_per_warp_pair__prod"
+
+
+@pytest.mark.compile
+def test_the_hang_mutant_compiles_and_changes_the_sass():
+    """The catalog's hang: every consumer warpgroup of the production variant deadlocks at its
+    first epilogue barrier, on the first launch (on an H200 its property verdicts are
+    "caught (hang)", reported by the isolation's run-phase limit). On the CPU (about 15 s): the
+    mutated variant compiles and its SASS is not production's."""
+    (mutant,) = [m for m in SYNC_MUTANTS if m.name == HANG_MUTANT]
+    assert mutant.variant == SYNC_VARIANTS["prod"] and "(a hang)" in mutant.kind
+    assert mr.sass_equivalence([mutant], jobs=1, log=lambda msg: None) == {HANG_MUTANT: "changed"}
+
+
 def test_one_process_gives_both_property_verdicts_and_a_hang_is_a_catch():
     m = SYNC_MUTANTS[0]
     cmd, env = mr.pytest_command(m, mr.PROPS)
     assert "--perturb=on" in cmd and "-x" not in cmd and mr.PLAIN_PROPERTY in cmd and PERTURBED_PROPERTY in cmd
-    assert env["NVFP4_FIRST_EXAMPLE_EXTRA"] and "--example-timeout=30" in cmd
+    assert env["NVFP4_COMPILE_TIMEOUT"] and "--example-timeout=30" in cmd
     out = (f"PASSED {mr.PLAIN_PROPERTY}[hopper:{m.variant}]\n"
            f"FAILED {PERTURBED_PROPERTY}[hopper:{m.variant}] - properties.failures.SubjectTimedOut: "
-           f"hopper:x TIMEOUT on 3 groups [[1, 2, 256, 1]]: no answer within 30 s after the kernel compiled\n")
+           f"hopper:x TIMEOUT on 3 groups [[1, 2, 256, 1]]: hang in the run phase: no answer within 30 s of the launch\n")
     plain, pert = mr._props_results(m.name, "hopper", m.kind, m, out, 1, 9.0, "cmd", mr.Path("/nonexistent"))
     assert (plain.mode, plain.verdict) == ("plain", "SURVIVED")
     assert (pert.mode, pert.verdict) == ("perturbed", "caught (hang)")

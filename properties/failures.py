@@ -19,7 +19,8 @@ class SubjectFaulted(SubjectCheckFailed):
 
 
 class SubjectTimedOut(SubjectCheckFailed):
-    """The subject did not finish this example within the time limit."""
+    """A hang: the subject's example did not end its compile phase, or did not answer after its
+    launch, within that phase's limit (properties.isolation); the message names the phase."""
 
     kind = "timeout"
 

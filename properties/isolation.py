@@ -1,4 +1,4 @@
-"""Fault isolation: run a subject's checks in a worker process, with a time limit per example.
+"""Fault isolation: run a subject's checks in a worker process, with a time limit per phase.
 
 An illegal memory access poisons a CUDA context for good and a kernel that never returns blocks
 its process for good; in-process, either would end a fuzzing run or fail every later example.
@@ -10,29 +10,48 @@ answers with one :class:`Outcome`:
 * ``fail``: a wrong result (the ``SubjectCheckFailed`` text); the worker is kept;
 * ``fault``: the worker died (exit code, signal) or the subject raised a CUDA error, or left the
   context broken; the worker is gone or told to exit, and the next example gets a new one;
-* ``timeout``: no answer within the limit; the worker is killed (SIGKILL) and replaced;
+* ``timeout``: a hang: no answer within the limit of the phase the example was in; the worker is
+  killed (SIGKILL) and replaced;
 * ``error``: the subject raised something else (a Python exception, the context still healthy);
   the worker is kept.
 
-A worker is reused across examples until it faults or times out, so the start-up cost (imports,
-CUDA context, CuTe DSL compiles) is paid once per failure, not once per example. Every outcome
-carries the one-line reproduction. Through :class:`IsolatingRunner` (what ``check_example`` uses
-once it is installed) a non-pass outcome raises a ``SubjectCheckFailed`` subclass, so Hypothesis
-sees an ordinary failure of that example and goes on shrinking or drawing.
+An example goes through up to three phases (:data:`PHASES`), each with its own limit:
+
+* ``start``: a new worker imports the harness and resolves the subject (``startup_timeout_s``;
+  a worker that cannot start is a :class:`WorkerStartError`, not a failed example);
+* ``compile``: the worker creates its CUDA context and compiles the variant for the example's
+  group count (a kernel family's ``compile_for``, which fills the compile cache the launch
+  reads; a cache hit once compiled), then tells the parent ``("launch", ...)``
+  (``compile_timeout_s``: generous, CuTe DSL compiles take tens of seconds);
+* ``run``: inputs, oracle, the launches and the checks (``timeout_s``, 60 s by default): a
+  kernel that deadlocks on its first launch is reported this long after that launch. A subject
+  with no ``compile_for`` (a file subject, an entry point wrapped by the tensor-pipe stressor)
+  may compile inside its launch: on a GPU, the run phase of its first example of each group
+  count in a worker gets ``compile_timeout_s`` more.
+
+A worker is reused across examples until it faults or hangs, so the start-up cost (imports,
+CUDA context, CuTe DSL compiles) is paid once per failure, not once per example. An example that
+hung is not launched again by the same runner (Hypothesis replays a failing example before it
+reports it): the recorded hang is returned at once. Every outcome carries the one-line
+reproduction. Through :class:`IsolatingRunner` (what ``check_example`` uses once it is
+installed) a non-pass outcome raises a ``SubjectCheckFailed`` subclass, so Hypothesis sees an
+ordinary failure of that example and goes on shrinking or drawing; :meth:`IsolatingRunner.running`
+says which example runs now, in which phase (``properties.progress_plugin`` prints it when an
+example takes long).
 
 Which subjects are isolated: ``IsolatingRunner(settings)``, the ``properties.checks.ExampleRunner``
 the conftest (and ``properties.repro``) install, decides per variant from its settings:
 ``--isolate=auto`` (default: GPU subjects), ``always``, ``never`` (pytest option, or
-``NVFP4_ISOLATE``, read by :func:`settings_from_env`); the time limit is ``--example-timeout`` /
-``NVFP4_EXAMPLE_TIMEOUT`` seconds (the first example of each new GPU worker gets
-``NVFP4_FIRST_EXAMPLE_EXTRA`` more, for the CUDA context and the CuTe DSL JIT compiles). Only variants that
-``resolve_subject`` can rebuild in the worker (``SubjectVariant.source`` set) can be isolated;
-variants built in code (``properties.wrong_subjects``) always run in the calling process.
+``NVFP4_ISOLATE``, read by :func:`settings_from_env`); the run-phase limit is
+``--example-timeout`` / ``NVFP4_EXAMPLE_TIMEOUT`` seconds, the compile-phase limit
+``--compile-timeout`` / ``NVFP4_COMPILE_TIMEOUT``. Only variants that ``resolve_subject`` can
+rebuild in the worker (``SubjectVariant.source`` set) can be isolated; variants built in code
+(``properties.wrong_subjects``) always run in the calling process.
 
 Command line, a fuzzing campaign that reports every example and goes on::
 
     python -m properties.isolation --subject=S [--variant=L] [--sizes='[[m,n,k,1],...]' ...]
-        [--draw=N] [--seed=7] [--timeout=T]
+        [--draw=N] [--seed=7] [--timeout=T] [--compile-timeout=C]
 """
 
 from __future__ import annotations
@@ -59,6 +78,7 @@ from properties.subjects import SubjectVariant, resolve_subject
 
 MODES = ("auto", "always", "never")
 KINDS = ("pass", "fail", "fault", "timeout", "error")
+PHASES = ("start", "compile", "run")  # an isolated example's phases (the module docstring)
 
 
 class WorkerStartError(PicklableError, RuntimeError):
@@ -71,13 +91,13 @@ _RAISES = {"fault": SubjectFaulted, "timeout": SubjectTimedOut, "error": Subject
 @dataclass(frozen=True)
 class IsolationSettings:
     mode: str = "auto"
-    timeout_s: float = 120.0
-    first_example_extra_s: float = 300.0  # GPU workers only: CUDA context, CuTe DSL JIT compiles
-    startup_timeout_s: float = 300.0
+    timeout_s: float = 60.0  # the run phase: from the worker's launch message to its answer
+    compile_timeout_s: float = 300.0  # the compile phase: CUDA context and CuTe DSL JIT compiles
+    startup_timeout_s: float = 300.0  # a new worker's imports and subject
 
 
 def settings_from_env(**overrides) -> IsolationSettings:
-    """Settings from NVFP4_ISOLATE / NVFP4_EXAMPLE_TIMEOUT / NVFP4_FIRST_EXAMPLE_EXTRA, then the
+    """Settings from NVFP4_ISOLATE / NVFP4_EXAMPLE_TIMEOUT / NVFP4_COMPILE_TIMEOUT, then the
     ``overrides`` that are not None (command-line options)."""
     mode = os.environ.get("NVFP4_ISOLATE", "auto")
     if mode not in MODES:
@@ -86,7 +106,7 @@ def settings_from_env(**overrides) -> IsolationSettings:
     settings = IsolationSettings(
         mode=mode,
         timeout_s=float(os.environ.get("NVFP4_EXAMPLE_TIMEOUT", base.timeout_s)),
-        first_example_extra_s=float(os.environ.get("NVFP4_FIRST_EXAMPLE_EXTRA", base.first_example_extra_s)),
+        compile_timeout_s=float(os.environ.get("NVFP4_COMPILE_TIMEOUT", base.compile_timeout_s)),
     )
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
     if settings.mode not in MODES:
@@ -95,15 +115,32 @@ def settings_from_env(**overrides) -> IsolationSettings:
 
 
 def repro_line(variant_source: str, label: str, example: Example, kind: str = "fail",
-               timeout_s: float | None = None) -> str:
-    """The example's reproduction; a fault or a hang replays isolated (with the same time limit),
-    so the replay reports it instead of dying, or waiting forever, itself."""
+               timeout_s: float | None = None, compile_timeout_s: float | None = None) -> str:
+    """The example's reproduction; a fault or a hang replays isolated (with the same run-phase
+    limit, and for a hang in the compile phase the same compile limit), so the replay reports it
+    instead of dying, or waiting forever, itself."""
     line = example.repro(variant_source, label)
     if kind in ("fault", "timeout"):
         line += " --isolate=always"
     if kind == "timeout" and timeout_s is not None:
         line += f" --timeout={timeout_s:g}"
+    if kind == "timeout" and compile_timeout_s is not None:
+        line += f" --compile-timeout={compile_timeout_s:g}"
     return line
+
+
+@dataclass(frozen=True)
+class RunningExample:
+    """The example a runner is checking now (``IsolatingRunner.running``): ``phase`` is one of
+    :data:`PHASES` for an isolated example, ``"in process"`` otherwise; times are
+    ``time.monotonic()`` values."""
+
+    variant: SubjectVariant
+    example: Example
+    started: float
+    phase: str
+    phase_started: float
+    compile_s: float | None = None  # the compile phase's seconds, once the run phase began
 
 
 @dataclass
@@ -113,10 +150,12 @@ class Outcome:
     example: Example
     detail: str  # failure report, exception text, "killed by SIGSEGV", ...
     repro: str
-    seconds: float
+    seconds: float  # from handing the example to the worker to the outcome
     worker_pid: int | None
     stages: dict = dataclasses.field(default_factory=dict)  # the worker's seconds per checks.STAGES
     warm: bool = False  # the worker had run this group count before (no compile in this example)
+    phase: str = ""  # the phase the example ended in ("compile" or "run"; "" when it never got that far)
+    compile_s: float | None = None  # seconds of the compile phase (None: it did not end)
 
     @property
     def ok(self) -> bool:
@@ -166,24 +205,43 @@ def _looks_like_device_fault(exc: BaseException) -> bool:
                                    "illegal memory access", "device-side assert"))
 
 
-def _precompile(variant: SubjectVariant, num_groups: int) -> bool:
-    """Compile ``variant`` for ``num_groups`` groups before the example runs, where its entry
-    point is a kernel family's ``custom_kernel`` (``functools.partial`` with ``config=``, and
-    ``perturbation=`` for a harness build): the module's ``compile_for`` fills the same compile
-    cache the launch reads. True when it did (the worker then tells the parent, whose time limit
-    from there on covers the launches alone: a kernel that deadlocks is reported after
-    ``timeout_s``, not after the first-example allowance meant for compiles)."""
-    run = variant.run
+def _compile_hook(run):
+    """The ``compile_for(config, num_groups, ...)`` of ``run``'s module, where ``run`` is a kernel
+    family's entry point (``functools.partial`` with ``config=``, and ``perturbation=`` for a
+    harness build); None otherwise."""
     if not isinstance(run, functools.partial) or "config" not in run.keywords:
-        return False
-    compile_for = getattr(sys.modules.get(getattr(run.func, "__module__", ""), None), "compile_for", None)
+        return None
+    hook = getattr(run.func, "__globals__", {}).get("compile_for")
+    if hook is None:
+        hook = getattr(sys.modules.get(getattr(run.func, "__module__", ""), None), "compile_for", None)
+    return hook if callable(hook) else None
+
+
+def _open_device(variant: SubjectVariant) -> None:
+    """Create the worker's CUDA context now (the compile phase), not in the first launch."""
+    if variant.device != "cuda":
+        return
+    try:
+        import torch
+
+        torch.zeros(1, device="cuda")
+    except Exception:  # noqa: BLE001 - the example itself reports whatever this was
+        pass
+
+
+def _precompile(variant: SubjectVariant, num_groups: int) -> bool:
+    """Compile ``variant`` for ``num_groups`` groups before the example runs: the module's
+    ``compile_for`` fills the same compile cache the launch reads (a cache hit once compiled).
+    True when it did; False when the subject has no such hook or the compile raised (the
+    example then reports what it was)."""
+    compile_for = _compile_hook(variant.run)
     if compile_for is None:
         return False
     extra = {}
-    if run.keywords.get("perturbation") is not None:
-        extra["perturbation"] = run.keywords["perturbation"]
+    if variant.run.keywords.get("perturbation") is not None:
+        extra["perturbation"] = variant.run.keywords["perturbation"]
     try:
-        compile_for(run.keywords["config"], num_groups, **extra)
+        compile_for(variant.run.keywords["config"], num_groups, **extra)
     except Exception:  # noqa: BLE001 - the example itself reports whatever this was
         return False
     return True
@@ -203,6 +261,7 @@ def _worker_main(conn, source: str, label: str) -> None:
         return
     conn.send(("ready", os.getpid()))
     seen_group_counts: set[int] = set()
+    seen_runs: set[tuple[str, int]] = set()  # (variant label, group count) launched in this worker
     while True:
         try:
             message = conn.recv()
@@ -216,12 +275,19 @@ def _worker_main(conn, source: str, label: str) -> None:
             # its variant differs only in the perturbation the launch passes as data
             source, label = named[0]
             variant = next(v for v in resolve_subject(source, "all") if v.label == label)
+        # the compile phase: CUDA context, JIT compile; then the parent's watchdog switches to
+        # the run phase's limit
         warm = len(example.sizes) in seen_group_counts
+        if not seen_group_counts:
+            _open_device(variant)
         seen_group_counts.add(len(example.sizes))
+        precompiled = _precompile(variant, len(example.sizes))
+        # without a compile hook (a file subject, a wrapped entry point) the first launch of a
+        # (variant, group count) may compile inside the launch
+        first_run = (label, len(example.sizes)) not in seen_runs
+        seen_runs.add((label, len(example.sizes)))
+        conn.send(("launch", variant.device == "cuda" and first_run and not precompiled))
         stages: dict[str, float] = {}
-        if not warm and _precompile(variant, len(example.sizes)):
-            # the hang watchdog: from here the parent allows only the example's own time limit
-            conn.send(("compiled", ""))
         try:
             check_example_in_process(variant, example, rerun=rerun, stages=stages)
         except SubjectCheckFailed as exc:
@@ -285,13 +351,20 @@ class IsolatedRunner:
         self._context = _worker_context()
         self._process = None
         self._conn = None
-        self._fresh = False
-        self._group_counts: set[int] = set()
+        self._hung: dict[tuple, Outcome] = {}  # (variant, example, rerun) -> the hang it reported
         self.workers_started = 0
+        # (phase, time.monotonic() it began, compile seconds before a run phase); None between
+        # examples. Read from other threads (progress output): replaced whole, never mutated.
+        self.phase: tuple[str, float, float | None] | None = None
 
     @property
     def worker_pid(self) -> int | None:
         return self._process.pid if self._process is not None and self._process.is_alive() else None
+
+    def _enter(self, phase: str | None, compile_s: float | None = None) -> float:
+        now = time.monotonic()
+        self.phase = None if phase is None else (phase, now, compile_s)
+        return now
 
     def _start(self) -> None:
         parent, child = self._context.Pipe(duplex=True)
@@ -299,7 +372,7 @@ class IsolatedRunner:
                                         name=f"nvfp4-worker-{self.label}", daemon=True)
         process.start()
         child.close()
-        self._process, self._conn, self._fresh = process, parent, True
+        self._process, self._conn = process, parent
         self.workers_started += 1
         if not parent.poll(self.settings.startup_timeout_s):
             self._kill()
@@ -334,61 +407,73 @@ class IsolatedRunner:
             self._process.kill()
         return self._reap()
 
+    def _receive(self, limit_s: float):
+        """The worker's next message, or None when none came within ``limit_s`` (EOFError when
+        the worker died)."""
+        return self._conn.recv() if self._conn.poll(limit_s) else None
+
     def check(self, example: Example, *, rerun: bool = True, as_variant: tuple[str, str] | None = None) -> Outcome:
         """``as_variant``: (source, label) of the variant to check, where it is not this worker's
         own but shares its build (a run-time perturbation of another seed)."""
         self._as = as_variant if as_variant is not None else (self.source, self.label)
-        if self._process is None or not self._process.is_alive():
-            self._reap(0)
-            self._start()
-            self._group_counts = set()
-        # the compile allowance: the worker's first example (CUDA context) and, on a GPU, every
-        # example of a group count this worker has not compiled yet; once the worker reports the
-        # compile done ("compiled"), only timeout_s remains: the hang watchdog
-        new_count = len(example.sizes) not in self._group_counts
-        self._group_counts.add(len(example.sizes))
-        extra = self.settings.first_example_extra_s if self.device == "cuda" and (self._fresh or new_count) else 0.0
-        limit = self.settings.timeout_s + extra
-        self._fresh = False
+        hung = self._hung.get((self._as, example, rerun))
+        if hung is not None:
+            return dataclasses.replace(hung, seconds=0.0, worker_pid=None, detail=(
+                f"{hung.detail.rstrip()}\n(not launched again: this example hung {hung.seconds:.0f} s "
+                f"earlier in this run, in worker {hung.worker_pid})"))
+        try:
+            if self._process is None or not self._process.is_alive():
+                self._enter("start")
+                self._reap(0)
+                self._start()
+            return self._check(example, rerun)
+        finally:
+            self._enter(None)
+
+    def _check(self, example: Example, rerun: bool) -> Outcome:
+        settings = self.settings
         pid = self._process.pid
-        start = time.monotonic()
-        message = None
-        compiled_at = None
+        start = self._enter("compile")
+        compile_s = None
+        limit = settings.compile_timeout_s
         try:
             self._conn.send((example, rerun, self._as))
-            answered = self._conn.poll(limit)
-            if answered:
-                message = self._conn.recv()
-                if message[0] == "compiled":
-                    compiled_at = time.monotonic()
-                    limit = self.settings.timeout_s
-                    message = None
-                    answered = self._conn.poll(limit)
-        except (BrokenPipeError, EOFError, OSError):
-            answered = True  # the worker is gone: recv below says so
-        if not answered:
-            self._kill()
-            if compiled_at is not None:
-                return self._outcome("timeout", f"no answer within {limit:.0f} s after the kernel compiled "
-                                     f"(compile {compiled_at - start:.1f} s): a hang (the worker was killed)",
-                                     example, start, pid, limit)
-            return self._outcome("timeout", f"no answer within {limit:.0f} s (the worker was killed)", example,
-                                 start, pid, limit)
-        try:
-            kind, detail, stages, warm = message if message is not None else self._conn.recv()
-        except (EOFError, OSError):
+            message = self._receive(limit)
+            if message is not None and message[0] == "launch":
+                compile_s = time.monotonic() - start
+                self._enter("run", compile_s)
+                limit = settings.timeout_s + (settings.compile_timeout_s if message[1] else 0.0)
+                message = self._receive(limit)
+        except (BrokenPipeError, EOFError, OSError):  # the worker is gone
             code = self._reap()
-            return self._outcome("fault", _describe_exit(code), example, start, pid)
+            return self._outcome("fault", _describe_exit(code), example, start, pid, compile_s=compile_s)
+        if message is None:
+            self._kill()
+            if compile_s is None:
+                detail = (f"hang in the compile phase: no launch within {limit:g} s (CUDA context and JIT "
+                          f"compile for {len(example.sizes)} groups not done); the worker was killed")
+            else:
+                detail = (f"hang in the run phase: no answer within {limit:g} s of the launch (after a "
+                          f"{compile_s:.1f} s compile phase); the worker was killed")
+                if limit > settings.timeout_s:
+                    detail += (f" (this subject has no compile_for: the limit includes the "
+                               f"{settings.compile_timeout_s:g} s compile allowance)")
+            outcome = self._outcome("timeout", detail, example, start, pid, compile_s=compile_s)
+            self._hung[(self._as, example, rerun)] = outcome
+            return outcome
+        kind, detail, stages, warm = message
         if kind == "fault":
             code = self._reap()
             detail = f"{detail.rstrip()}\n({_describe_exit(code)} after reporting it; a new worker takes the next example)"
-        return self._outcome(kind, detail, example, start, pid, stages=stages, warm=warm)
+        return self._outcome(kind, detail, example, start, pid, stages=stages, warm=warm, compile_s=compile_s)
 
-    def _outcome(self, kind, detail, example, start, pid, limit=None, stages=None, warm=False) -> Outcome:
+    def _outcome(self, kind, detail, example, start, pid, stages=None, warm=False, compile_s=None) -> Outcome:
         source, label = getattr(self, "_as", None) or (self.source, self.label)
-        repro = repro_line(source, label, example, kind, limit)
+        phase = "" if self.phase is None else self.phase[0]
+        repro = repro_line(source, label, example, kind, self.settings.timeout_s,
+                           self.settings.compile_timeout_s if phase == "compile" else None)
         return Outcome(kind, self.test_id, example, detail, repro, time.monotonic() - start, pid,
-                       dict(stages or {}), warm)
+                       dict(stages or {}), warm, phase, compile_s)
 
     def close(self) -> None:
         if self._process is not None and self._process.is_alive() and self._conn is not None:
@@ -419,6 +504,9 @@ class IsolatingRunner(ExampleRunner):
         self.settings = settings or settings_from_env()
         self.max_live_workers = max_live_workers
         self._workers: "collections.OrderedDict[tuple[str, str], IsolatedRunner]" = collections.OrderedDict()
+        # (variant, example, time.monotonic() it began, its worker or None in process) while one runs
+        self._current: tuple[SubjectVariant, Example, float, IsolatedRunner | None] | None = None
+        self.last_outcome: Outcome | None = None  # of the last isolated example
 
     def should_isolate(self, variant: SubjectVariant) -> bool:
         if self.settings.mode == "never" or not variant.source:
@@ -446,15 +534,39 @@ class IsolatingRunner(ExampleRunner):
             worker.close()
 
     def run(self, variant: SubjectVariant, example: Example, *, rerun: bool, stages: dict) -> bool:
+        started = time.monotonic()
         if not self.should_isolate(variant):
-            return super().run(variant, example, rerun=rerun, stages=stages)
-        outcome = self.worker_for(variant).check(example, rerun=rerun, as_variant=(variant.source, variant.label))
+            self._current = (variant, example, started, None)
+            try:
+                return super().run(variant, example, rerun=rerun, stages=stages)
+            finally:
+                self._current = None
+        worker = self.worker_for(variant)
+        self._current = (variant, example, started, worker)
+        try:
+            outcome = worker.check(example, rerun=rerun, as_variant=(variant.source, variant.label))
+        finally:
+            self._current = None
+        self.last_outcome = outcome
         stages.update(outcome.stages)
         worked = sum(outcome.stages.values())
         if outcome.seconds > worked:
             stages["round_trip"] = outcome.seconds - worked
         outcome.raise_for_failure()
         return outcome.warm
+
+    def running(self) -> RunningExample | None:
+        """The example being checked now and its phase, or None (safe to call from another thread)."""
+        current = self._current
+        if current is None:
+            return None
+        variant, example, started, worker = current
+        if worker is None:
+            return RunningExample(variant, example, started, "in process", started)
+        phase = worker.phase
+        if phase is None:  # between the worker's phases
+            return RunningExample(variant, example, started, "start", started)
+        return RunningExample(variant, example, started, phase[0], phase[1], phase[2])
 
     def close(self) -> None:
         while self._workers:
@@ -495,9 +607,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layout", default="separate")
     parser.add_argument("--draw", type=int, default=0, help="also run N examples drawn by the property strategy")
     defaults = settings_from_env()
-    parser.add_argument("--timeout", type=float, default=defaults.timeout_s, help="seconds per example")
-    parser.add_argument("--first-example-extra", type=float, default=defaults.first_example_extra_s,
-                        help="more seconds for the first example of each new GPU worker (JIT compiles)")
+    parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
+                        help="seconds an example's run phase may take, from its launch")
+    parser.add_argument("--compile-timeout", type=float, default=defaults.compile_timeout_s,
+                        help="seconds an example's compile phase may take (CUDA context, JIT compiles)")
     parser.add_argument("--no-rerun", action="store_true", help="skip the determinism rerun")
     args = parser.parse_args(argv)
 
@@ -517,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.distribution, args.layout) for text in args.sizes]
     if args.draw:
         examples += _drawn_examples(variant, args.draw, args.seed)
-    settings = dataclasses.replace(defaults, timeout_s=args.timeout, first_example_extra_s=args.first_example_extra)
+    settings = dataclasses.replace(defaults, timeout_s=args.timeout, compile_timeout_s=args.compile_timeout)
     outcomes: list[Outcome] = []
     with IsolatedRunner(variant.source, variant.label, device=variant.device, test_id=variant.test_id,
                         settings=settings) as runner:

@@ -8,16 +8,27 @@ Registered by the conftest with the pytest session's :class:`properties.checks.E
   once per run, also when ``--variant=all`` runs more variants than live workers;
 * prints a progress line per variant every ``NVFP4_PROGRESS_S`` seconds (default 30) while it
   runs and when its tests are done: examples, examples/s, failures so far;
+* names the example that runs now once it has been in one phase (compile, run: see
+  ``properties.isolation``) for ``NVFP4_SLOW_EXAMPLE_S`` seconds (default 5), and again every
+  ``NVFP4_PROGRESS_S`` seconds while it stays there: a user watching a run sees which example is
+  stuck where (a quick example prints nothing); a hang or a fault prints its verdict and its
+  reproduce line the moment the runner reports it, before Hypothesis ends the test;
 * skips, with the reason shown, the remaining tests of a variant that has used up
   ``NVFP4_VARIANT_BUDGET_S`` seconds (unset: no budget);
 * prints last a table per variant: examples, examples/s after compiles (examples whose
   (variant, group count) had run before in the same process), and the mean milliseconds per
   stage of those examples (inputs, transfers, oracle, subject, checks, worker round trip).
+
+pytest captures file descriptor 1 while a test runs, so what the terminal reporter writes then
+shows only with a failure; these lines go to a duplicate of the terminal's descriptor taken at
+configure time (:class:`LiveLines`) and are seen as they happen.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -62,6 +73,50 @@ class VariantTally:
                 f"{self.failed_tests} failed tests")
 
 
+def slow_example_line(running, now: float, test_name: str = "") -> str:
+    """What the progress output says about an example that runs long: variant, test, how long,
+    which phase, and the example (group sizes, seed, distribution, layout)."""
+    ex = running.example
+    where = f"{running.phase} phase {now - running.phase_started:.0f} s"
+    if running.compile_s is not None:
+        where += f", after a {running.compile_s:.1f} s compile phase"
+    return (f"[nvfp4 progress] {running.variant.test_id}{' ' + test_name if test_name else ''}: example running "
+            f"{now - running.started:.0f} s ({where}): {len(ex.sizes)} groups {[list(s) for s in ex.sizes]} "
+            f"seed={ex.seed} {ex.distribution} {ex.layout}")
+
+
+class LiveLines:
+    """Whole lines to the terminal, also while a test runs (module docstring); from any thread."""
+
+    def __init__(self, config):
+        self._config = config
+        self._lock = threading.Lock()
+        self._broke_at: int | None = None  # the reporter's column where a line of ours last began
+        try:
+            self._fd = os.dup(sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):  # no real stdout (pytest run in process)
+            self._fd = None
+
+    def write(self, line: str) -> None:
+        reporter = self._config.pluginmanager.get_plugin("terminalreporter")
+        with self._lock:
+            if self._fd is None:
+                if reporter is not None:
+                    reporter.write_line(line)
+                return
+            # after a row of test results (the reporter's line not ended): begin on a line of our own
+            column = getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0) or 0
+            newline = bool(column) and column != self._broke_at
+            self._broke_at = column or None
+            os.write(self._fd, (("\n" if newline else "") + line + "\n").encode(errors="replace"))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
 def _variant_of(item):
     callspec = getattr(item, "callspec", None)
     return callspec.params.get("subject_variant") if callspec is not None else None
@@ -74,10 +129,16 @@ class ProgressPlugin:
         self.interval_s = float(os.environ.get("NVFP4_PROGRESS_S", "30"))
         budget = os.environ.get("NVFP4_VARIANT_BUDGET_S")
         self.budget_s = float(budget) if budget else None
+        self.slow_s = float(os.environ.get("NVFP4_SLOW_EXAMPLE_S", "5"))
+        self.tick_s = min(1.0, self.slow_s / 2) if self.slow_s > 0 else 1.0
         self._last_item_of: dict[str, str] = {}  # test id of a variant -> nodeid of its last test
         self._current: VariantTally | None = None
+        self._test_name = ""
         self._test_start = 0.0
-        self._reporter = None
+        self._lines: LiveLines | None = None
+        self._announced: tuple[tuple, float] | None = None  # (example and phase, when last named)
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
         runner.observers.append(self._observe)
 
     # ---- ordering and worker lifetime
@@ -105,6 +166,7 @@ class ProgressPlugin:
                 self._last_item_of[variant.test_id] = item.nodeid
 
     def pytest_runtest_setup(self, item):
+        self._test_name = getattr(item, "originalname", item.name)  # the variant is named apart
         variant = _variant_of(item)
         if variant is None:
             self._current = None
@@ -140,6 +202,12 @@ class ProgressPlugin:
     def _observe(self, report: ExampleReport) -> None:
         tally = self.tallies.setdefault(report.variant.test_id, VariantTally(report.variant.test_id))
         tally.add(report)
+        if report.outcome in ("timeout", "fault"):
+            # the verdict now: Hypothesis may take a while (replay, shrinking) before the test fails
+            outcome = getattr(self.runner, "last_outcome", None)
+            if outcome is not None and outcome.example == report.example:
+                self._write(f"[nvfp4 progress] {outcome.headline()}")
+                self._write(f"[nvfp4 progress] reproduce: {outcome.repro}")
         now = time.perf_counter()
         if now - tally.last_line >= self.interval_s:
             tally.last_line = now
@@ -147,19 +215,48 @@ class ProgressPlugin:
             snapshot = VariantTally(**{**tally.__dict__, "seconds": live})
             self._write(snapshot.line("running"))
 
-    def _write(self, line: str) -> None:
-        if self._reporter is None:
-            self._reporter = self._config.pluginmanager.get_plugin("terminalreporter") if self._config else None
-        if self._reporter is not None:
-            self._reporter.write_line(line)
+    def announce_slow_example(self, now: float | None = None) -> str | None:
+        """Name the running example when it has been in its phase for ``slow_s`` seconds, then
+        every ``interval_s`` while it stays there; returns the line written, if any."""
+        running = getattr(self.runner, "running", None)
+        current = running() if running is not None else None
+        if current is None:
+            return None
+        now = time.monotonic() if now is None else now
+        if now - current.phase_started < self.slow_s:
+            return None
+        key = (current.variant.test_id, current.example, current.started, current.phase)
+        if self._announced is not None and self._announced[0] == key and now - self._announced[1] < self.interval_s:
+            return None
+        self._announced = (key, now)
+        line = slow_example_line(current, now, self._test_name)
+        self._write(line)
+        return line
 
-    _config = None
+    def _watch(self) -> None:
+        while not self._stop.wait(self.tick_s):
+            try:
+                self.announce_slow_example()
+            except Exception:  # noqa: BLE001 - progress output never breaks a run
+                pass
+
+    def _write(self, line: str) -> None:
+        if self._lines is not None:
+            self._lines.write(line)
 
     def pytest_configure(self, config):
-        self._config = config
+        self._lines = LiveLines(config)
+        if self.slow_s > 0 and hasattr(self.runner, "running"):
+            self._watcher = threading.Thread(target=self._watch, name="nvfp4-progress", daemon=True)
+            self._watcher.start()
 
     def pytest_unconfigure(self, config):
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(5.0)
         self.runner.close()
+        if self._lines is not None:
+            self._lines.close()
 
     # ---- the table
     def pytest_terminal_summary(self, terminalreporter):

@@ -4,7 +4,9 @@ report, and exits non-zero on failure, and also when nothing ran (every variant 
 machine: exit 3). Usage mistakes (unknown subject or variant, a --sizes that is not a list of
 [m, n, k, l]) print one line with the fix and exit 2. ``--list-variants`` prints every variant. ``--isolate`` (default: GPU subjects) runs the example in a
 worker process (properties.isolation), so a fault or a hang is reported rather than fatal;
-``--isolate=never`` runs it in this process (for a debugger or compute-sanitizer)."""
+``--isolate=never`` runs it in this process (for a debugger or compute-sanitizer). ``--timeout``
+is the isolated example's run-phase limit, from its launch, ``--compile-timeout`` its compile
+phase's."""
 
 from __future__ import annotations
 
@@ -47,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isolate", choices=isolation.MODES, default=None,
                         help="run in a worker process: auto (GPU subjects, the default), always, never")
     parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds the isolated example may take, JIT compiles included")
+                        help="seconds the isolated example may run after its launch (JIT compiles not included)")
+    parser.add_argument("--compile-timeout", type=float, default=None,
+                        help="seconds the isolated example's compile phase may take (CUDA context, JIT compiles)")
     parser.add_argument("--list-variants", action="store_true", help="print every variant and exit")
     args = parser.parse_args(argv)
     if args.list_variants:
@@ -61,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageMistake as exc:
         return _usage_error(str(exc))
     install_runner(isolation.IsolatingRunner(isolation.settings_from_env(
-        mode=args.isolate, timeout_s=args.timeout, first_example_extra_s=None if args.timeout is None else 0.0)))
+        mode=args.isolate, timeout_s=args.timeout, compile_timeout_s=args.compile_timeout)))
 
     example = Example(sizes, args.seed, args.distribution, args.layout)
     variants = [v for v in resolve_subject(args.subject, "production" if args.variant is None else "all")
