@@ -24,7 +24,8 @@ with K = 1408) appears with a K it does have elsewhere, and the provenance says 
 
 A Hopper build compiles once per (config, group count), so the suite's shapes share six group
 counts (1, 2, 3, 4, 8, 32): a build costs six compiles over the whole suite. :data:`QUICK` is a
-subset of nine shapes over five group counts (1, 2, 3, 8, 32), one or more per family but the leaderboard tests.
+subset of nine shapes over five group counts (1, 2, 3, 8, 32), one or more of every family but
+the leaderboard's tests.
 """
 
 from __future__ import annotations
@@ -35,10 +36,12 @@ from profiling.floors import ShapeSet, shape_set
 FAMILIES = ("leaderboard-test", "leaderboard-bench", "moe", "dense", "decode", "ragged")
 
 # MoE token counts per local expert (see the module docstring for how they were drawn)
+# seed 1: 2048 tokens, top-8 of 256 experts, sigma 0.6
 _DSV3_ROWS = (129, 122, 65, 36, 23, 57, 34, 20, 53, 48, 78, 29, 56, 61, 23, 71,
-              80, 220, 59, 37, 113, 52, 85, 45, 63, 114, 85, 59, 20, 61, 50, 66)  # seed 1, 2048 tokens, top-8 of 256, sigma 0.6
+              80, 220, 59, 37, 113, 52, 85, 45, 63, 114, 85, 59, 20, 61, 50, 66)
+# seed 2: 512 tokens, top-6 of 64 experts, sigma 0.6
 _V2LITE_ROWS = (168, 25, 66, 55, 73, 21, 41, 25, 22, 28, 45, 41, 32, 59, 38, 8,
-                99, 38, 32, 54, 50, 49, 28, 47, 13, 130, 26, 37, 58, 62, 43, 63)  # seed 2, 512 tokens, top-6 of 64, sigma 0.6
+                99, 38, 32, 54, 50, 49, 28, 47, 13, 130, 26, 37, 58, 62, 43, 63)
 _MIXTRAL_ROWS = (114, 155, 89, 158, 102, 96, 195, 115)  # seed 3, 512 tokens, top-2 of 8, sigma 0.3
 _DECODE_32 = (8, 10, 4, 13, 16, 5, 3, 3, 1, 13, 10, 2, 8, 12, 9, 6,
               4, 9, 7, 1, 9, 9, 7, 6, 10, 10, 12, 3, 11, 13, 8, 6)  # seed 4
