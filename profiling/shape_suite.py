@@ -1,11 +1,11 @@
 """The shape suite: every named problem the benchmarks, the speed table, the dispatch sweep and
-the dispatch tests use, declared once here.
+the dispatch tests use, declared once here (plain Python: no torch).
 
 Each shape has a name, a family and a provenance:
 
-* ``leaderboard-test``: the public leaderboard's ten test cases (``oracle.leaderboard.TEST_CASES``),
+* ``leaderboard-test``: the public leaderboard's ten test cases (as ``oracle.leaderboard.TEST_CASES``),
   ``lbtest1`` .. ``lbtest10`` in its order; per-group N and K differ.
-* ``leaderboard-bench``: its four ranked benchmarks (``oracle.leaderboard.BENCHMARK_CASES``),
+* ``leaderboard-bench``: its four ranked benchmarks (as ``oracle.leaderboard.BENCHMARK_CASES``),
   ``bench1`` .. ``bench4``.
 * ``moe``: routed-expert layers of released mixture-of-experts models, one group per expert a
   GPU holds, each group's M the tokens the router sent to it. The M lists were drawn once from a
@@ -30,7 +30,6 @@ the leaderboard's tests.
 
 from __future__ import annotations
 
-from oracle import leaderboard as lb
 from profiling.floors import ShapeSet, shape_set
 
 FAMILIES = ("leaderboard-test", "leaderboard-bench", "moe", "dense", "decode", "ragged")
@@ -48,16 +47,38 @@ _DECODE_32 = (8, 10, 4, 13, 16, 5, 3, 3, 1, 13, 10, 2, 8, 12, 9, 6,
 _DECODE_8 = (9, 12, 1, 15, 8, 2, 6, 4)  # seed 5
 
 
+# The leaderboard's cases, (M, N, K) per group, in its order: the lists of oracle.leaderboard
+# (TEST_CASES, BENCHMARK_CASES), written out here because importing the oracle imports torch and
+# this module must not (the Nsight Compute sweep's parent process plans from it);
+# profiling/tests/test_shape_suite.py checks that the two agree.
+_LEADERBOARD_BENCHMARKS = (
+    ((80, 176, 128, 72, 64, 248, 96, 160), (4096,) * 8, (7168,) * 8),
+    ((40, 76, 168, 72, 164, 148, 196, 160), (7168,) * 8, (2048,) * 8),
+    ((192, 320), (3072,) * 2, (4096,) * 2),
+    ((128, 384), (4096,) * 2, (1536,) * 2),
+)
+_LEADERBOARD_TESTS = (
+    ((96, 128), (128, 256), (256, 512)),
+    ((256, 72), (512, 384), (256, 256)),
+    ((128, 128), (128, 256), (512, 256)),
+    ((80, 128, 256), (384, 256, 128), (256, 512, 256)),
+    ((64, 72, 96), (128, 384, 512), (512, 512, 256)),
+    ((64, 256, 128), (768, 128, 256), (512, 256, 512)),
+    ((128, 128, 64), (256, 512, 512), (768, 256, 768)),
+    ((128, 128, 128, 128), (128, 128, 128, 128), (512, 256, 512, 256)),
+    ((40, 56, 384, 512), (512, 384, 256, 128), (256, 256, 256, 256)),
+    ((512, 384, 256, 128), (256, 256, 256, 256), (512, 768, 512, 768)),
+)
+
+
 def _leaderboard(cases, prefix: str, family: str, source: str) -> tuple[ShapeSet, ...]:
-    return tuple(
-        shape_set(f"{prefix}{i}", c.m, c.n, c.k, family, f"the leaderboard's {source} {i} (oracle.leaderboard)")
-        for i, c in enumerate(cases, 1)
-    )
+    return tuple(shape_set(f"{prefix}{i}", m, n, k, family, f"the leaderboard's {source} {i} (oracle.leaderboard)")
+                 for i, (m, n, k) in enumerate(cases, 1))
 
 
 # In the order the dispatch sweep runs them: the ranked benchmarks first, the tiny tests last.
 SUITE: tuple[ShapeSet, ...] = (
-    *_leaderboard(lb.BENCHMARK_CASES, "bench", "leaderboard-bench", "benchmark"),
+    *_leaderboard(_LEADERBOARD_BENCHMARKS, "bench", "leaderboard-bench", "benchmark"),
     shape_set("moe_dsv3_up", _DSV3_ROWS, 4096, 7168, "moe",
               "DeepSeek-V3 routed experts, gate and up projections fused (N = 2 x 2048), K = hidden 7168; "
               "256 experts over 8 GPUs: 32 groups, a 2048-token batch routed top-8"),
@@ -88,7 +109,7 @@ SUITE: tuple[ShapeSet, ...] = (
     shape_set("ragged_mixed", [200, 457, 33], [1408, 2880, 5120], [2048, 4096, 7168], "ragged",
               "per-group N and K differ, as in the leaderboard's tests, at layer sizes: N 1408 (expert "
               "intermediate above), 2880 (gpt-oss hidden), 5120 (Qwen2-57B-A14B gate+up); M off the tile edges"),
-    *_leaderboard(lb.TEST_CASES, "lbtest", "leaderboard-test", "test case"),
+    *_leaderboard(_LEADERBOARD_TESTS, "lbtest", "leaderboard-test", "test case"),
 )
 
 SUITE_BY_NAME: dict[str, ShapeSet] = {s.name: s for s in SUITE}

@@ -27,8 +27,9 @@ import math
 import sys
 
 from profiling import floors as floor_model
+from profiling.shape_suite import family_shapes
 
-SHAPES = ("bench1", "bench2", "bench3", "bench4")
+SHAPES = tuple(s.name for s in family_shapes("leaderboard-bench"))
 PEER = "cuBLAS bf16"
 PER_SHAPE = "per-shape"  # profiling.benchmarks._support.PER_SHAPE: custom_kernel(data) without a config
 
