@@ -480,7 +480,7 @@ MUTANTS: tuple[Mutant, ...] = (
 SYNC_VARIANTS = {
     "default": "h90_m128n128k256_s3_wg1_fp16",
     "rs": "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
-    # the production variant the default dispatch runs on bench1-3 and unlisted shapes: phase 1
+    # the production variant the default dispatch runs on bench1-3 and as its fallback: phase 1
     # (Y decoded once into the fp16 workspace, staged whole-run stores, completion barrier), the
     # TMA-filled Y ring, the balanced schedule of mixed 128/64-row tiles (its split searched by the
     # producer warp's 32 lanes), C staged in shared memory

@@ -1,7 +1,8 @@
 """Roofline floors for the NVFP4 grouped GEMM: shape sets, bytes, FLOPs, floor times.
 
 Pure Python (no torch, no GPU). One *shape set* is a grouped problem: a name and a list of
-per-group ``(m, n, k, l)`` sizes, as the leaderboard's ``problem_sizes``.
+per-group ``(m, n, k, l)`` sizes, as the leaderboard's ``problem_sizes``; the named ones are
+declared once, in :mod:`profiling.shape_suite` (:func:`get_shape` looks them up there).
 
 * bytes moved at least once: NVFP4 A and B (half a byte per element), their E4M3 scales (one
   byte per 16 K elements, *unpadded*; pass ``padded_scales=True`` for the 128x4-padded
@@ -46,9 +47,13 @@ DEFAULT_CEILINGS = Ceilings()
 
 @dataclass(frozen=True)
 class ShapeSet:
+    """A grouped problem: ``name``, per-group sizes, the suite ``family`` it belongs to
+    (profiling.shape_suite.FAMILIES; "" for a shape made on the fly) and where it comes from."""
+
     name: str
     sizes: tuple[Size, ...]
-    kind: str = "bench"  # "bench" (the four ranked shapes) or "test" (leaderboard test shapes)
+    family: str = ""
+    provenance: str = ""
 
     @property
     def num_groups(self) -> int:
@@ -66,43 +71,24 @@ class ShapeSet:
 
 
 def shape_set(name: str, ms: Sequence[int], ns: Sequence[int] | int, ks: Sequence[int] | int,
-              kind: str = "bench") -> ShapeSet:
+              family: str = "", provenance: str = "") -> ShapeSet:
     g = len(ms)
     ns = [ns] * g if isinstance(ns, int) else list(ns)
     ks = [ks] * g if isinstance(ks, int) else list(ks)
     if not (len(ns) == len(ks) == g):
         raise ValueError(f"{name}: per-group lists of different lengths")
-    return ShapeSet(name, tuple((int(m), int(n), int(k), 1) for m, n, k in zip(ms, ns, ks)), kind)
+    return ShapeSet(name, tuple((int(m), int(n), int(k), 1) for m, n, k in zip(ms, ns, ks)), family, provenance)
 
 
-# The leaderboard's task.yml benchmarks, with the organizers' B200 SOL times (docs/benchmarks.md).
-BENCH_SHAPES: tuple[ShapeSet, ...] = (
-    shape_set("bench1", [80, 176, 128, 72, 64, 248, 96, 160], 4096, 7168),
-    shape_set("bench2", [40, 76, 168, 72, 164, 148, 196, 160], 7168, 2048),
-    shape_set("bench3", [192, 320], 3072, 4096),
-    shape_set("bench4", [128, 384], 4096, 1536),
-)
+# The organizers' B200 speed-of-light times of the leaderboard's benchmarks (docs/benchmarks.md).
 B200_SOL_US = {"bench1": 18.833, "bench2": 10.667, "bench3": 2.406, "bench4": 1.525}
-
-# A few of the leaderboard's test shapes (gpu-mode/reference-kernels
-# problems/nvidia/nvfp4_group_gemm/task.yml, "tests"): per-group N and K differ there. The
-# numbers are the test's index in that list (1-based). Shapes a kernel's constraints reject
-# (K = 128 where it needs 256) are skipped by the benchmarks, not dropped here.
-TEST_SHAPES: tuple[ShapeSet, ...] = (
-    shape_set("lbtest2", [256, 72], [512, 384], [256, 256], kind="test"),
-    shape_set("lbtest4", [80, 128, 256], [384, 256, 128], [256, 512, 128], kind="test"),
-    shape_set("lbtest9", [40, 56, 384, 512], [512, 384, 256, 128], 256, kind="test"),
-)
-
-ALL_SHAPES: tuple[ShapeSet, ...] = BENCH_SHAPES + TEST_SHAPES
-SHAPES_BY_NAME = {s.name: s for s in ALL_SHAPES}
 
 
 def get_shape(name: str) -> ShapeSet:
-    try:
-        return SHAPES_BY_NAME[name]
-    except KeyError:
-        raise KeyError(f"unknown shape set {name!r}; known: {sorted(SHAPES_BY_NAME)}") from None
+    """A shape of the suite (profiling.shape_suite, where every named shape is declared)."""
+    from profiling.shape_suite import get_shape as suite_shape
+
+    return suite_shape(name)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -221,17 +207,24 @@ def rates(sizes, time_us: float) -> dict:
     return {"tflops": t.flops / time_us / 1e6, "gbps": t.bytes / time_us / 1e3}
 
 
-def table(shapes: Iterable[ShapeSet] = BENCH_SHAPES, ceilings: Ceilings | None = None) -> str:
-    """A text table of the floors (``python -m profiling.floors``)."""
-    rows = [f"{'shape':8} {'MB':>8} {'GFLOP':>8} {'floorB us':>10} {'floorF us':>10} {'floor us':>9} bound"]
+def table(shapes: Iterable[ShapeSet] | None = None, ceilings: Ceilings | None = None) -> str:
+    """A text table of the floors (``python -m profiling.floors``); default: the leaderboard's
+    benchmarks."""
+    if shapes is None:
+        from profiling.shape_suite import family_shapes
+
+        shapes = family_shapes("leaderboard-bench")
+    rows = [f"{'shape':20} {'MB':>8} {'GFLOP':>8} {'floorB us':>10} {'floorF us':>10} {'floor us':>9} bound"]
     for s in shapes:
         f = floor(s, ceilings)
         rows.append(
-            f"{s.name:8} {f.bytes / 1e6:8.2f} {f.flops / 1e9:8.2f} {f.floor_bytes_us:10.2f} "
+            f"{s.name:20} {f.bytes / 1e6:8.2f} {f.flops / 1e9:8.2f} {f.floor_bytes_us:10.2f} "
             f"{f.floor_flops_us:10.2f} {f.floor_us:9.2f} {f.bound}"
         )
     return "\n".join(rows)
 
 
 if __name__ == "__main__":
-    print(table(ALL_SHAPES))
+    from profiling.shape_suite import SUITE
+
+    print(table(SUITE))

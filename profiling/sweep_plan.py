@@ -19,9 +19,10 @@ from typing import Any, Sequence
 from kernel.family import families
 from profiling import floors
 from profiling import metrics as M
+from profiling.shape_suite import family_shapes
 
 FAMILIES = {f.arch: (f.name, f.package) for f in families()}  # the kernel.family registry, by arch
-DEFAULT_SHAPES = tuple(s.name for s in floors.BENCH_SHAPES)
+DEFAULT_SHAPES = tuple(s.name for s in family_shapes("leaderboard-bench"))
 
 # ---- the plan: which cases ---------------------------------------------------------------
 @dataclass(frozen=True)

@@ -97,6 +97,65 @@ def should_stop(durations: list[float], repeat: int, elapsed_ns: float, max_time
     return s.err / s.mean < 0.001 or s.mean * s.runs > max_time_ns or elapsed_ns > 120e9
 
 
+def clear_l2(device: str) -> None:
+    """The evaluator's L2 clear before each timed repeat: a large normal-filled allocation (its
+    ``randn((16000, 1024, 1024))``, here at most 90 % of the free memory)."""
+    if device != "cuda":
+        return
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    floats = min(EVALUATOR_L2_CLEAR_FLOATS, int(free * 0.9) // 4)
+    dummy = torch.randn((floats,), device="cuda")
+    del dummy
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _mark(device: str):
+    if device == "cuda":
+        import torch
+
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+    return time.perf_counter_ns()
+
+
+def _elapsed_ns(device: str, t0, t1) -> float:
+    if device == "cuda":
+        t1.synchronize()
+        return t0.elapsed_time(t1) * 1e6
+    return float(t1 - t0)
+
+
+def time_calls(custom_kernel: Callable, inputs: list, *, device: str, max_repeats: int, max_time_ns: float,
+               check: Callable[[list], str | None] | None = None) -> list[float] | str:
+    """The evaluator's timing loop: each repeat synchronizes, clears the L2, and times one
+    ``custom_kernel`` call per input between two CUDA events (a host clock on the CPU); its
+    sample is that time over the number of inputs (ns). Stops by :func:`should_stop` or after
+    ``max_repeats``. Returns the samples, or the message of the first repeat whose outputs
+    ``check`` rejects."""
+    durations, start = [], time.perf_counter_ns()
+    for repeat in range(max_repeats):
+        _sync(device)
+        clear_l2(device)
+        t0 = _mark(device)
+        outputs = [custom_kernel(d) for d in inputs]
+        t1 = _mark(device)
+        durations.append(_elapsed_ns(device, t0, t1) / len(inputs))
+        if check is not None and (message := check(outputs)):
+            return message
+        if should_stop(durations, repeat, time.perf_counter_ns() - start, max_time_ns):
+            break
+    return durations
+
+
 class _Worker:
     """What runs in the spawned process: the submission, the inputs and the timing."""
 
@@ -110,8 +169,7 @@ class _Worker:
         self.custom_kernel = load_custom_kernel(submission)
 
     def sync(self):
-        if self.device == "cuda":
-            self.torch.cuda.synchronize()
+        _sync(self.device)
 
     def check(self, data, output) -> tuple[bool, str]:
         return lb.check_outputs(data, output, rtol=self.rtol, atol=self.atol)
@@ -125,14 +183,6 @@ class _Worker:
         self.sync()
         return self.check(data, output)
 
-    def clear_l2(self):
-        if self.device != "cuda":
-            return
-        free, _ = self.torch.cuda.mem_get_info()
-        floats = min(EVALUATOR_L2_CLEAR_FLOATS, int(free * 0.9) // 4)
-        dummy = self.torch.randn((floats,), device="cuda")
-        del dummy
-
     def benchmark(self, case: lb.Case, seed: int, recheck: bool, max_repeats: int, max_time_ns: float,
                   extras: bool):
         import oracle
@@ -145,38 +195,22 @@ class _Worker:
             good, message = self.check(data, output)
             if not good:
                 return message
-        durations, start = [], time.perf_counter_ns()
-        for repeat in range(max_repeats):
-            self.sync()
-            self.clear_l2()
-            t0 = self._mark()
-            outputs = [self.custom_kernel(d) for d in inputs]
-            t1 = self._mark()
-            durations.append(self._elapsed_ns(t0, t1) / len(inputs))
-            if recheck:
-                for data, output in zip(inputs, outputs):
-                    good, message = self.check(data, output)
-                    if not good:
-                        return message
-            if should_stop(durations, repeat, time.perf_counter_ns() - start, max_time_ns):
-                break
+
+        def recheck_all(outputs):
+            for data, output in zip(inputs, outputs):
+                good, message = self.check(data, output)
+                if not good:
+                    return message
+            return None
+
+        durations = time_calls(self.custom_kernel, inputs, device=self.device, max_repeats=max_repeats,
+                               max_time_ns=max_time_ns, check=recheck_all if recheck else None)
+        if isinstance(durations, str):
+            return durations
         result = {"stats": asdict(stats_of(durations))}
         if extras:
             result.update(self._extras(case, inputs))
         return result
-
-    def _mark(self):
-        if self.device == "cuda":
-            event = self.torch.cuda.Event(enable_timing=True)
-            event.record()
-            return event
-        return time.perf_counter_ns()
-
-    def _elapsed_ns(self, t0, t1) -> float:
-        if self.device == "cuda":
-            t1.synchronize()
-            return t0.elapsed_time(t1) * 1e6
-        return float(t1 - t0)
 
     def _extras(self, case: lb.Case, inputs) -> dict:
         """This harness's graph-replay time of the same inputs and the reference floor."""

@@ -113,3 +113,26 @@ def test_benchmark_mode_reports_the_evaluators_statistics_and_the_floor(tmp_path
 def test_a_missing_submission_is_a_usage_mistake(tmp_path):
     code, out, _ = _tool(tmp_path, "no_such_file.py", "--mode", "test")
     assert code == 2
+
+
+def test_the_timing_loop_is_one_function_the_benchmarks_share():
+    """properties.leaderboard.time_calls (what the tool's benchmark mode and bench_gpu.py's
+    leaderboard column run): one call per input per repeat, one sample per repeat (the time over
+    the inputs), the evaluator's stopping rule, and the first rejected repeat's message."""
+    from properties.leaderboard import time_calls
+
+    calls = []
+
+    def kernel(data):
+        calls.append(data)
+        time.sleep(0.002)
+        return [data]
+
+    samples = time_calls(kernel, [1, 2, 3], device="cpu", max_repeats=5, max_time_ns=10e9)
+    assert len(samples) == 5 and calls == [1, 2, 3] * 5  # 30 ms: the 100 ms minimum keeps it going
+    assert all(1.5e6 < s < 50e6 for s in samples)  # ns per call
+    calls.clear()
+    verdicts = iter([None, "mismatch found!"])
+    assert time_calls(kernel, [1], device="cpu", max_repeats=5, max_time_ns=10e9,
+                      check=lambda outputs: next(verdicts)) == "mismatch found!"
+    assert calls == [1, 1]

@@ -1,53 +1,133 @@
-"""Per-shape variant choice of the Hopper kernel: a small, fixed table, no autotuning.
+"""Per-shape variant choice of the Hopper kernel: a rule on the problem's properties, no table of
+shapes, no autotuning.
 
-``custom_kernel(data)`` without a config runs ``DEFAULT_TABLE.choose(problem_sizes)``
-(kernel.hopper.launch.default_config, on a fast-path miss). A problem's *shape key* is what
-the choice may depend on: the sorted per-group M, and the N and K shared by every group
-(``None`` when groups differ in N or K). The table maps the keys of the leaderboard's four
-benchmark shapes (oracle.speed.BENCHMARK_SHAPES) to a declared production variant; every other
-problem gets ``fallback``. Nothing is measured or searched at call time: the choice is a
-dictionary look-up on the sizes.
+``custom_kernel(data)`` without a config runs ``DEFAULT_RULE.choose(problem_sizes)``
+(kernel.hopper.launch.default_config, on a fast-path miss). The rule sees only the problem's
+:class:`Features`, computed from the sizes and the GPU's SM count (the kernel runs one persistent
+CTA per SM; :func:`device_sms` reads the count at run time, :data:`DEFAULT_SMS` without a GPU):
 
-The table holds the measured winners (H200; the results table in docs/results.md has the
-figures): the prepass build (``SPLIT_WARP_CONFIG``) on bench1-3 and as the fallback, the build
-with two wgmma groups in flight (``IN_FLIGHT_CONFIG``) on bench4, the one-round shape whose
-Y decode the prepass cannot amortize.
+* ``tiles``: 128 x 128 output tiles (the tile of every build the rule picks); ``rounds`` = tiles
+  / SMs; ``tail``: how full the last round is, in (0, 1] (1: every SM busy to the end);
+* ``k_max``: the largest K (the longest tile); ``groups``: the group count; ``m_max``,
+  ``m_mean`` (over groups with work) and ``m_ratio`` = m_max / m_mean (how uneven the groups are).
+
+The rule is an ordered tuple of :class:`Clause` s, each a box in that space (inclusive bounds on
+some features) and the build it picks; the first clause that holds wins, else ``fallback``.
+Nothing is measured or searched at call time: a few integer sums and comparisons.
+
+The thresholds (132 SMs: H100 SXM and H200), from the H200 builds measured in docs/results.md
+rows 55 and 73 (2026-12-01, 12-04): the build with two wgmma groups in flight
+(``IN_FLIGHT_CONFIG``, Y decoded per tile) beat the prepass build (``SPLIT_WARP_CONFIG``, Y
+decoded once per call into a workspace) on bench4 only, one round of tiles 97 % full with K =
+1536, where the prepass phase has too little K to amortize; bench3 (a round 91 % full, K = 4096)
+and the many-round benchmarks went to the prepass build. So :data:`DEFAULT_RULE` has one clause,
+the box around that point (:data:`IN_FLIGHT_MIN_ROUNDS` .. :data:`IN_FLIGHT_MAX_ROUNDS` rounds,
+K <= :data:`IN_FLIGHT_MAX_K`), and the prepass build as the fallback. Where between the measured
+points the bounds lie is not measured yet: ``python3 -m profiling.dispatch_sweep`` times every
+production build on the shape suite (profiling/shape_suite.py) and ``--analyze`` reports which
+build wins each shape and which feature thresholds separate the winners.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+import functools
+from dataclasses import dataclass, fields
+from typing import Iterable, Sequence
 
 from kernel.hopper.config import HopperConfig
 from kernel.hopper.variants import DECLARED_VARIANTS, IN_FLIGHT_CONFIG, SPLIT_WARP_CONFIG
 
-ShapeKey = tuple[tuple[int, ...], int | None, int | None]
-
-# name: (M per group, N, K), as oracle.speed.BENCHMARK_SHAPES (kept here so kernel/ does not
-# import oracle/; kernel/tests/test_hopper_dispatch.py checks the two agree)
-STANDARD_SHAPES: dict[str, tuple[tuple[int, ...], int, int]] = {
-    "bench1": ((80, 176, 128, 72, 64, 248, 96, 160), 4096, 7168),
-    "bench2": ((40, 76, 168, 72, 164, 148, 196, 160), 7168, 2048),
-    "bench3": ((192, 320), 3072, 4096),
-    "bench4": ((128, 384), 4096, 1536),
-}
+# the output tile (N x M) of every build the rule can pick
+TILE = 128
+# SMs a machine without a GPU plans for (H100 SXM and H200 have 132)
+DEFAULT_SMS = 132
 
 
-def shape_key(problem_sizes: Iterable[Sequence[int]]) -> ShapeKey:
-    """(sorted M, N, K) of a list of (m, n, k[, l]) sizes; N or K is None when groups differ."""
-    sizes = [tuple(int(x) for x in s) for s in problem_sizes]
-    ns = {s[1] for s in sizes}
-    ks = {s[2] for s in sizes}
-    return (
-        tuple(sorted(s[0] for s in sizes)),
-        ns.pop() if len(ns) == 1 else None,
-        ks.pop() if len(ks) == 1 else None,
+@dataclass(frozen=True)
+class Features:
+    """What the rule may depend on (see the module docstring)."""
+
+    groups: int
+    tiles: int
+    sms: int
+    rounds: float
+    tail: float
+    k_max: int
+    m_max: int
+    m_mean: float
+    m_ratio: float
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Features))
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def features(problem_sizes: Iterable[Sequence[int]], sms: int) -> Features:
+    """:class:`Features` of a list of (m, n, k[, l]) sizes on a GPU of ``sms`` SMs."""
+    if sms < 1:
+        raise ValueError(f"sms must be >= 1, got {sms}")
+    sizes = [(int(s[0]), int(s[1]), int(s[2])) for s in problem_sizes]
+    tiles = sum(_ceil_div(m, TILE) * _ceil_div(n, TILE) for m, n, _ in sizes)
+    busy = [m for m, n, _ in sizes if m > 0 and n > 0]
+    last = tiles % sms
+    m_max = max(busy, default=0)
+    m_mean = sum(busy) / len(busy) if busy else 0.0
+    return Features(
+        groups=len(sizes),
+        tiles=tiles,
+        sms=sms,
+        rounds=tiles / sms,
+        tail=(last if last else (sms if tiles else 0)) / sms,
+        k_max=max((k for _, _, k in sizes), default=0),
+        m_max=m_max,
+        m_mean=m_mean,
+        m_ratio=m_max / m_mean if m_mean else 0.0,
     )
 
 
-def standard_key(name: str) -> ShapeKey:
-    ms, n, k = STANDARD_SHAPES[name]
-    return tuple(sorted(ms)), n, k
+@dataclass(frozen=True)
+class Bound:
+    """``lo <= features.<feature> <= hi``; None leaves that side open."""
+
+    feature: str
+    lo: float | None = None
+    hi: float | None = None
+
+    def __post_init__(self):
+        if self.feature not in FEATURE_NAMES:
+            raise KeyError(f"no feature {self.feature!r}; known: {', '.join(FEATURE_NAMES)}")
+
+    def holds(self, f: Features) -> bool:
+        value = getattr(f, self.feature)
+        return (self.lo is None or value >= self.lo) and (self.hi is None or value <= self.hi)
+
+    def describe(self) -> str:
+        if self.lo is not None and self.hi is not None:
+            return f"{self.lo:g} <= {self.feature} <= {self.hi:g}"
+        if self.lo is not None:
+            return f"{self.feature} >= {self.lo:g}"
+        return f"{self.feature} <= {self.hi:g}" if self.hi is not None else f"any {self.feature}"
+
+
+@dataclass(frozen=True)
+class Clause:
+    """Pick the build labelled ``label`` when every bound holds."""
+
+    label: str
+    bounds: tuple[Bound, ...]
+    why: str = ""
+
+    def holds(self, f: Features) -> bool:
+        return all(b.holds(f) for b in self.bounds)
+
+    def describe(self) -> str:
+        return " and ".join(b.describe() for b in self.bounds) + f" -> {self.label}"
 
 
 def by_label(label: str) -> HopperConfig:
@@ -57,34 +137,58 @@ def by_label(label: str) -> HopperConfig:
     raise KeyError(f"no declared Hopper variant is labelled {label!r}")
 
 
-class DispatchTable:
-    """``entries``: standard-shape name -> variant label; ``fallback``: every other shape."""
+@functools.lru_cache(maxsize=None)
+def device_sms() -> int:
+    """The current GPU's SM count; :data:`DEFAULT_SMS` on a machine without one."""
+    from kernel import device
 
-    def __init__(self, entries: Mapping[str, str], fallback: HopperConfig):
-        unknown = set(entries) - set(STANDARD_SHAPES)
-        if unknown:
-            raise KeyError(f"not standard shapes: {sorted(unknown)}")
-        self.entries = dict(entries)
+    return device.sm_count() if device.cuda_capability() is not None else DEFAULT_SMS
+
+
+class DispatchRule:
+    """``clauses`` in order, the first that holds picks its build; ``fallback`` otherwise."""
+
+    def __init__(self, clauses: Sequence[Clause], fallback: HopperConfig):
+        self.clauses = tuple(clauses)
         self.fallback = fallback
-        self._by_key = {standard_key(name): by_label(label) for name, label in entries.items()}
+        self._builds = {c.label: by_label(c.label) for c in self.clauses}  # label -> config: no shape in it
 
-    def choose(self, problem_sizes: Iterable[Sequence[int]]) -> HopperConfig:
-        return self._by_key.get(shape_key(problem_sizes), self.fallback)
+    def choose_features(self, f: Features) -> HopperConfig:
+        for clause in self.clauses:
+            if clause.holds(f):
+                return self._builds[clause.label]
+        return self.fallback
+
+    def choose(self, problem_sizes: Iterable[Sequence[int]], sms: int | None = None) -> HopperConfig:
+        """The build for these sizes on a GPU of ``sms`` SMs (None: this machine's, :func:`device_sms`)."""
+        return self.choose_features(features(problem_sizes, device_sms() if sms is None else sms))
 
     def configs(self) -> list[HopperConfig]:
-        """Every config the table can return (fallback first), without repeats."""
+        """Every config the rule can return (fallback first), without repeats."""
         out = [self.fallback]
-        for c in self._by_key.values():
+        for c in self._builds.values():
             if c not in out:
                 out.append(c)
         return out
 
+    def describe(self) -> list[str]:
+        return [c.describe() for c in self.clauses] + [f"otherwise -> {self.fallback.label}"]
 
-SPLIT_WARP = SPLIT_WARP_CONFIG.label
-IN_FLIGHT = IN_FLIGHT_CONFIG.label
+
+# The one region measured faster with the per-tile decode (see the module docstring): a single
+# round of tiles at least this full ...
+IN_FLIGHT_MIN_ROUNDS = 0.9
+IN_FLIGHT_MAX_ROUNDS = 1.0
+# ... with K at most this (bench4's 1536 picks it, bench3's 4096 does not)
+IN_FLIGHT_MAX_K = 2048
+
 # What ``custom_kernel(data)`` runs when no config is given (kernel.hopper.launch.default_config).
 # Every config it can return is a production variant (the main job runs them).
-DEFAULT_TABLE = DispatchTable(
-    {"bench1": SPLIT_WARP, "bench2": SPLIT_WARP, "bench3": SPLIT_WARP, "bench4": IN_FLIGHT},
-    fallback=by_label(SPLIT_WARP),
+DEFAULT_RULE = DispatchRule(
+    (
+        Clause(IN_FLIGHT_CONFIG.label,
+               (Bound("rounds", IN_FLIGHT_MIN_ROUNDS, IN_FLIGHT_MAX_ROUNDS), Bound("k_max", hi=IN_FLIGHT_MAX_K)),
+               "one nearly full round with little K: the prepass cannot amortize its decode"),
+    ),
+    fallback=SPLIT_WARP_CONFIG,
 )

@@ -184,7 +184,7 @@ def launch(prep: Prepared, stream: Any | None = None) -> list[torch.Tensor]:
 def custom_kernel(data: Any, config: HopperConfig | None = None, *, perturbation=None,
                   strict: bool = False) -> list[torch.Tensor]:
     """Leaderboard entry point: writes every group's C in place and returns them (caller order).
-    ``config`` None: the variant the measured per-shape table picks (:func:`default_config`).
+    ``config`` None: the variant the per-shape rule picks (:func:`default_config`).
     ``perturbation`` (kernel.perturbation) and ``strict`` (guarded tables): the harness's
     perturbed runs, never production."""
     return PIPELINE.run(data, PER_SHAPE if config is None else config, perturbation=perturbation, strict=strict)
@@ -205,16 +205,16 @@ PER_SHAPE = PerShape()
 
 
 def default_config(data: Any) -> HopperConfig:
-    """The variant ``custom_kernel(data)`` runs: kernel.hopper.dispatch.DEFAULT_TABLE's choice for
-    the problem's shape (a look-up on the sorted sizes: about 6 us on this project's CPU machine,
-    paid on a fast-path miss only). Data too malformed to have sizes gets the table's fallback,
-    whose validation then raises the usual typed error."""
-    from kernel.hopper.dispatch import DEFAULT_TABLE
+    """The variant ``custom_kernel(data)`` runs: kernel.hopper.dispatch.DEFAULT_RULE's choice for
+    the problem's sizes on this GPU's SM count (a few sums and comparisons, paid on a fast-path
+    miss only). Data too malformed to have sizes gets the rule's fallback, whose validation then
+    raises the usual typed error."""
+    from kernel.hopper.dispatch import DEFAULT_RULE
 
     try:
-        return DEFAULT_TABLE.choose(data[3])
+        return DEFAULT_RULE.choose(data[3])
     except Exception:
-        return DEFAULT_TABLE.fallback
+        return DEFAULT_RULE.fallback
 
 
 def static_build(config: HopperConfig, dump_dir: str | os.PathLike, num_groups: int = 8, perturbation=None,

@@ -1,79 +1,174 @@
-"""The Hopper per-shape dispatch table (kernel/hopper/dispatch.py): plain Python, no GPU."""
+"""The Hopper per-shape dispatch rule (kernel/hopper/dispatch.py): plain Python, no GPU."""
 
+import ast
 import importlib
+import inspect
+from collections.abc import Mapping
 
 import pytest
 
-from kernel.hopper import (DECLARED_VARIANTS, FASTEST_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG,
-                           config_problems)
-from kernel.hopper.dispatch import DEFAULT_TABLE, STANDARD_SHAPES, DispatchTable, by_label, shape_key
-from oracle.speed import BENCHMARK_SHAPES
+from kernel.hopper import DECLARED_VARIANTS, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG, config_problems
+from kernel.hopper import dispatch
+from kernel.hopper.dispatch import DEFAULT_RULE, Bound, Clause, DispatchRule, by_label, features
+from oracle import leaderboard as lb
+from profiling.shape_suite import SUITE, get_shape
+
+H100_SMS = 132  # H100 SXM and H200
+H100_PCIE_SMS = 114
+
+IN = IN_FLIGHT_CONFIG.label
+SW = SPLIT_WARP_CONFIG.label
+# The rule's choice on every suite shape at 132 SMs, written from the documented thresholds
+# (IN_FLIGHT_CONFIG for 0.9 <= rounds <= 1 and K <= 2048, SPLIT_WARP_CONFIG otherwise) and each
+# shape's tiles (128 x 128) and largest K, worked out by hand:
+EXPECTED = {
+    "bench1": SW,  # 352 tiles: 2.67 rounds
+    "bench2": SW,  # 728 tiles: 5.52 rounds
+    "bench3": SW,  # 120 tiles: 0.91 rounds, but K 4096
+    "bench4": IN,  # 128 tiles: 0.97 rounds, K 1536
+    "moe_dsv3_up": SW,  # 1088 tiles
+    "moe_dsv3_down": SW,  # 1904 tiles
+    "moe_2048x1408_up": SW,  # 748 tiles
+    "moe_mixtral_up": SW,  # 616 tiles
+    "dense_4096": SW,  # 1024 tiles
+    "dense_dsv3_shared": SW,  # 1024 tiles
+    "decode_dsv3_up": SW,  # 1024 tiles (32 groups x 1 x 32)
+    "decode_mixtral_down": SW,  # 256 tiles: 1.94 rounds
+    "ragged_n2880": SW,  # 92 tiles: 0.70 rounds, K 2048 (below the region)
+    "ragged_mixed": SW,  # 154 tiles: 1.17 rounds
+    **{f"lbtest{i}": SW for i in range(1, 11)},  # 3 to 20 tiles: at most 0.15 rounds
+}
 
 
 def sizes(name):
-    ms, n, k = STANDARD_SHAPES[name]
-    return [(m, n, k, 1) for m in ms]
+    return [tuple(s) for s in get_shape(name).sizes]
 
 
-def test_standard_shapes_are_the_benchmark_shapes():
-    assert STANDARD_SHAPES == {k: (tuple(v[0]), v[1], v[2]) for k, v in BENCHMARK_SHAPES.items()}
+def test_the_expected_table_covers_the_suite():
+    assert set(EXPECTED) == {s.name for s in SUITE}
 
 
-def test_shape_key_ignores_group_order_and_l():
-    assert shape_key([(80, 4096, 7168, 1), (40, 4096, 7168, 1)]) == ((40, 80), 4096, 7168)
-    assert shape_key([(40, 4096, 7168), (80, 4096, 7168, 1)]) == ((40, 80), 4096, 7168)
-    assert shape_key([(8, 128, 256, 1), (8, 256, 256, 1)]) == ((8, 8), None, 256)
-    assert shape_key([(8, 128, 256, 1), (8, 128, 512, 1)]) == ((8, 8), 128, None)
-
-
-def test_table_rejects_unknown_shapes_and_labels():
-    with pytest.raises(KeyError):
-        DispatchTable({"bench9": FASTEST_CONFIG.label}, fallback=FASTEST_CONFIG)
-    with pytest.raises(KeyError):
-        DispatchTable({"bench1": "h90_no_such_variant"}, fallback=FASTEST_CONFIG)
-    assert by_label(FASTEST_CONFIG.label) == FASTEST_CONFIG
-
-
-def test_table_falls_back_off_the_standard_shapes():
-    table = DispatchTable({"bench3": IN_FLIGHT_CONFIG.label}, fallback=FASTEST_CONFIG)
-    assert table.choose(sizes("bench3")) == IN_FLIGHT_CONFIG
-    near = sizes("bench3")
-    near[0] = (193, 3072, 4096, 1)
-    assert table.choose(near) == FASTEST_CONFIG
-    assert table.configs() == [FASTEST_CONFIG, IN_FLIGHT_CONFIG]
-
-
-@pytest.mark.parametrize("name", sorted(STANDARD_SHAPES))
-def test_default_table_names_declared_valid_production_variants(name):
-    chosen = DEFAULT_TABLE.choose(sizes(name))
-    assert chosen in DECLARED_VARIANTS and chosen in PRODUCTION_VARIANTS and config_problems(chosen) == []
-    assert chosen.label == DEFAULT_TABLE.entries[name]
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_rule_choice_on_every_suite_shape(name):
+    chosen = DEFAULT_RULE.choose(sizes(name), sms=H100_SMS)
+    assert chosen.label == EXPECTED[name]
+    assert chosen in PRODUCTION_VARIANTS and config_problems(chosen) == []
     # the group order of the call does not change the choice
-    assert DEFAULT_TABLE.choose(list(reversed(sizes(name)))) == chosen
-    # K a multiple of every chosen variant's stage depth
-    assert STANDARD_SHAPES[name][2] % chosen.tile_k == 0
+    assert DEFAULT_RULE.choose(list(reversed(sizes(name))), sms=H100_SMS) == chosen
+    # K of every group a multiple of the chosen build's stage depth
+    assert all(k % chosen.tile_k == 0 for _, _, k, _ in sizes(name))
 
 
-def test_the_default_runs_the_table_choice_and_only_production_variants():
-    """``custom_kernel(data)`` without a config: DEFAULT_TABLE's choice for the shape (bench4 the
-    build with two wgmma groups in flight, bench1-3 and any other shape the prepass build),
-    remembered per size list, every choice a production variant; malformed data gets the
-    fallback (whose validation raises the typed error)."""
+def test_features_by_hand():
+    f = features(sizes("bench1"), H100_SMS)
+    # M 80,176,128,72,64,248,96,160 -> 1+2+1+1+1+2+1+2 = 11 M tiles, N 4096 -> 32 N tiles
+    assert (f.groups, f.tiles, f.k_max, f.m_max) == (8, 352, 7168, 248)
+    assert f.rounds == pytest.approx(352 / 132) and f.tail == pytest.approx(88 / 132)
+    assert f.m_mean == 128 and f.m_ratio == pytest.approx(248 / 128)
+    # a whole number of rounds leaves the last one full; empty groups own no tile and no M
+    f = features([(128, 128 * 66, 256, 1), (0, 512, 256, 1), (64, 0, 512, 1)], 66)
+    assert (f.tiles, f.rounds, f.tail, f.groups, f.m_max, f.m_mean, f.k_max) == (66, 1.0, 1.0, 3, 128, 128, 512)
+    assert features([(0, 0, 256, 1)], 132).tail == 0.0
+    with pytest.raises(ValueError):
+        features([(1, 1, 256, 1)], 0)
+    with pytest.raises(KeyError):
+        Bound("not_a_feature", hi=1)
+
+
+def test_the_sm_count_is_a_parameter():
+    """bench4's 128 tiles are one round on 132 SMs (the per-tile build) and more than one on an
+    H100 PCIe's 114 (the fallback); a machine without a GPU plans for 132."""
+    assert DEFAULT_RULE.choose(sizes("bench4"), sms=H100_SMS) == IN_FLIGHT_CONFIG
+    assert DEFAULT_RULE.choose(sizes("bench4"), sms=H100_PCIE_SMS) == SPLIT_WARP_CONFIG
+    # the bounds are inclusive: 128 tiles on 128 SMs is 1.0 rounds, on 142 SMs 0.901
+    assert DEFAULT_RULE.choose(sizes("bench4"), sms=128) == IN_FLIGHT_CONFIG
+    assert DEFAULT_RULE.choose(sizes("bench4"), sms=127) == SPLIT_WARP_CONFIG
+    assert DEFAULT_RULE.choose(sizes("bench4"), sms=142) == IN_FLIGHT_CONFIG
+    assert DEFAULT_RULE.choose(sizes("bench4"), sms=143) == SPLIT_WARP_CONFIG
+    assert dispatch.DEFAULT_SMS == 132
+
+
+def test_the_choice_follows_features_not_shapes():
+    """Any problem in the region gets the in-flight build, one group or many, bench4 or not, and
+    a problem next to bench4 with other features does not."""
+    one_group = [(512, 4096, 1024, 1)]  # 4 x 32 = 128 tiles, K 1024
+    assert DEFAULT_RULE.choose(one_group, sms=H100_SMS) == IN_FLIGHT_CONFIG
+    near = [(127, 4096, 1536, 1), (383, 4096, 1536, 1)]  # bench4's tiles with other M
+    assert DEFAULT_RULE.choose(near, sms=H100_SMS) == IN_FLIGHT_CONFIG
+    assert DEFAULT_RULE.choose([(128, 4096, 2304, 1), (384, 4096, 2304, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
+    assert DEFAULT_RULE.choose([(129, 4096, 1536, 1), (384, 4096, 1536, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
+
+
+def test_rules_take_declared_labels_and_the_first_clause_wins():
+    with pytest.raises(KeyError):
+        DispatchRule((Clause("h90_no_such_variant", ()),), fallback=SPLIT_WARP_CONFIG)
+    assert by_label(IN) == IN_FLIGHT_CONFIG
+    rule = DispatchRule((Clause(IN, (Bound("groups", hi=2),)), Clause(SW, (Bound("groups", hi=4),))),
+                        fallback=IN_FLIGHT_CONFIG)
+    assert rule.choose([(1, 1, 256, 1)] * 2, sms=132) == IN_FLIGHT_CONFIG
+    assert rule.choose([(1, 1, 256, 1)] * 3, sms=132) == SPLIT_WARP_CONFIG
+    assert rule.choose([(1, 1, 256, 1)] * 5, sms=132) == IN_FLIGHT_CONFIG
+    assert rule.configs() == [IN_FLIGHT_CONFIG, SPLIT_WARP_CONFIG]
+    assert DEFAULT_RULE.describe()[-1] == f"otherwise -> {SW}"
+    assert all(c in PRODUCTION_VARIANTS for c in DEFAULT_RULE.configs())
+
+
+def _shape_like(value) -> bool:
+    """A problem-size key: a tuple of ints or of int tuples, or a leaderboard shape's name."""
+    if isinstance(value, str):
+        return value.startswith(("bench", "lbtest"))
+    if isinstance(value, tuple):
+        return any(isinstance(x, (int, tuple)) and not isinstance(x, bool) for x in value)
+    return False
+
+
+def test_the_dispatch_module_has_no_exact_shape_key():
+    """No mapping in the module (or in the rule) is keyed by sizes or shape names, and its source
+    builds no dict whose keys are tuples or shape names: the choice cannot be a look-up."""
+    for name, value in vars(dispatch).items():
+        if isinstance(value, Mapping):
+            assert not any(_shape_like(k) for k in value), f"dispatch.{name} is keyed by shapes"
+    for name, value in vars(DEFAULT_RULE).items():
+        if isinstance(value, Mapping):
+            assert not any(_shape_like(k) for k in value), f"DEFAULT_RULE.{name} is keyed by shapes"
+    tree = ast.parse(inspect.getsource(dispatch))
+    docstrings = {id(body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and (body := node.body)
+                  and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key in node.keys:
+                assert not isinstance(key, ast.Tuple), f"a dict literal keyed by tuples at line {node.lineno}"
+                if isinstance(key, ast.Constant):
+                    assert not _shape_like(key.value), f"a dict literal keyed by {key.value!r}"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            assert "bench" not in node.value and "lbtest" not in node.value, f"a shape named in code: {node.value!r}"
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert not names & {"STANDARD_SHAPES", "BENCHMARK_SHAPES", "shape_key"}
+
+
+def test_the_leaderboard_tool_and_the_production_path_pick_todays_builds():
+    """``python -m properties.leaderboard hopper --mode benchmark`` runs kernel.hopper's
+    ``custom_kernel`` on the leaderboard's benchmark cases: the prepass build on bench1-3, the
+    in-flight build on bench4 (a CPU machine plans for 132 SMs), through default_config and the
+    pipeline's hook alike, remembered per size list; malformed data gets the fallback."""
+    from properties.leaderboard import load_custom_kernel
+
+    import kernel.hopper
+
     launch = importlib.import_module("kernel.hopper.launch")  # (kernel.hopper.launch is also a function name)
-
-    assert all(c in PRODUCTION_VARIANTS for c in DEFAULT_TABLE.configs())
-    for name in STANDARD_SHAPES:
-        data = ([], [], [], [tuple(s) for s in sizes(name)])
-        expected = IN_FLIGHT_CONFIG if name == "bench4" else SPLIT_WARP_CONFIG
-        assert launch.default_config(data) == expected
+    assert load_custom_kernel("hopper") is kernel.hopper.custom_kernel is launch.custom_kernel
+    assert dispatch.device_sms() == 132
+    expected = [SPLIT_WARP_CONFIG, SPLIT_WARP_CONFIG, SPLIT_WARP_CONFIG, IN_FLIGHT_CONFIG]
+    for case, want in zip(lb.BENCHMARK_CASES, expected):
+        data = ([], [], [], [list(s) for s in case.sizes])
+        assert launch.default_config(data) == want
         assert launch.default_config(data) is launch.default_config(data)
-        reordered = ([], [], [], list(reversed(data[3])))
-        assert launch.default_config(reordered) == expected
+        assert launch.default_config(([], [], [], list(reversed(data[3])))) == want
+        assert launch.PIPELINE.hooks.choose(launch.PER_SHAPE, data) == want
+        assert launch.PIPELINE.hooks.choose(SPLIT_WARP_CONFIG, data) is SPLIT_WARP_CONFIG
+    assert [get_shape(f"bench{i}").sizes for i in range(1, 5)] == [c.sizes for c in lb.BENCHMARK_CASES]
     assert launch.default_config(([], [], [], [(8, 8, 256, 1)])) == SPLIT_WARP_CONFIG
-    # the pipeline's hook: PER_SHAPE becomes the choice, a variant stays itself
-    hooks = launch.PIPELINE.hooks
-    bench4 = ([], [], [], [tuple(s) for s in sizes("bench4")])
-    assert hooks.choose(launch.PER_SHAPE, bench4) == IN_FLIGHT_CONFIG
-    assert hooks.choose(SPLIT_WARP_CONFIG, bench4) is SPLIT_WARP_CONFIG
     for malformed in (None, (), ([], [], []), ([], [], [], [7]), ([], [], [], [("a", 1, 2, 3)])):
-        assert launch.default_config(malformed) == DEFAULT_TABLE.fallback
+        assert launch.default_config(malformed) == DEFAULT_RULE.fallback
+    assert all(c in DECLARED_VARIANTS for c in DEFAULT_RULE.configs())

@@ -2,11 +2,13 @@
 
 Knobs are environment variables (they work whatever directory pytest is started from):
 
-* ``NVFP4_BENCH_SHAPES``: comma-separated shape-set names (default: all of
-  ``profiling.floors.ALL_SHAPES``: bench1..bench4 and the leaderboard test shapes);
+* ``NVFP4_BENCH_SHAPES``: shapes of the suite (profiling.shape_suite): ``suite`` (the default),
+  ``quick``, family names and shape names, comma-separated;
 * ``NVFP4_BENCH_FAMILIES``: comma-separated kernel families (default ``hopper,blackwell``);
-* ``NVFP4_BENCH_VARIANTS``: ``all`` or comma-separated variant labels (default: every declared
-  variant on bench1..bench4, the family's default variant on the leaderboard test shapes);
+* ``NVFP4_BENCH_VARIANTS`` (or ``--bench-variants``, which wins): ``default`` (the per-shape
+  default, ``custom_kernel(data)`` without a config, and the production builds), ``all`` (the
+  per-shape default and every declared variant) or comma-separated labels (``per-shape`` for
+  the per-shape default);
 * ``NVFP4_BENCH_CEILINGS``: ``measure`` (default on a GPU: a D2D copy and a bf16 matmul, once
   per pytest run) or ``facts`` (the reference H200 ceilings, 4.3 TB/s and 790 TFLOP/s, measured
   2026-11-29: ``profiling.floors.DEFAULT_CEILINGS``);
@@ -32,7 +34,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kernel.family import families
-from profiling.floors import ALL_SHAPES, ShapeSet, get_shape
+from profiling.floors import ShapeSet, get_shape
+from profiling.shape_suite import SUITE, select
 
 SEED = 1111  # the leaderboard's seed
 DISTRIBUTION = "uniform"
@@ -41,17 +44,19 @@ ARCH = {f.name: f.arch for f in families()}
 
 
 def selected_shapes() -> list[ShapeSet]:
-    names = os.environ.get("NVFP4_BENCH_SHAPES", "").strip()
-    if not names:
-        return list(ALL_SHAPES)
-    return [get_shape(n.strip()) for n in names.split(",") if n.strip()]
+    spec = os.environ.get("NVFP4_BENCH_SHAPES", "").strip()
+    return select(spec) if spec else list(SUITE)
 
 
-def selected_variant_labels():
-    """None (default policy), "all", or a set of variant labels (NVFP4_BENCH_VARIANTS)."""
-    raw = os.environ.get("NVFP4_BENCH_VARIANTS", "").strip()
-    if not raw:
-        return None
+PER_SHAPE = "per-shape"  # the label of the per-shape default entry: custom_kernel(data), no config
+
+
+def selected_variant_labels(option: str | None = None):
+    """``"default"``, ``"all"`` or a set of labels: ``option`` (``--bench-variants``) when given,
+    else NVFP4_BENCH_VARIANTS, else ``"default"``."""
+    raw = (option or os.environ.get("NVFP4_BENCH_VARIANTS", "")).strip()
+    if raw in ("", "default"):
+        return "default"
     if raw == "all":
         return "all"
     return {x.strip() for x in raw.split(",") if x.strip()}
@@ -86,6 +91,10 @@ def cuda_reason() -> str | None:
 
 @dataclass(frozen=True)
 class VariantSpec:
+    """One benchmarked entry of a family: a declared variant, or (``per_shape``) what
+    ``custom_kernel(data)`` without a config runs. ``is_default``: the family's DEFAULT_CONFIG,
+    the entry NVFP4_BENCH_SLOW slows."""
+
     family: str
     label: str
     config: Any
@@ -93,6 +102,8 @@ class VariantSpec:
     is_default: bool
     module: Any = dataclasses.field(compare=False, default=None)
     skip_reason: str | None = None
+    production: bool = False
+    per_shape: bool = False
 
     @property
     def id(self) -> str:
@@ -113,21 +124,48 @@ def default_config(module) -> Any:
 
 
 def family_variants(family: str, *, need_device: bool = True) -> list[VariantSpec]:
-    """One spec per declared variant; a single skipped 'unavailable' spec when it won't import."""
+    """The per-shape default entry, then one spec per declared variant (production first); a
+    single skipped 'unavailable' spec when the family won't import."""
     module, reason = load_family(family)
     if module is None:
         return [VariantSpec(family, "unavailable", None, 0, False, None, reason)]
     try:
         default = default_config(module)
+        production = tuple(getattr(module, "PRODUCTION_VARIANTS", ()))
         if need_device:
             reason = module.unavailable_reason()
-        return [
-            VariantSpec(family, cfg.label, cfg, i, cfg == default, module, reason)
+        return [VariantSpec(family, PER_SHAPE, None, -1, False, module, reason, per_shape=True)] + [
+            VariantSpec(family, cfg.label, cfg, i, cfg == default, module, reason, production=cfg in production)
             for i, cfg in enumerate(module.DECLARED_VARIANTS)
         ]
     except Exception as exc:  # a family module without the full interface
         why = f"{FAMILIES[family]} lacks the family interface: {type(exc).__name__}: {exc}"[:300]
         return [VariantSpec(family, "unavailable", None, 0, False, None, why)]
+
+
+def wanted(spec: VariantSpec, policy) -> bool:
+    """Whether ``policy`` (selected_variant_labels) benchmarks ``spec``: ``default`` the per-shape
+    entry and the production builds, ``all`` every entry, a label set those labels."""
+    if spec.module is None:  # the family's 'unavailable' entry: shown, skipped with its reason
+        return True
+    if policy == "default":
+        return spec.per_shape or spec.production
+    if policy == "all":
+        return True
+    return spec.label in policy
+
+
+def bench_entries(policy, shapes=None, families=None) -> list[tuple[VariantSpec, ShapeSet]]:
+    """(entry, shape) pairs of test_kernel, shape-major (inputs are made once per shape)."""
+    specs = [v for f in (families or selected_families()) for v in family_variants(f)]
+    return [(v, shape) for shape in (shapes or selected_shapes()) for v in specs if wanted(v, policy)]
+
+
+def per_shape_config(module, data) -> Any:
+    """The build ``custom_kernel(data)`` runs without a config: the family's ``default_config(data)``
+    where it has one (the Hopper per-shape rule), else its DEFAULT_CONFIG."""
+    choose = getattr(module, "default_config", None)
+    return choose(data) if callable(choose) else default_config(module)
 
 
 def shape_reason(module, config, shape: ShapeSet) -> str | None:
@@ -241,16 +279,22 @@ def device_copies(shape: ShapeSet, copies: int) -> list:
     return _DEVICE_COPIES[key]
 
 
-def kernel_launches(module, config, datas: list, repeat: int = 1) -> list[Callable[[], Any]]:
+def kernel_call(module, config) -> Callable[[Any], Any]:
+    """``custom_kernel`` with ``config``, or as a user calls it (no config) when ``config`` is None."""
     fn = module.custom_kernel
+    return fn if config is None else (lambda d: fn(d, config=config))
+
+
+def kernel_launches(module, config, datas: list, repeat: int = 1) -> list[Callable[[], Any]]:
+    fn = kernel_call(module, config)
 
     def make(d):
         if repeat == 1:
-            return lambda: fn(d, config=config)
+            return lambda: fn(d)
 
         def launch():
             for _ in range(repeat):
-                fn(d, config=config)
+                fn(d)
 
         return launch
 

@@ -23,6 +23,7 @@ import pytest
 
 from profiling import floors
 from profiling.benchmarks import _support as S
+from profiling.shape_suite import family_shapes
 
 REPO = Path(__file__).resolve().parents[2]
 COMPILE_VARIANTS_PER_FAMILY = 2
@@ -63,7 +64,7 @@ def test_cpu_model_kernel(benchmark, shape_name):
     benchmark.pedantic(run, rounds=10, warmup_rounds=2)
 
 
-_PLAN_SHAPES = {s.name: s.sizes for s in floors.BENCH_SHAPES}
+_PLAN_SHAPES = {s.name: s.sizes for s in family_shapes("leaderboard-bench")}
 _PLAN_SHAPES["g64"] = tuple((64 + 8 * (g % 29), 4096, 7168, 1) for g in range(64))
 
 

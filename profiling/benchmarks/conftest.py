@@ -2,6 +2,10 @@
 
 * Machine information (GPU, compute capability, driver, torch, CUDA, nvidia-cutlass-dsl, the
   ceilings measured in the pytest session) goes into every saved run under ``machine_info["nvfp4"]``.
+* ``--bench-variants=default|all|LABEL,...``: which entries bench_gpu.py times (see its
+  docstring; default: the per-shape default and the production builds, with the peer). The
+  option exists when pytest is given this folder or a file in it; NVFP4_BENCH_VARIANTS works
+  from anywhere.
 * Outside ``--benchmark-only`` (the plain ``pytest`` CI run) the benchmarks here are skipped
   with a reason, unless ``--benchmark-enable`` or ``--benchmark-disable`` (run once, untimed: a
   smoke test) is given explicitly.
@@ -14,6 +18,14 @@ from pathlib import Path
 import pytest
 
 _HERE = Path(__file__).resolve().parent
+
+
+def pytest_addoption(parser):
+    parser.getgroup("nvfp4 benchmarks").addoption(
+        "--bench-variants", default=None,
+        help="bench_gpu.py entries: default (custom_kernel(data) without a config, the production builds, the "
+        "cuBLAS peer), all (every declared variant too), or LABEL,LABEL (per-shape: the per-shape default)",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,10 @@ import math
 import pytest
 
 from profiling import floors
-from profiling.floors import BENCH_SHAPES, Ceilings, floor, get_shape, traffic
+from profiling.floors import Ceilings, floor, get_shape, traffic
+from profiling.shape_suite import family_shapes
+
+BENCH_SHAPES = family_shapes("leaderboard-bench")
 
 # Bytes floor and FLOPs floor (us) at the reference H200 ceilings (4.3 TB/s, 790 TFLOP/s), to
 # 0.1 us; the FLOPs floors are the reference floors of docs/results.md row 0.
@@ -78,8 +81,7 @@ def test_rates_and_peer_bytes():
 
 
 def test_shape_sets_and_table():
-    assert [s.name for s in floors.TEST_SHAPES] == ["lbtest2", "lbtest4", "lbtest9"]
-    assert all(s.kind == "test" for s in floors.TEST_SHAPES)
+    assert [s.name for s in family_shapes("leaderboard-test")] == [f"lbtest{i}" for i in range(1, 11)]
     with pytest.raises(KeyError):
         get_shape("nope")
     with pytest.raises(ValueError):

@@ -63,3 +63,38 @@ def test_both_floors_the_runs_and_the_reference():
     assert abs(ref - 24.9) < 0.1  # bench1-4 76.1 / 38.1 / 16.3 / 8.2 us
     cells = row["h90_b_r160"]
     assert cells[7].strip() == f"{g / ref / 1.1:.2f}" and cells[8].strip() == f"{g / ref:.2f}"
+
+
+def _suite_data():
+    """The default run's entries on two suite shapes: the peer, the per-shape default (with the
+    leaderboard's timing) and two builds."""
+    out = []
+    for shape, peer, per_shape, a, b in (("bench4", 16.0, 15.0, 18.0, 15.2), ("moe_dsv3_up", 200.0, 220.0, 220.0, 240.0)):
+        out.append(_bench(f"test_peer_cublas_bf16[{shape}]", peer, 10.0))
+        e = _bench(f"test_kernel[hopper:per-shape-{shape}]", per_shape, 10.0)
+        e["extra_info"].update(config_run="h90_b" if shape == "bench4" else "h90_a", leaderboard_mean_us=per_shape + 4.5,
+                               host_us_per_call=9.25)
+        out += [e, _bench(f"test_kernel[hopper:h90_a-{shape}]", a, 10.0), _bench(f"test_kernel[hopper:h90_b-{shape}]", b, 10.0)]
+    return {"benchmarks": out}
+
+
+def test_suite_table_one_row_per_shape_with_the_leaderboard_and_host_columns():
+    lines = speed_table.suite_table(_suite_data())
+    rows = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]] for ln in lines if ln.startswith("| ")}
+    head = rows.pop("shape")
+    assert head[:6] == ["family", "cuBLAS us", "per-shape us (/cuBLAS)", "runs", "leaderboard mean us", "host us/call"]
+    assert head[6:] == ["A us (/cuBLAS)", "B us (/cuBLAS)", "fastest"]
+    assert list(rows) == ["bench4", "moe_dsv3_up"]  # the suite's order
+    assert rows["bench4"] == ["leaderboard-bench", "16.00", "15.00 (0.94)", "B", "19.50", "9.2", "18.00 (1.12)",
+                              "15.20 (0.95)", "B"]
+    assert rows["moe_dsv3_up"] == ["moe", "200.00", "220.00 (1.10)", "A", "224.50", "9.2", "220.00 (1.10)",
+                                   "240.00 (1.20)", "A"]
+    assert "A: h90_a" in lines and "B: h90_b" in lines
+    assert "leaderboard-bench: per-shape / cuBLAS geomean 0.94, faster than cuBLAS on 1 of 1" in lines
+    assert "moe: per-shape / cuBLAS geomean 1.10, faster than cuBLAS on 0 of 1" in lines
+
+
+def test_the_full_table_has_both_parts():
+    text = "\n".join(speed_table.table({"benchmarks": _data()["benchmarks"] + _suite_data()["benchmarks"]}))
+    assert "| variant | bench1 us (/cuBLAS)" in text and "| shape | family |" in text
+    assert "| per-shape |" in text  # the per-shape default is a row of the leaderboard's table too

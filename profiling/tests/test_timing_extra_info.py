@@ -7,6 +7,7 @@ import pytest
 
 from profiling import floors
 from profiling.benchmarks import _support as S
+from profiling.shape_suite import SUITE
 from profiling.timing import BenchRecord, DeviceTiming
 
 
@@ -85,7 +86,7 @@ def test_env_selection(monkeypatch):
     monkeypatch.setenv("NVFP4_BENCH_VARIANTS", "a,b")
     assert S.selected_variant_labels() == {"a", "b"}
     monkeypatch.delenv("NVFP4_BENCH_SHAPES")
-    assert len(S.selected_shapes()) == len(floors.ALL_SHAPES)
+    assert S.selected_shapes() == list(SUITE)
 
 
 def test_shape_reason_uses_constraints():
@@ -99,11 +100,11 @@ def test_shape_reason_uses_constraints():
         def constraints(config):
             from kernel.validation import KernelConstraints
 
-            return KernelConstraints(k_granularity=256, max_groups=3)
+            return KernelConstraints(k_granularity=512, max_groups=3)
 
-    assert "k_granularity" in S.shape_reason(Strict, cfg, floors.get_shape("lbtest4"))
+    assert "k_granularity" in S.shape_reason(Strict, cfg, floors.get_shape("lbtest2"))
     assert "max_groups" in S.shape_reason(Strict, cfg, floors.get_shape("bench1"))
-    assert S.shape_reason(Strict, cfg, floors.get_shape("lbtest2")) is None
+    assert S.shape_reason(Strict, cfg, floors.get_shape("bench3")) is None
 
 
 def test_machine_info_on_cpu():
