@@ -211,7 +211,9 @@ class Perturbation:
     # every consumer warp keeps a shadow of its wgmma groups (committed, waited for, which group
     # read which fp16 / Y buffer, which buffer it fenced and published, whether its accumulator
     # or A-fragment registers were written since the last wgmma fence) and every producer warp of
-    # its stage fills and tensor-map acquires, in shared memory; each synchronization site checks
+    # its stage fills and tensor-map acquires, in shared memory (the prepass build's phase 1 too: the
+    # chunks each warp fenced, what thread 0 acquired, and in the device table the chunks published
+    # and claimed: kernel.phase1_protocol states those rules on the CPU); each synchronization site checks
     # the protocol's rule there against what the other warps *published before the barrier it
     # passed*, and a broken rule is recorded (CHECK_RULES) and raised by the host after the launch
     # as kernel.errors.ProtocolViolation. It needs no race to fire: a missing barrier or a lax wait

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from kernel.perturbation import (CHECK_COUNT_WORD0, CHECK_FIRST_WORD, CHECK_RULE_INDEX, CHECK_RULES_WORD,
                                  PHASE1_CLAIM_MAP_CHUNKS, TABLE_WORDS, CheckRecord, check_site)
@@ -44,41 +43,49 @@ from kernel.perturbation import (CHECK_COUNT_WORD0, CHECK_FIRST_WORD, CHECK_RULE
 FENCED, ACQUIRED, ACQUIRED_AT_BARRIER = "fenced", "acquired", "acquired_at_barrier"
 
 
-class Claim(NamedTuple):  # thread 0's claim returned ``chunk``
+@dataclass(frozen=True)
+class Claim:  # thread 0's claim returned ``chunk``
     cta: int
     chunk: int
 
 
-class Fence(NamedTuple):  # ``warp`` proxy-fenced its stores of its CTA's ``it``-th chunk
+@dataclass(frozen=True)
+class Fence:  # ``warp`` proxy-fenced its stores of its CTA's ``it``-th chunk
     cta: int
     warp: int
     it: int
 
 
-class Barrier(NamedTuple):  # the CTA barrier completed (every warp of the CTA arrived; no rule reads it)
+@dataclass(frozen=True)
+class Barrier:  # the CTA barrier completed (every warp of the CTA arrived; no rule reads it)
     cta: int
 
 
-class Publish(NamedTuple):  # thread 0 released its CTA's ``it``-th chunk (counted it done)
+@dataclass(frozen=True)
+class Publish:  # thread 0 released its CTA's ``it``-th chunk (counted it done)
     cta: int
     it: int
 
 
-class Acquire(NamedTuple):  # thread 0's completion wait acquired DONE >= ``target``
+@dataclass(frozen=True)
+class Acquire:  # thread 0's completion wait acquired DONE >= ``target``
     cta: int
     target: int
 
 
-class CompletionArrive(NamedTuple):  # thread 0 arrives at phase 1's completion barrier
+@dataclass(frozen=True)
+class CompletionArrive:  # thread 0 arrives at phase 1's completion barrier
     cta: int
 
 
-class Read(NamedTuple):  # ``warp`` (the producer) issued its first TMA of the workspace
+@dataclass(frozen=True)
+class Read:  # ``warp`` (the producer) issued its first TMA of the workspace
     cta: int
     warp: int
 
 
-class Reset(NamedTuple):  # the last CTA through read the counters back after its reset
+@dataclass(frozen=True)
+class Reset:  # the last CTA through read the counters back after its reset
     cta: int
     claim: int
     done: int
