@@ -17,17 +17,17 @@ A checked harness build (``Perturbation.checks``) records what its phase-1 helpe
 checks four rules (kernel.perturbation CHECK_RULES ``phase1_*``, device side in
 kernel/hopper/harness.py ``check_phase1_*``). :func:`check` is their CPU twin: it replays one
 launch's events, in the order they happened, and writes the record words the device writes
-(decoded by :class:`kernel.perturbation.CheckRecord`). The events are in the order they
-happened, and a check reads the shadow words as they are at that point (shared memory on the
-device is coherent: a check sees whatever the other warps stored before it, at least what they
-stored before the barrier it passed); so the fenced-before-publish rule, which a missing chunk
-barrier breaks, fires on the traces where the order actually broke, as on the device. The read
-rule reads what thread 0 had acquired when it arrived at the completion barrier (it keeps that
-count as it arrives), and the claim, release and reset rules read launch-wide records: a
-missing fence, release or reset, a short wait or a wait after the barrier fire on every trace. :func:`simulate` runs the protocol
-itself, each warp of each CTA a program interleaved by a seeded scheduler, and returns the
-events a checked build would record; its ``mutation`` options are the phase-1 edits of
-ci/mutants.py, so the bad order of each is a recorded trace the rules reject.
+(decoded by :class:`kernel.perturbation.CheckRecord`). A check reads the shadow words as they
+are at that point (shared memory on the device is coherent: a check sees whatever the other
+warps stored before it, at least what they stored before the barrier it passed); so the
+fenced-before-publish rule, which a missing chunk barrier breaks, fires on the traces where the
+order actually broke, as on the device. The read rule reads what thread 0 had acquired when it
+arrived at the completion barrier (it keeps that count as it arrives), and the claim, release
+and reset rules read launch-wide records: a missing fence, release or reset, a short wait or a
+wait after the barrier fires on every trace. :func:`simulate` runs the protocol itself, each
+warp of each CTA a program interleaved by a seeded scheduler, and returns the events a checked
+build would record; its ``mutation`` options are the phase-1 edits of ci/mutants.py, so the bad
+order of each is a recorded trace the rules reject.
 """
 
 from __future__ import annotations
