@@ -599,22 +599,40 @@ _SYNC_EDITS = (
     # the balanced schedule, the staged epilogue
     ("phase1_wait_one_short", "completion barrier one chunk early: thread 0 lets its CTA through when "
      "all but one of phase 1's chunks are decoded (a Y box may be loaded before its rows are written)", _K1,
-     "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks)\n",
-     "        wait_geq_acquire_gpu(ws + DONE_WORD, chunks - 1)\n", ("prod",)),
+     "        self.acquire_chunks(ws, chunks)\n",
+     "        self.acquire_chunks(ws, chunks - 1)\n", ("prod",)),
     ("phase1_barrier_at_role_sites", "phase 1's completion barrier at two sites, one per warp role: "
      "bar.sync is barrier.sync.aligned, undefined unless every thread of the CTA executes the same "
      "instruction", _K,
      f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n"
      f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
-     + _PHASE1_BARRIER_COMMENT + f"{_I16}cute.arch.barrier()\n",
-     f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}cute.arch.barrier()\n"
+     + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n",
+     f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}self.completion_barrier(tidx)\n"
      f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
-     + f"{_I20}cute.arch.barrier()\n", ("prod",)),
+     + f"{_I20}self.completion_barrier(tidx)\n", ("prod",)),
     ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
      "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K1,
      f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n"
-     f"{_I12}fence_proxy_async_global()\n{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n",
-     f"{_I12}if tidx == 0:\n{_I16}st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)\n", ("prod",)),
+     f"{_I12}self.fence_chunk_stores(it)\n",
+     f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n", ("prod",)),
+    # phase 1's chunk hand-off and counters (kernel.phase1_protocol MUTATIONS: the same edits, on
+    # the CPU twin of the checker's phase-1 rules)
+    ("phase1_publish_relaxed", "release removed: a phase-1 chunk is counted done with a relaxed add (no "
+     "fence.acq_rel, no red.release), so a CTA that acquires the count is not ordered after the chunk's "
+     "workspace stores", _K1,
+     f"{_I16}self.publish_chunk(ws, it)\n",
+     f"{_I16}atom_add_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(1))\n", ("prod",)),
+    ("phase1_wait_after_barrier", "wait moved: thread 0's completion wait after phase 1's completion "
+     "barrier, so the producer warp's TMA reads of the workspace are not ordered after the acquire of "
+     "every chunk (a Y box may be loaded before its rows are written)", _K,
+     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
+     + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n",
+     _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n"
+     f"{_I16}if tidx == 0:\n{_I20}self.prepass_wait(ws, chunks)\n", ("prod",)),
+    ("phase1_claim_not_reset", "counter not reset: the last CTA through phase 1 leaves the claim counter "
+     "at its final value, so the next call's claims all lie past the chunk count (no chunk decoded, "
+     "the completion wait never ends)", _K1,
+     f"{_I12}store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))\n", "", ("prod",)),
     ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
      "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _KP,
      f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
@@ -694,7 +712,17 @@ SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
     for name, kind, target, original, replacement, keys in _SYNC_EDITS
     for key in keys
 )
-MUTANTS = MUTANTS + SYNC_MUTANTS
+# two of those edits seen on a CPU: the SASS rules of kernel/tests/test_hopper_sync_sites.py, which
+# cover every production variant (a Y ring buffer released before its wgmma retired; bench4's
+# fp16 buffers rewritten with no consumers' barrier after the wait that freed them)
+_STATIC_OF_SYNC = ("hopper_sync_y_ring_wait_lax__prod", "hopper_sync_no_publish_barrier__w2")
+STATIC_SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
+    Mutant(f"hopper_static_{m.name.removeprefix('hopper_sync_')}", f"{m.kind}; seen in the SASS on a CPU",
+           m.target, m.original, m.replacement, "hopper-static", ("kernel/tests/test_hopper_sync_sites.py",))
+    for m in SYNC_MUTANTS if m.name in _STATIC_OF_SYNC
+)
+assert len(STATIC_SYNC_MUTANTS) == len(_STATIC_OF_SYNC)
+MUTANTS = MUTANTS + SYNC_MUTANTS + STATIC_SYNC_MUTANTS
 
 # ------------------------------------------------------------------- harness (CPU, every CI run)
 # bugs in the harness that would let kernel bugs through: each is caught by a test of the harness

@@ -50,7 +50,11 @@ Sites (role -> site; each has a ``before`` and an ``after`` point unless noted):
   barrier and, with poison, the poison barrier). Aimed at a poison or release of the raw stage
   that one warp reaches while another still reads it (a missing publish barrier);
 * ``dequant`` (split roles only): ``wait``, ``release``, ``fp16_acquire``, ``fp16_commit``,
-  ``fence``.
+  ``fence``;
+* ``phase1`` (``y_source="prepass"`` builds, thread 0 of each CTA): ``claim`` (each atomic chunk
+  claim), ``publish`` (the release that counts a decoded chunk done, after the chunk's CTA
+  barrier), ``wait`` (the completion wait: the acquire of every chunk's publish) and ``reset``
+  (the count-through and the last CTA's reset of the three counters for the next call).
 
 Poison sites (``poison=True``; Hopper cooperative roles):
 
@@ -72,12 +76,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-ROLES = ("producer", "consumer", "dequant")
+ROLES = ("producer", "consumer", "dequant", "phase1")
 SITES: dict[str, tuple[str, ...]] = {
     "producer": ("acquire", "issue", "tensormap", "tail"),
     "consumer": ("wait", "release", "fence", "bar_dequant", "bar_reuse", "wgmma_wait", "fp16_wait",
                  "fp16_release", "epilogue", "decode"),
     "dequant": ("wait", "release", "fp16_acquire", "fp16_commit", "fence"),
+    "phase1": ("claim", "publish", "wait", "reset"),
 }
 BEFORE_ONLY = {("producer", "tail"), ("consumer", "epilogue"), ("consumer", "decode")}
 WHENS = ("before", "after")
@@ -107,12 +112,21 @@ SKEWED_SITES = frozenset({("consumer", "decode", "before"), ("consumer", "wgmma_
 STRESS_ONE_IN = 2
 # one in SKEW_ONE_IN run-time "delays" seeds has no warp skew (Perturbation.skew)
 SKEW_ONE_IN = 4
-TABLE_WORDS = 64  # 256 bytes, zero-padded
+TABLE_WORDS = 128  # 512 bytes, zero-padded
 # the protocol checker's record (``Perturbation.checks``), in the same device table after the
 # delay words: a bitmask of the rules broken (bit = index in CHECK_RULES), the first violation's
-# packed site (check_site: rule, warp, other warp, CTA; 0 = none) and one count per rule. The
-# host zeroes it with the table and reads it after the launch (kernel.host_pipeline)
+# packed site (check_site: rule, warp, other warp, CTA; 0 = none) and one count per rule. Every
+# launch gets a fresh table (kernel.host_pipeline: device_words, zeros past the delay words) and
+# the host reads the record after the launch
 CHECK_RULES_WORD, CHECK_FIRST_WORD, CHECK_COUNT_WORD0 = 48, 49, 50
+# the checker's launch-wide phase-1 shadow (y_source="prepass" builds), in the same table: the
+# chunks published through the release (each CTA's thread 0 adds 1 before its release, so a CTA
+# that acquired every chunk's publish reads them all), and one bit per chunk claimed (an atomic
+# or; a bit already set is a second claim of that chunk), for the first PHASE1_CLAIM_MAP_CHUNKS
+# chunks (a launch has at most prepass_chunk x grid chunks: kernel.hopper.phase1)
+PHASE1_PUBLISHED_WORD = 64
+PHASE1_CLAIM_MAP_WORD0, PHASE1_CLAIM_MAP_WORDS = 96, 32
+PHASE1_CLAIM_MAP_CHUNKS = 32 * PHASE1_CLAIM_MAP_WORDS
 # the timeline (``Perturbation.timeline``, profiling.timeline): after the table's TABLE_WORDS, one
 # u64 %globaltimer stamp (ns) per (CTA, point) for the first TIMELINE_CTAS CTAs, CTA-major, 0 =
 # not reached. "first" points keep the first stamp (a compare-and-swap from 0), the others the
@@ -197,7 +211,9 @@ class Perturbation:
     # every consumer warp keeps a shadow of its wgmma groups (committed, waited for, which group
     # read which fp16 / Y buffer, which buffer it fenced and published, whether its accumulator
     # or A-fragment registers were written since the last wgmma fence) and every producer warp of
-    # its stage fills and tensor-map acquires, in shared memory; each synchronization site checks
+    # its stage fills and tensor-map acquires, in shared memory (the prepass build's phase 1 too: the
+    # chunks each warp fenced, what thread 0 acquired, and in the device table the chunks published
+    # and claimed: kernel.phase1_protocol states those rules on the CPU); each synchronization site checks
     # the protocol's rule there against what the other warps *published before the barrier it
     # passed*, and a broken rule is recorded (CHECK_RULES) and raised by the host after the launch
     # as kernel.errors.ProtocolViolation. It needs no race to fire: a missing barrier or a lax wait
@@ -379,9 +395,28 @@ CHECK_RULES: tuple[tuple[str, str, str], ...] = (
     ("accumulator_read_in_flight",
      "read the accumulators (epilogue) while one of its wgmma groups writing them had not been waited for",
      "a missing wgmma wait_group(0) before the epilogue"),
+    # phase 1 of the y_source="prepass" builds (kernel.hopper.phase1; the CPU twin of these four
+    # rules is kernel.phase1_protocol)
+    ("phase1_read_unpublished",
+     "read the fp16 workspace (the producer warp's first TMA of it) before its CTA's completion wait had "
+     "acquired the release of every phase-1 chunk",
+     "a completion wait short of the chunk count or after the CTA barrier, or a chunk counted done "
+     "without its release (a relaxed add)"),
+    ("phase1_publish_unfenced",
+     "published a phase-1 chunk (the release that counts it done) before another warp of its CTA (or "
+     "itself) had proxy-fenced its workspace stores of that chunk",
+     "a missing fence.proxy.async.global after the chunk's stores, or a missing CTA barrier before the release"),
+    ("phase1_claim_not_unique",
+     "claimed a phase-1 chunk that another claim of the same launch had already taken",
+     "the claim counter not at 0 when the launch began, reset while CTAs still claimed, or a claim "
+     "taken twice"),
+    ("phase1_counter_not_reset",
+     "the last CTA through phase 1 left a counter (claim, done, passed) nonzero for the next call",
+     "a missing reset store of that counter, or a claim, publish or count-through landing after the reset"),
 )
 CHECK_RULE_INDEX = {name: i for i, (name, _, _) in enumerate(CHECK_RULES)}
-assert SKEW_WARP_WORD < CHECK_RULES_WORD and CHECK_COUNT_WORD0 + len(CHECK_RULES) <= TABLE_WORDS
+assert SKEW_WARP_WORD < CHECK_RULES_WORD and CHECK_COUNT_WORD0 + len(CHECK_RULES) <= PHASE1_PUBLISHED_WORD
+assert len(CHECK_RULES) < 15 and PHASE1_CLAIM_MAP_WORD0 + PHASE1_CLAIM_MAP_WORDS <= TABLE_WORDS
 
 
 # the packed first-violation word: rule + 1 in bits 0-3, warp from SITE_WARP_SHIFT (5 bits), the
@@ -430,7 +465,7 @@ class CheckRecord:
             lines.append(f"[{name}] {what} ({self.counts.get(name, 0)} warp report(s)); likely cause: {cause}")
         if self.first_rule is not None:
             other = f", other warp {self.first_other}" if self.first_rule in (
-                "reuse_before_peer_wait", "wgmma_reads_unpublished") else ""
+                "reuse_before_peer_wait", "wgmma_reads_unpublished", "phase1_publish_unfenced") else ""
             lines.append(f"first seen: rule {self.first_rule}, CTA {self.first_cta}, warp {self.first_warp}{other}")
         return "\n".join(lines)
 

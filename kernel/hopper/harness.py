@@ -22,10 +22,16 @@ from kernel.hopper.ptx import (
     sleep_ns_jittered,
     hb_check,
     hb_check_reuse,
+    hb_claim_mark,
+    hb_count_global,
+    ld_relaxed_gpu,
+    st_shared_u32_if_zero,
 )
 
 SUB_K = cfgmod.DEQUANT_SUB_K
-from kernel.perturbation import CHECK_RULE_INDEX, SKEWED_SITES  # noqa: E402
+from kernel.perturbation import (CHECK_RULE_INDEX, PHASE1_CLAIM_MAP_CHUNKS, PHASE1_CLAIM_MAP_WORD0,  # noqa: E402
+                                 PHASE1_PUBLISHED_WORD, SKEWED_SITES)
+from kernel.hopper.workspace import CLAIM_WORD, DONE_WORD, PASSED_WORD  # noqa: E402
 
 
 # the happens-before checker's shadow state (harness builds with Perturbation.checks): one slot of
@@ -41,6 +47,10 @@ HB_PUBLISHED = 20  # + fp16 buffer (4)
 HB_OUT_RAW, HB_OUT_Y = 0, 1  # producer warps: stages filled and not seen released (bit masks)
 HB_MAPS = 8  # producer warps: per issuing lane 0 / 1, a count then 4 entries (words 8-17)
 HB_MAP_WS = 18  # producer warps: per issuing lane 0 / 1, the prepass workspace's map (words 18-19)
+# phase 1 (y_source="prepass"), every warp: how many of its CTA's chunks it proxy-fenced the
+# workspace stores of; warp 0 (thread 0): the chunk count its completion wait acquired, and that
+# count as it stood when thread 0 arrived at phase 1's completion barrier
+HB_P1_FENCED, HB_P1_ACQUIRED, HB_P1_ACQUIRED_AT_BARRIER = 24, 25, 26
 
 
 class HarnessMixin:
@@ -78,6 +88,64 @@ class HarnessMixin:
             w = cutlass.Int32(warp0 + i)
             hb_check_reuse(self.delay_table, ld_shared_u32(self.hb_addr(HB_RETIRED, w)), need, me, w, self.hb_cta,
                            own, peer, self.hb_lane)
+
+    # ---- phase 1 (y_source="prepass"): the rules kernel.phase1_protocol states on the CPU. The
+    # launch-wide shadow (publish count, claim map) lives in the device table; the per-CTA one in
+    # the warps' slots
+    def mark_phase1_fenced(self, it):
+        """Every thread, after its proxy fence of chunk ``it``'s workspace stores: its warp has
+        fenced ``it + 1`` chunks (read by thread 0 after the chunk's CTA barrier)."""
+        if self.checks:
+            self.hb_store(HB_P1_FENCED, it + 1)
+
+    def check_phase1_claim(self, chunk):
+        """Thread 0, after a claim returned ``chunk``: no other claim of this launch took it."""
+        if self.checks:
+            hb_claim_mark(self.delay_table, chunk, self.p1_chunks, PHASE1_CLAIM_MAP_WORD0, PHASE1_CLAIM_MAP_CHUNKS,
+                          CHECK_RULE_INDEX["phase1_claim_not_unique"], self.hb_warp, self.hb_cta, self.hb_lane)
+
+    def check_phase1_publish(self, it):
+        """Thread 0, after chunk ``it``'s CTA barrier and before its release: every warp of the CTA
+        fenced its stores of the chunk before that barrier; then the launch's publish count, in
+        program order before the release (so whoever acquires the release reads it)."""
+        if not self.checks:
+            return
+        rule = CHECK_RULE_INDEX["phase1_publish_unfenced"]
+        for w in range(self.threads // 32):
+            hb_check(self.delay_table, "lt.u32", ld_shared_u32(self.hb_addr(HB_P1_FENCED, w)), it + 1, rule,
+                     self.hb_warp, cutlass.Int32(w), self.hb_cta, self.hb_lane)
+        hb_count_global(self.delay_table, PHASE1_PUBLISHED_WORD)
+
+    def mark_phase1_acquired(self, target):
+        """Thread 0, after its completion wait: it acquired the releases of ``target`` chunks."""
+        if self.checks:
+            st_shared_u32(self.hb_addr(HB_P1_ACQUIRED, 0), cutlass.Int32(target))
+
+    def mark_phase1_completion_arrive(self, tidx):
+        """Every thread, right before phase 1's completion barrier: thread 0 keeps what it has
+        acquired so far (what the producer warp, after the barrier, may rely on)."""
+        if self.checks:
+            st_shared_u32_if_zero(self.hb_addr(HB_P1_ACQUIRED_AT_BARRIER, 0),
+                                  ld_shared_u32(self.hb_addr(HB_P1_ACQUIRED, 0)), tidx)
+
+    def check_phase1_read(self):
+        """The producer warp, before its first TMA of the workspace (after the completion barrier):
+        thread 0 had acquired every chunk when it arrived at that barrier, and every chunk was
+        published through the release (the count its acquire made visible)."""
+        if not self.checks or self.p1_chunks is None:
+            return
+        rule, me = CHECK_RULE_INDEX["phase1_read_unpublished"], self.hb_warp
+        hb_check(self.delay_table, "lt.u32", ld_shared_u32(self.hb_addr(HB_P1_ACQUIRED_AT_BARRIER, 0)), self.p1_chunks,
+                 rule, me, cutlass.Int32(0), self.hb_cta, self.hb_lane)
+        published = ld_relaxed_gpu(self.delay_table + cutlass.Int64(4 * PHASE1_PUBLISHED_WORD))
+        hb_check(self.delay_table, "lt.u32", published, self.p1_chunks, rule, me, me, self.hb_cta, self.hb_lane)
+
+    def check_phase1_reset(self, ws):
+        """The last CTA through phase 1, after its reset stores: the three counters read back 0."""
+        if self.checks:
+            left = ld_relaxed_gpu(ws + CLAIM_WORD) | ld_relaxed_gpu(ws + DONE_WORD) | ld_relaxed_gpu(ws + PASSED_WORD)
+            hb_check(self.delay_table, "ne.u32", left, cutlass.Int32(0), CHECK_RULE_INDEX["phase1_counter_not_reset"],
+                     self.hb_warp, self.hb_warp, self.hb_cta, self.hb_lane)
 
     def hb_addr(self, word: int, warp=None):
         return self.hb_base + ((self.hb_warp if warp is None else warp) * HB_WARP_WORDS + word) * 4

@@ -92,6 +92,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
         # the happens-before checker (harness builds only; kernel.perturbation Perturbation.checks)
         self.checks = perturbation is not None and perturbation.checks
         self.hb_base = self.hb_warp = self.hb_cta = self.hb_lane = None  # set while the kernel is traced
+        self.p1_chunks = None  # (prepass builds) phase 1's chunk count, set while the kernel is traced
         self.num_groups = num_groups
         self.mma_m = config.mma_m
         self.mma_n = config.mma_n
@@ -345,7 +346,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                 # phase 1's completion barrier: one instruction that every thread executes
                 # (bar.sync is barrier.sync.aligned: reached from the two roles' own code it is
                 # undefined in PTX, and compute-sanitizer synccheck aborts the launch on it)
-                cute.arch.barrier()
+                self.completion_barrier(tidx)
                 if cutlass.const_expr(self.timeline):
                     if tidx == 0:
                         self.timeline_point("phase1_done")

@@ -1,6 +1,14 @@
 """Phase 1 of the ``y_source="prepass"`` builds: every CTA decodes chunks of the groups' Y rows
 into the fp16 workspace (kernel/hopper/workspace.py states the layout and why the completion
 barrier cannot deadlock), then waits for every chunk.
+
+Its synchronization goes through four helpers, each a harness build's delay site (role
+``phase1``, kernel/perturbation.py) and checker hook (kernel/hopper/harness.py; the rules on the
+CPU: kernel.phase1_protocol): ``claim_chunk`` (thread 0's atomic claim), ``fence_chunk_stores``
+and ``publish_chunk`` (every thread's proxy fence of its stores, then, after the chunk's CTA
+barrier, thread 0's release that counts the chunk done), ``acquire_chunks`` (thread 0's
+completion wait) and the reset in ``prepass_count_through``. A production build traces exactly
+the primitives.
 """
 
 import cutlass
@@ -36,9 +44,38 @@ class Phase1Mixin:
         the previous round, which has not yet reached this round's barrier)."""
         slot_addr = slots + (it % 2) * 4
         if tidx == 0:
-            st_shared_u32(slot_addr, atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1)))
+            st_shared_u32(slot_addr, self.claim_chunk(ws))
         cute.arch.barrier()
         return ld_shared_u32(slot_addr)
+
+    def claim_chunk(self, ws):
+        """Thread 0: claim the next chunk (``atom.add`` on the claim word); returns its index (at
+        or past the chunk count once every chunk is taken). Traced inline."""
+        self.delay("phase1", "claim", "before")
+        chunk = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
+        self.check_phase1_claim(chunk)
+        self.delay("phase1", "claim", "after")
+        return chunk
+
+    def fence_chunk_stores(self, it):
+        """Every thread, after its stores of the CTA's ``it``-th chunk: this thread's generic
+        stores -> ordered before the async proxy (other CTAs' TMA). Traced inline."""
+        fence_proxy_async_global()
+        self.mark_phase1_fenced(it)
+
+    def publish_chunk(self, ws, it):
+        """Thread 0, after the CTA barrier that ends the CTA's ``it``-th chunk: count it done with
+        a release (``fence.acq_rel`` + ``red.release``: the chunk's stores, every thread's before
+        the barrier, happen before any acquire that reads the count). Traced inline."""
+        self.delay("phase1", "publish", "before")
+        self.check_phase1_publish(it)
+        arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
+        self.delay("phase1", "publish", "after")
+
+    def acquire_chunks(self, ws, target):
+        """Thread 0: wait (acquire) until ``target`` chunks are counted done. Traced inline."""
+        wait_geq_acquire_gpu(ws + DONE_WORD, target)
+        self.mark_phase1_acquired(target)
 
     def prepass_chunking(self, items, threads=None, batch: int = cfgmod.PREPASS_BATCH):
         """Phase 1's run-time chunk (``prepass_chunk`` = F > 0): clamp(ceil(items / (F x grid)),
@@ -67,6 +104,8 @@ class Phase1Mixin:
         # per group: first item, first workspace row (registers for the whole loop)
         bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
         chunk, chunks = self.prepass_chunking(items)
+        if cutlass.const_expr(self.checks):
+            self.p1_chunks = chunks  # the checker's phase-1 rules (kernel.hopper.harness)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
         # each warp's 32 item slots in the Y ring (unused until phase 1
@@ -78,18 +117,18 @@ class Phase1Mixin:
             nxt = cutlass.Int32(0)
             if tidx == 0:
                 # the next claim, in flight while this chunk is loaded and decoded
-                nxt = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
+                nxt = self.claim_chunk(ws)
             first = c * chunk
             end = cutlass.min(first + chunk, items)
             self.decode_chunk_items(tidx, threads, batch, first, end, bases, roffs, counts, m_sizes, m_ptrs, data,
                                     pitch, warp_slots)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
-            fence_proxy_async_global()
+            self.fence_chunk_stores(it)
             if tidx == 0:
                 st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
             cute.arch.barrier()
             if tidx == 0:
-                arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
+                self.publish_chunk(ws, it)
             it = it + 1
             c = ld_shared_u32(slots + (it % 2) * 4)
         # the slots' generic writes before the Y ring's TMA (async proxy) writes to them
@@ -183,6 +222,13 @@ class Phase1Mixin:
         dst = data + cutlass.Int64(first_row + row) * pitch + cutlass.Int64(sb * (SUB_K * 2))
         return raw, sf, dst
 
+    def completion_barrier(self, tidx):
+        """Phase 1's completion barrier, one ``bar.sync`` that every thread of the CTA executes:
+        thread 0 arrives after its completion wait, the producer warp after its work before the
+        barrier; the workspace reads come after it. Traced inline."""
+        self.mark_phase1_completion_arrive(tidx)
+        cute.arch.barrier()
+
     @cute.jit
     def prepass_wait(self, ws: cutlass.Int64, chunks: cutlass.Int32):
         """Thread 0: wait until every chunk is decoded, then count this CTA through; the last CTA
@@ -194,18 +240,23 @@ class Phase1Mixin:
     @cute.jit
     def prepass_wait_done(self, ws: cutlass.Int64, chunks: cutlass.Int32):
         """Thread 0: wait (acquire) until every chunk of phase 1 is decoded."""
-        wait_geq_acquire_gpu(ws + DONE_WORD, chunks)
+        self.delay("phase1", "wait", "before")
+        self.acquire_chunks(ws, chunks)
+        self.delay("phase1", "wait", "after")
 
     @cute.jit
     def prepass_count_through(self, ws: cutlass.Int64):
         """Thread 0, after ``prepass_wait_done``: count this CTA through; the last CTA through
         (every CTA has made its last claim and left the wait) sets the three counters back to 0."""
         num_ctas, _, _ = cute.arch.grid_dim()
+        self.delay("phase1", "reset", "before")
         passed = atom_add_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(1))
         if passed == cutlass.Int32(num_ctas) - 1:
             store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
             store_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(0))
             store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+            self.check_phase1_reset(ws)
+        self.delay("phase1", "reset", "after")
 
     @cute.jit
     def row_offset(self, m_sizes: cute.Tensor, slot: cutlass.Int32):

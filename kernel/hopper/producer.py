@@ -257,6 +257,7 @@ class ProducerMixin:
         fence_proxy_async_global()
         if lane == 0:
             self.acquire_map(tm_ws, workspace=True)
+        self.check_phase1_read()  # the checker: every chunk acquired before the workspace's first TMA
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         for tile in range(t_begin, t_end, t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)

@@ -934,3 +934,47 @@ def hb_mask_update(addr: Int32, bit_index: Int32, set_bit: bool, *, loc=None, ip
 def low_word(value: Int64, *, loc=None, ip=None) -> Int32:
     """The low 32 bits of a 64-bit value (a tensor map's address, for the checker's record)."""
     return _inline_asm_u32(1, "cvt.u32.u64 $0, $1;", "=r,l", _ir(loc, ip, (Int64, value)), loc=loc, ip=ip)[0]
+
+
+# ---- the checker's phase-1 shadow (y_source="prepass" harness builds; kernel.perturbation) ------
+@dsl_user_op
+def hb_count_global(table: Int64, word: int, *, loc=None, ip=None) -> None:
+    """Add 1 to word ``word`` of the device table (``red.relaxed.gpu``: a morally strong write, so a
+    release after it in program order publishes it; the phase-1 publish count)."""
+    _inline_asm(f"red.relaxed.gpu.global.add.u32 [$0+{4 * int(word)}], 1;", "l,~{memory}",
+                _ir(loc, ip, (Int64, table)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def ld_relaxed_gpu(addr: Int64, *, loc=None, ip=None) -> Int32:
+    """``ld.relaxed.gpu`` of a global u32 (a device-table word, a workspace counter)."""
+    return _inline_asm_u32(1, "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", _ir(loc, ip, (Int64, addr)),
+                           loc=loc, ip=ip)[0]
+
+
+@dsl_user_op
+def hb_claim_mark(table: Int64, chunk: Int32, chunks: Int32, map_word0: int, map_chunks: int, rule: int, warp: Int32,
+                  cta: Int32, lane: Int32, *, loc=None, ip=None) -> None:
+    """A phase-1 claim of ``chunk`` (< ``chunks``, < ``map_chunks``): set its bit in the table's
+    claim map (``atom.or`` from word ``map_word0``) and record ``rule`` when the bit was already
+    set (a second claim of that chunk in this launch). Claims past the last chunk mark nothing."""
+    _inline_asm(
+        "\n".join(["{", _HB_REGS, "setp.lt.u32 p, $1, $2;", f"setp.lt.and.u32 p, $1, {int(map_chunks)}, p;",
+                   "shr.u32 x, $1, 5;", "and.b32 t, $1, 31;", "shl.b32 bit, 1, t;", "mul.wide.u32 ca, x, 4;",
+                   "add.s64 ca, ca, $0;", "mov.u32 old, 0;",
+                   f"@p atom.relaxed.gpu.global.or.b32 old, [ca+{4 * int(map_word0)}], bit;",
+                   "and.b32 t, old, bit;", "setp.ne.and.u32 p, t, 0, p;", f"mov.u32 rule, {rule};",
+                   "mov.u32 warp, $3;", "mov.u32 other, $3;", "mov.u32 cta, $4;", "mov.u32 lane, $5;",
+                   *_hb_report_lines(*_hb_words()), "}"]),
+        "l,r,r,r,r,r,~{memory}",
+        _ir(loc, ip, (Int64, table), (Int32, chunk), (Int32, chunks), (Int32, warp), (Int32, cta), (Int32, lane)),
+        loc=loc, ip=ip,
+    )
+
+
+@dsl_user_op
+def st_shared_u32_if_zero(addr: Int32, value: Int32, key: Int32, *, loc=None, ip=None) -> None:
+    """``st.shared.u32`` of ``value`` by the threads whose ``key`` is 0 (``key``: the caller's
+    thread index, a register: no special-register read, no branch)."""
+    _inline_asm("{\n.reg .pred p;\nsetp.eq.u32 p, $2, 0;\n@p st.shared.u32 [$0], $1;\n}", "r,r,r,~{memory}",
+                _ir(loc, ip, (Int32, addr), (Int32, value), (Int32, key)), loc=loc, ip=ip)

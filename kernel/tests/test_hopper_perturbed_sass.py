@@ -16,7 +16,12 @@
   before any barrier (what the skew exposes);
 * every poison store sits where the protocol hands the region back (profiling.poison_sites): after
   a barrier or an mbarrier wait with no shared read in between, and before the release (a barrier,
-  an mbarrier arrive) or, on the producer side, before the fenced async copy that refills it.
+  an mbarrier arrive) or, on the producer side, before the fenced async copy that refills it; in
+  the cooperative layouts and in every production variant;
+* phase 1 of the prepass build (kernel/perturbation.py role ``phase1``): the run-time build reads
+  every phase-1 site's table word and puts a delay on each side of each phase-1 synchronization
+  instruction (claims, publish, completion wait, count-through and reset), production none; the
+  checked build has the checker's claim map and reset read-back, the unchecked one neither.
 """
 
 import importlib
@@ -34,7 +39,7 @@ from profiling import poison_sites, sass
 pytestmark = pytest.mark.compile
 
 launch = importlib.import_module("kernel.hopper.launch")
-from kernel.hopper.variants import DECLARED_VARIANTS
+from kernel.hopper.variants import DECLARED_VARIANTS, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG
 
 # the default variant (cp.async, one warpgroup), the fastest (TMA, A from registers, two
 # warpgroups), and split roles (dequant warpgroups, fp16 mbarrier ring)
@@ -47,6 +52,10 @@ LABELS = (
 )
 # the cooperative layouts (barriers and fp16 ping-pong buffers), not the split roles
 COOPERATIVE = tuple(label for label in LABELS if "_dq" not in label)
+# the poison-site rules: the cooperative layouts and every production variant
+POISON_LABELS = COOPERATIVE + tuple(c.label for c in PRODUCTION_VARIANTS if c.label not in COOPERATIVE)
+# the production prepass build (phase 1)
+PREPASS = SPLIT_WARP_CONFIG.label
 DELAYS = Perturbation(3, max_delay_ns=4000, density_pct=70, poison=False)
 JITTERED = Perturbation(4, poison=False, jitter="warp")
 POISON_ONLY = Perturbation(1, delays=False, poison=True)
@@ -130,7 +139,7 @@ def _report_ops(code):
     return ors, cas, adds
 
 
-@pytest.mark.parametrize("label", LABELS + ("h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64_es",))
+@pytest.mark.parametrize("label", LABELS + (PREPASS,))
 def test_the_checker_is_compiled_into_the_checked_harness_builds_only(code, label):
     """Production and the harness build without ``checks`` have no report atomic; the checked
     build has the report at every check site: at least the sites every layout has (wgmma fence,
@@ -140,7 +149,9 @@ def test_the_checker_is_compiled_into_the_checked_harness_builds_only(code, labe
     assert not prod_ors and not prod_cas
     assert _report_ops(code[label, "unchecked"])[:2] == ([], [])
     ors, cas, adds = _report_ops(code[label, "property"])
-    assert len(ors) >= 4 and len(ors) == len(cas) == len(adds) - len(prod_adds), (
+    # the prepass build also counts phase 1's publishes (one add: harness check_phase1_publish)
+    shadow = 1 if code.configs[label].y_source == "prepass" else 0
+    assert len(ors) >= 4 and len(ors) == len(cas) == len(adds) - len(prod_adds) - shadow, (
         label, len(ors), len(cas), len(adds), len(prod_adds))
 
 
@@ -167,17 +178,97 @@ def test_run_time_build_reads_every_delay_from_its_table(code, label):
     assert not _delays(code[label, "production"])
 
 
-@pytest.mark.parametrize("label", COOPERATIVE)
+def _poison_kinds(cfg) -> set:
+    """The (hand-back, release) kinds of the build's poison sites: the producer's, after the
+    empty wait and before its fenced copy (every build; the prepass build's Y ring too); the
+    consumers', after their barrier and before the raw stage's empty arrive (the builds whose
+    consumers decode Y from the raw stage); an fp16 buffer's, between two barriers (two fp16
+    buffers: with four, kernel.hopper.kernel needs no reuse barrier and poisons none)."""
+    kinds = {("SYNCS", "LDGSTS" if cfg.loader == "cp_async" else "UTMALDG")}
+    if cfg.y_source != "prepass":
+        kinds.add(("BAR", "SYNCS"))
+        if cfg.fp16_buffers == 2:
+            kinds.add(("BAR", "BAR"))
+    return kinds
+
+
+@pytest.mark.parametrize("label", POISON_LABELS)
 def test_poison_sites_are_where_the_protocol_hands_regions_back(code, label):
     sites = poison_sites.poison_sites(code[label, "poison"])
     bad = [s for s in sites if not s.legal]
     assert not bad, f"{label}: poison stores outside a hand-back window: {bad}"
     kinds = {(s.before.split(".")[0], s.after.split(".")[0]) for s in sites}
-    # producer: after the empty wait, before its fenced copy; consumers: after their barrier,
-    # before the raw stage's empty arrive; fp16 buffers: between two barriers
-    assert ("SYNCS", "LDGSTS") in kinds or ("SYNCS", "UTMALDG") in kinds, kinds
-    assert ("BAR", "SYNCS") in kinds, kinds
-    assert ("BAR", "BAR") in kinds, kinds
+    want = _poison_kinds(code.configs[label])
+    assert want <= kinds, (label, sorted(kinds), sorted(want))
+
+
+# phase 1's synchronization instructions in the prepass build (the run-time build has no checker):
+# the claims' and the count-through's ATOMG.E.ADD, the publish's REDG.E.ADD (red.release), the
+# completion wait's LDG.E.STRONG.GPU (ld.acquire), the reset's STG.E.STRONG.GPU
+_PHASE1_SYNC = ("ATOMG.E.ADD", "REDG.E.ADD", "LDG.E.STRONG", "STG.E.STRONG")
+
+
+def _phase1_sites(ins):
+    """Phase 1's synchronization instructions grouped by site: runs with no delay between them."""
+    groups, last_delay = [], -1
+    for n, i in enumerate(ins):
+        if i.opcode == "NANOSLEEP":
+            last_delay = n
+        elif i.opcode.startswith(_PHASE1_SYNC):
+            if groups and last_delay < groups[-1][-1]:
+                groups[-1].append(n)
+            else:
+                groups.append([n])
+    return groups
+
+
+def test_phase1_sites_read_their_delays_from_the_table(code):
+    """Every (phase1, site, when) slot of kernel.perturbation is read by the prepass build's
+    run-time build (``LDG.E.CONSTANT`` at the slot's table offset); production reads none."""
+    from kernel.perturbation import SITES, SLOT_INDEX, WHENS
+
+    def loads(ins):
+        return {i.operands.rstrip(" ;").rsplit("+", 1)[-1].rstrip("]") for i in ins
+                if i.opcode.startswith("LDG.E.CONSTANT") and "+0x" in i.operands}
+
+    got, prod = loads(code[PREPASS, "runtime"]), loads(code[PREPASS, "production"])
+    want = {hex(4 * SLOT_INDEX["phase1", site, when]) for site in SITES["phase1"] for when in WHENS}
+    assert want <= got, f"phase-1 slots never read: {sorted(want - got)}"
+    assert not want & prod
+
+
+def test_phase1_sync_instructions_sit_between_two_delays(code):
+    """In the run-time build each phase-1 site (two claims, the publish, the completion wait, the
+    count-through with the reset) has a register ``NANOSLEEP`` before its first synchronization
+    instruction and after its last, with no CTA barrier between; production has the same
+    synchronization instructions, in the same order, and no ``NANOSLEEP`` at all."""
+    build, prod = code[PREPASS, "runtime"], code[PREPASS, "production"]
+    ops = lambda ins: [i.opcode for i in ins if i.opcode.startswith(_PHASE1_SYNC)]  # noqa: E731
+    assert ops(build) == ops(prod), (ops(build), ops(prod))
+    assert not _delays(prod)
+    sites = _phase1_sites(build)
+    assert len(sites) == 5, [[build[n].opcode for n in g] for g in sites]
+    for g in sites:
+        before = next((i for i in reversed(build[:g[0]]) if i.opcode == "NANOSLEEP" or i.opcode.startswith("BAR")), None)
+        after = next((i for i in build[g[-1] + 1:] if i.opcode == "NANOSLEEP" or i.opcode.startswith("BAR")), None)
+        for side, i in (("before", before), ("after", after)):
+            assert i is not None and i.opcode == "NANOSLEEP" and i.operands.startswith("R"), (
+                f"no table delay {side} the phase-1 site at 0x{build[g[0]].offset:x} ({build[g[0]].opcode}): {i}")
+
+
+def test_phase1_checks_are_compiled_into_the_checked_prepass_build_only(code):
+    """The checked build marks each claim in the claim map (an ``ATOMG.E.OR`` per claim site: the
+    first claim and the loop's) and reads the three counters back after the reset (three
+    ``LDG.E.STRONG.GPU`` after the reset's stores); the unchecked run-time build and production
+    have neither."""
+    def census(ins):
+        ors = sum(i.opcode.startswith("ATOMG.E.OR") for i in ins)
+        resets = [n for n, i in enumerate(ins) if i.opcode.startswith("STG.E.STRONG")]
+        read_back = sum(i.opcode.startswith("LDG.E.STRONG") for i in ins[resets[-1] + 1:resets[-1] + 8]) if resets else 0
+        return ors, read_back
+
+    assert census(code[PREPASS, "property"]) == (2, 3)
+    assert census(code[PREPASS, "unchecked"]) == census(code[PREPASS, "production"]) == (0, 0)
 
 
 @pytest.mark.parametrize("label", COOPERATIVE)

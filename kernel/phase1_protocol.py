@@ -1,0 +1,276 @@
+"""Phase 1's chunk hand-off and the happens-before checker's rules for it, on the CPU.
+
+Phase 1 of the prepass builds (kernel/hopper/phase1.py) hands every decoded chunk of the fp16
+workspace from the CTA that decoded it to every CTA whose phase 2 reads it, through three global
+counters (kernel/hopper/workspace.py):
+
+* **claim**: thread 0 of a CTA takes chunk ``atom.add(CLAIM, 1)``; every chunk is taken once;
+* **publish**: every thread proxy-fences its stores of the chunk, the CTA passes a barrier, and
+  thread 0 counts the chunk done with a release (``fence.acq_rel`` + ``red.release`` on DONE);
+* **acquire**: thread 0 waits (``ld.acquire``) until DONE reaches the chunk count, then the CTA
+  passes phase 1's completion barrier; only after it does the producer warp TMA-load the
+  workspace (the **read**);
+* **reset**: each CTA counts itself through (PASSED); the last one sets the three counters back
+  to 0, so the next call starts from a clean header.
+
+A checked harness build (``Perturbation.checks``) records what its phase-1 helpers did and
+checks four rules (kernel.perturbation CHECK_RULES ``phase1_*``, device side in
+kernel/hopper/harness.py ``check_phase1_*``). :func:`check` is their CPU twin: it replays one
+launch's events, in the order they happened, and writes the record words the device writes
+(decoded by :class:`kernel.perturbation.CheckRecord`). A check reads the shadow words as they
+are at that point (shared memory on the device is coherent: a check sees whatever the other
+warps stored before it, at least what they stored before the barrier it passed); so the
+fenced-before-publish rule, which a missing chunk barrier breaks, fires on the traces where the
+order actually broke, as on the device. The read rule reads what thread 0 had acquired when it
+arrived at the completion barrier (it keeps that count as it arrives), and the claim, release
+and reset rules read launch-wide records: a missing fence, release or reset, a short wait or a
+wait after the barrier fires on every trace. :func:`simulate` runs the protocol itself, each
+warp of each CTA a program interleaved by a seeded scheduler, and returns the events a checked
+build would record; its ``mutation`` options are the phase-1 edits of ci/mutants.py, so the bad
+order of each is a recorded trace the rules reject.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from kernel.perturbation import (CHECK_COUNT_WORD0, CHECK_FIRST_WORD, CHECK_RULE_INDEX, CHECK_RULES_WORD,
+                                 PHASE1_CLAIM_MAP_CHUNKS, TABLE_WORDS, CheckRecord, check_site)
+
+# the warps' shadow words the rules read (kernel/hopper/harness.py HB_P1_FENCED, HB_P1_ACQUIRED,
+# HB_P1_ACQUIRED_AT_BARRIER)
+FENCED, ACQUIRED, ACQUIRED_AT_BARRIER = "fenced", "acquired", "acquired_at_barrier"
+
+
+@dataclass(frozen=True)
+class Claim:  # thread 0's claim returned ``chunk``
+    cta: int
+    chunk: int
+
+
+@dataclass(frozen=True)
+class Fence:  # ``warp`` proxy-fenced its stores of its CTA's ``it``-th chunk
+    cta: int
+    warp: int
+    it: int
+
+
+@dataclass(frozen=True)
+class Barrier:  # the CTA barrier completed (every warp of the CTA arrived; no rule reads it)
+    cta: int
+
+
+@dataclass(frozen=True)
+class Publish:  # thread 0 released its CTA's ``it``-th chunk (counted it done)
+    cta: int
+    it: int
+
+
+@dataclass(frozen=True)
+class Acquire:  # thread 0's completion wait acquired DONE >= ``target``
+    cta: int
+    target: int
+
+
+@dataclass(frozen=True)
+class CompletionArrive:  # thread 0 arrives at phase 1's completion barrier
+    cta: int
+
+
+@dataclass(frozen=True)
+class Read:  # ``warp`` (the producer) issued its first TMA of the workspace
+    cta: int
+    warp: int
+
+
+@dataclass(frozen=True)
+class Reset:  # the last CTA through read the counters back after its reset
+    cta: int
+    claim: int
+    done: int
+    passed: int
+
+
+@dataclass(frozen=True)
+class Launch:
+    chunks: int
+    ctas: int
+    warps: int = 9  # every warp of the CTA decodes (the prepass build: 8 consumer warps, 1 producer)
+    producer_warp: int = 8
+
+
+def check(launch: Launch, events) -> list[int]:
+    """The checker's record words (``TABLE_WORDS`` of them) after ``events`` of one launch."""
+    words = [0] * TABLE_WORDS
+    written: dict[tuple[int, int, str], int] = {}  # (CTA, warp, word) -> the warp's shadow word
+    claimed: set[int] = set()
+    published = 0
+
+    def report(rule: str, warp: int, other: int, cta: int) -> None:
+        i = CHECK_RULE_INDEX[rule]
+        words[CHECK_RULES_WORD] |= 1 << i
+        if words[CHECK_FIRST_WORD] == 0:
+            words[CHECK_FIRST_WORD] = check_site(i, warp, other, cta)
+        words[CHECK_COUNT_WORD0 + i] += 1
+
+    def read(cta: int, warp: int, word: str) -> int:
+        return written.get((cta, warp, word), 0)
+
+    for e in events:
+        if isinstance(e, Claim):
+            if e.chunk < launch.chunks and e.chunk < PHASE1_CLAIM_MAP_CHUNKS:
+                if e.chunk in claimed:
+                    report("phase1_claim_not_unique", 0, 0, e.cta)
+                claimed.add(e.chunk)
+        elif isinstance(e, Fence):
+            written[e.cta, e.warp, FENCED] = e.it + 1
+        elif isinstance(e, Barrier):
+            pass
+        elif isinstance(e, Publish):
+            for w in range(launch.warps):
+                if read(e.cta, w, FENCED) < e.it + 1:
+                    report("phase1_publish_unfenced", 0, w, e.cta)
+            published += 1
+        elif isinstance(e, Acquire):
+            written[e.cta, 0, ACQUIRED] = e.target
+        elif isinstance(e, CompletionArrive):
+            written[e.cta, 0, ACQUIRED_AT_BARRIER] = read(e.cta, 0, ACQUIRED)
+        elif isinstance(e, Read):
+            if read(e.cta, 0, ACQUIRED_AT_BARRIER) < launch.chunks:
+                report("phase1_read_unpublished", e.warp, 0, e.cta)
+            if published < launch.chunks:
+                report("phase1_read_unpublished", e.warp, e.warp, e.cta)
+        elif isinstance(e, Reset):
+            if e.claim or e.done or e.passed:
+                report("phase1_counter_not_reset", 0, 0, e.cta)
+        else:
+            raise TypeError(f"not a phase-1 event: {e!r}")
+    return words
+
+
+def record(launch: Launch, events) -> CheckRecord:
+    return CheckRecord.from_words(check(launch, events))
+
+
+# ---- the protocol, run ------------------------------------------------------------------------
+# the phase-1 edits of ci/mutants.py (hopper_sync_phase1_*__prod), as the simulated protocol does them
+MUTATIONS = (
+    "publish_relaxed",  # the chunk counted done with a relaxed add: no release, nothing published
+    "wait_one_short",  # the completion wait acquires chunks - 1
+    "wait_after_barrier",  # thread 0's completion wait after the CTA barrier the producer passes
+    "no_fence",  # no proxy fence of the chunk's stores
+    "claim_not_reset",  # the last CTA through leaves the claim counter as it is
+)
+
+
+@dataclass
+class Counters:
+    claim: int = 0
+    done: int = 0
+    passed: int = 0
+
+
+@dataclass
+class Run:
+    events: list = field(default_factory=list)
+    decoded: list[int] = field(default_factory=list)  # chunk indices, in the order decoded
+    counters: Counters = field(default_factory=Counters)
+    hung: bool = False  # every warp left blocks on a barrier or the completion wait
+
+
+_STEP, _BARRIER = "step", "barrier"
+
+
+def simulate(launch: Launch, seed: int, mutation: str | None = None, counters: Counters | None = None,
+             max_steps: int = 200_000) -> Run:
+    """One launch of the protocol from ``counters`` (a fresh header by default), every warp of
+    every CTA a program, one step of a random runnable warp at a time (``seed``)."""
+    if mutation is not None and mutation not in MUTATIONS:
+        raise ValueError(f"unknown mutation {mutation!r}; one of {MUTATIONS}")
+    run = Run(counters=counters if counters is not None else Counters())
+    ctr, emit = run.counters, run.events.append
+    slots = {cta: [0, 0] for cta in range(launch.ctas)}
+    target = launch.chunks - 1 if mutation == "wait_one_short" else launch.chunks
+
+    def claim(cta):
+        c = ctr.claim
+        ctr.claim += 1
+        emit(Claim(cta, c))
+        return c
+
+    def completion(cta):
+        while ctr.done < target:
+            yield ("spin", target)
+        emit(Acquire(cta, target))
+        passed = ctr.passed
+        ctr.passed += 1
+        yield _STEP
+        if passed == launch.ctas - 1:
+            if mutation != "claim_not_reset":
+                ctr.claim = 0
+            ctr.done = ctr.passed = 0
+            emit(Reset(cta, ctr.claim, ctr.done, ctr.passed))
+            yield _STEP
+
+    def warp(cta, w):
+        if w == 0:
+            slots[cta][0] = claim(cta)
+            yield _STEP
+        yield _BARRIER
+        it = 0
+        while slots[cta][it % 2] < launch.chunks:
+            if w == 0:
+                slots[cta][(it + 1) % 2] = claim(cta)  # the next claim, while this chunk decodes
+                run.decoded.append(slots[cta][it % 2])
+                yield _STEP
+            yield _STEP  # this warp's share of the chunk's loads, decode and stores
+            if mutation != "no_fence":
+                emit(Fence(cta, w, it))
+                yield _STEP
+            yield _BARRIER
+            if w == 0:
+                if mutation != "publish_relaxed":
+                    emit(Publish(cta, it))
+                ctr.done += 1
+                yield _STEP
+            it += 1
+        if w == 0 and mutation != "wait_after_barrier":
+            yield from completion(cta)
+        if w == 0:
+            emit(CompletionArrive(cta))
+        yield _BARRIER
+        if w == 0 and mutation == "wait_after_barrier":
+            yield from completion(cta)
+        if w == launch.producer_warp:
+            emit(Read(cta, w))
+            yield _STEP
+
+    programs = {(cta, w): warp(cta, w) for cta in range(launch.ctas) for w in range(launch.warps)}
+    state: dict[tuple[int, int], object] = {key: _STEP for key in programs}  # what each warp waits for
+    arrived = {cta: set() for cta in range(launch.ctas)}
+    rng = random.Random(seed)
+    for _ in range(max_steps):
+        runnable = [k for k, s in state.items()
+                    if s == _STEP or (isinstance(s, tuple) and ctr.done >= s[1])]
+        if not runnable:
+            run.hung = bool(state)
+            return run
+        key = rng.choice(runnable)
+        try:
+            got = next(programs[key])
+        except StopIteration:
+            del state[key]
+            continue
+        if got == _BARRIER:
+            cta = key[0]
+            arrived[cta].add(key[1])
+            state[key] = _BARRIER
+            if len(arrived[cta]) == launch.warps:  # the barrier completes: every warp goes on
+                emit(Barrier(cta))
+                for w in arrived[cta]:
+                    state[cta, w] = _STEP
+                arrived[cta] = set()
+        else:
+            state[key] = got
+    raise RuntimeError(f"no end after {max_steps} steps")
