@@ -30,6 +30,9 @@ the leaderboard's tests.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from profiling.floors import ShapeSet, shape_set
 
 FAMILIES = ("leaderboard-test", "leaderboard-bench", "moe", "dense", "decode", "ragged")
@@ -47,28 +50,12 @@ _DECODE_32 = (8, 10, 4, 13, 16, 5, 3, 3, 1, 13, 10, 2, 8, 12, 9, 6,
 _DECODE_8 = (9, 12, 1, 15, 8, 2, 6, 4)  # seed 5
 
 
-# The leaderboard's cases, (M, N, K) per group, in its order: the lists of oracle.leaderboard
-# (TEST_CASES, BENCHMARK_CASES), written out here because importing the oracle imports torch and
-# this module must not (the Nsight Compute sweep's parent process plans from it);
-# profiling/tests/test_shape_suite.py checks that the two agree.
-_LEADERBOARD_BENCHMARKS = (
-    ((80, 176, 128, 72, 64, 248, 96, 160), (4096,) * 8, (7168,) * 8),
-    ((40, 76, 168, 72, 164, 148, 196, 160), (7168,) * 8, (2048,) * 8),
-    ((192, 320), (3072,) * 2, (4096,) * 2),
-    ((128, 384), (4096,) * 2, (1536,) * 2),
-)
-_LEADERBOARD_TESTS = (
-    ((96, 128), (128, 256), (256, 512)),
-    ((256, 72), (512, 384), (256, 256)),
-    ((128, 128), (128, 256), (512, 256)),
-    ((80, 128, 256), (384, 256, 128), (256, 512, 256)),
-    ((64, 72, 96), (128, 384, 512), (512, 512, 256)),
-    ((64, 256, 128), (768, 128, 256), (512, 256, 512)),
-    ((128, 128, 64), (256, 512, 512), (768, 256, 768)),
-    ((128, 128, 128, 128), (128, 128, 128, 128), (512, 256, 512, 256)),
-    ((40, 56, 384, 512), (512, 384, 256, 128), (256, 256, 256, 256)),
-    ((512, 384, 256, 128), (256, 256, 256, 256), (512, 768, 512, 768)),
-)
+# The leaderboard's cases, (M, N, K) per group, in its order: oracle.leaderboard's data file, read
+# here directly because importing the oracle imports torch and this module must not (the Nsight
+# Compute sweep's parent process plans from it).
+_CASES = json.loads((Path(__file__).resolve().parents[1] / "oracle" / "leaderboard_cases.json").read_text())
+_LEADERBOARD_BENCHMARKS = tuple(tuple(map(tuple, row)) for row in _CASES["benchmarks"])
+_LEADERBOARD_TESTS = tuple(tuple(map(tuple, row)) for row in _CASES["tests"])
 
 
 def _leaderboard(cases, prefix: str, family: str, source: str) -> tuple[ShapeSet, ...]:

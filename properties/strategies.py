@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 import oracle
+from oracle.speed import BENCHMARK_SHAPES
 from properties.subjects import GridPlanner, SizeLimits, SubjectVariant
 from kernel.plan import LaunchPlan, balanced_share
 from kernel.validation import KernelConstraints
@@ -22,13 +23,8 @@ from kernel.validation import KernelConstraints
 EDGE_SIZES = (1, 2, 8, 63, 64, 65, 127, 128, 129, 191, 192, 255, 256, 257)
 # the standard (benchmark) shapes' K; GPU subjects also draw K up to the largest of them
 STANDARD_K = 7168
-# the four benchmark shapes: N and K shared by the groups, M per group
-STANDARD_SHAPES = {
-    "bench1": ((80, 176, 128, 72, 64, 248, 96, 160), 4096, 7168),
-    "bench2": ((40, 76, 168, 72, 164, 148, 196, 160), 7168, 2048),
-    "bench3": ((192, 320), 3072, 4096),
-    "bench4": ((128, 384), 4096, 1536),
-}
+# the leaderboard's four benchmark shapes: M per group, N and K shared by the groups
+STANDARD_SHAPES = BENCHMARK_SHAPES
 
 
 @dataclass(frozen=True)
