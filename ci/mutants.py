@@ -196,8 +196,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "stale pointer after reallocation: the fast path's metadata check leaves out the data "
         "pointers (a tensor given new storage in place, same shape, replays the old launch)",
         "kernel/fast_path.py",
-        'array("q", chain(map(_PTR, tensors), map(id, map(_DTYPE, tensors))',
-        'array("q", chain(map(id, map(_DTYPE, tensors))',
+        "words = [*map(_PTR, tensors), *map(id, map(_DTYPE, tensors))",
+        "words = [*map(id, map(_DTYPE, tensors))",
         "host",
         ENTRY_PROPERTY,
     ),

@@ -58,6 +58,7 @@ after doing that.
 from __future__ import annotations
 
 import operator
+import struct
 import threading
 import weakref
 from array import array
@@ -104,6 +105,7 @@ _STRIDE = torch.Tensor.stride
 _PTR = torch.Tensor.data_ptr
 _DTYPE = operator.attrgetter("dtype")
 _DEVICE = operator.attrgetter("device")
+_pack = struct.pack
 
 
 def metadata(tensors: list) -> bytes | None:
@@ -116,8 +118,9 @@ def metadata(tensors: list) -> bytes | None:
     try:
         sizes = list(map(_SIZE, tensors))
         strides = list(map(_STRIDE, tensors))
-        return array("q", chain(map(_PTR, tensors), map(id, map(_DTYPE, tensors)), map(hash, map(_DEVICE, tensors)),
-                                map(len, sizes), _flat(sizes), _flat(strides))).tobytes()
+        words = [*map(_PTR, tensors), *map(id, map(_DTYPE, tensors)), *map(hash, map(_DEVICE, tensors)),
+                 *map(len, sizes), *_flat(sizes), *_flat(strides)]
+        return _pack(f"{len(words)}q", *words)  # one C call (an array from an iterator appends per word)
     except Exception:
         return None
 
