@@ -10,6 +10,10 @@ are fuzzed without a GPU. Per output tile it does what the GPU kernels do:
   exactly (code * scale fits in fp32, and in bf16/fp16), and accumulate the tile product into an
   fp32 accumulator (rows/columns past M or N read as zero, as TMA's out-of-bounds fill does);
 * round the accumulator once to fp16 and store only the rows and columns inside C.
+
+:func:`pipeline_kernel` runs the same tiles through the GPU families' host pipeline
+(kernel.host_pipeline: its fast path and seen-shape path included), reading and writing by the
+addresses in the device tables; see the section at the end.
 """
 
 from __future__ import annotations

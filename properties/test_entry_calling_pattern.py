@@ -49,7 +49,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 import pytest
@@ -125,8 +125,6 @@ def _family_entry(name: str) -> EntrySubject:
     constraints = all_constraints[0]
     chunks = {c.accumulation_chunk for c in all_constraints}
     granularity = math.lcm(*(c.k_granularity for c in all_constraints))
-    from dataclasses import replace
-
     constraints = replace(constraints, k_granularity=granularity,
                           accumulation_chunk=chunks.pop() if len(chunks) == 1 else None)
     return EntrySubject(name, "loaded", None, None, constraints, GPU_LIMITS, reason)
