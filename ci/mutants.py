@@ -12,6 +12,9 @@ Subjects:
   (``properties/test_subject_vs_oracle.py``) with ``--subject=model``;
 * ``plan``: the shared host plan / device tables, caught by ``properties/test_plan_properties.py``
   (and, through the model that executes the plan, by the main property);
+* ``host``: the shared host pipeline's fast path (``kernel/fast_path.py``), caught by the entry's
+  calling-pattern property (``properties/test_entry_calling_pattern.py``) on the CPU model run
+  through the host pipeline, with the Python probe;
 * ``hopper``: the sm_90a kernel, needs an H200 (``--subject=hopper``); skipped on a CPU;
 * ``hopper-static``: the sm_90a kernel compiled on the CPU, caught by the SASS ordering checks of
   ``kernel/tests/test_hopper_sync_sites.py`` (races the H200 runs need not show);
@@ -30,12 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-SUBJECTS = ("model", "plan", "hopper", "hopper-static", "blackwell-static", "harness")
-CPU_SUBJECTS = ("model", "plan", "hopper-static", "blackwell-static", "harness")
+SUBJECTS = ("model", "plan", "host", "hopper", "hopper-static", "blackwell-static", "harness")
+CPU_SUBJECTS = ("model", "plan", "host", "hopper-static", "blackwell-static", "harness")
 
 # the main property, run against the CPU model (both declared model variants)
 MODEL_PROPERTY = ["properties/test_subject_vs_oracle.py::test_subject_matches_oracle", "--subject=model"]
 PLAN_PROPERTIES = ["properties/test_plan_properties.py"]
+# custom_kernel(data) called as callers do (values refilled in place, outputs swapped, tensors
+# reallocated) on the CPU model through the host pipeline
+ENTRY_PROPERTY = ["properties/test_entry_calling_pattern.py::test_entry_calling_pattern", "--subject=model"]
 # one Hopper variant keeps the compiles (one per group count) within the device budget
 HOPPER_VARIANT = "h90_m128n128k256_s3_wg1_fp16"
 HOPPER_PROPERTY = [
@@ -203,6 +209,27 @@ MUTANTS: tuple[Mutant, ...] = (
         "acc[: len(rows_a), : len(rows_b)] += (a_tile @ b_tile.T).half().float()",
         "model",
         MODEL_PROPERTY,
+    ),
+    # ----------------------------------------------------------------------- host fast path
+    _m(
+        "host_fast_path_ignores_pointers",
+        "stale pointer after reallocation: the fast path's metadata check leaves out the data "
+        "pointers (a tensor given new storage in place, same shape, replays the old launch)",
+        "kernel/fast_path.py",
+        "words = [*map(_PTR, tensors), *map(id, map(_DTYPE, tensors))",
+        "words = [*map(id, map(_DTYPE, tensors))",
+        "host",
+        ENTRY_PROPERTY,
+    ),
+    _m(
+        "host_fast_path_key_without_outputs",
+        "fast-path key without the outputs: the key's tensor ids leave out every group's c (outputs "
+        "swapped between groups replay the old launch into the old outputs)",
+        "kernel/fast_path.py",
+        "        key = identity_key(data, config, tensors)\n",
+        "        key = identity_key(data, config, [t for i, t in enumerate(tensors) if i >= 3 * len(abc) or i % 3 != 2])\n",
+        "host",
+        ENTRY_PROPERTY,
     ),
     # ----------------------------------------------------------------------- plan / tables
     _m(
@@ -916,7 +943,8 @@ Commands:
     python -m pytest -q ci/test_mutants.py                       # the catalog is well formed
     python -m pytest -q -m slow ci/test_mutants.py               # every CPU mutant is caught
 
-Subjects: `model` (the CPU model), `plan` (host plan and device tables), `hopper` (the sm_90a
+Subjects: `model` (the CPU model), `plan` (host plan and device tables), `host` (the host
+pipeline's fast path, caught on the CPU model run through it), `hopper` (the sm_90a
 kernel on an H200), `hopper-static` and `blackwell-static` (the kernels compiled on the CPU,
 caught by SASS checks), `harness` (the oracle's bound and the checks every run goes through).
 """

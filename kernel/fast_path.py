@@ -17,31 +17,48 @@ device tables, tensor maps and marshalled arguments).
   hit); the problem sizes
   (:func:`sizes_key`: the size tuples by identity, held by the entry, or by value and type); the
   config object (held, so its ``id`` cannot be reused); the current CUDA stream;
-* each tensor's version counter (``Tensor._version``), which PyTorch bumps on every in-place
-  operation, including those that change metadata in place (``resize_``, ``as_strided_``,
-  ``set_``, ``transpose_``...): a changed version is a miss, and the miss path validates again.
-  The entry keeps their sum: counters only grow, so an unchanged sum means unchanged counters;
+* each tensor's **metadata**, not its values (:func:`metadata`): its data pointer, dtype,
+  device, sizes and strides. That is everything the entry was derived from: validation's rules on
+  a tensor read only these (and its type, which an object keeps), the device tables hold the
+  data pointers and the problem sizes, the tensor maps hold pointers, sizes and strides, the
+  per-shape config is chosen from the problem sizes (a Python list of tuples, never a tensor), and
+  the kernel reads the scales, like every operand, through pointers. No value of any tensor is
+  read on the way to a launch, so a call whose tensors were only written in place (new A, B,
+  scales; a poisoned C) hits and launches on the new values.
 
-A hit therefore only happens for the same tensor objects, unchanged since a call that passed full
-validation, with the same sizes, config and stream; every bad problem takes the miss path and
-gets the same typed error as without the cache. Values written in place through another view
-of the same memory need nothing: the kernel reads memory, the cache holds only addresses.
+  Checking the metadata of every tensor costs more than the identity check itself, so the version
+  counters (``Tensor._version``) vouch for it first: PyTorch bumps a tensor's counter on every
+  in-place operation, including those that change metadata in place (``resize_``,
+  ``as_strided_``, ``set_``, ``transpose_``...), and counters only grow, so an unchanged sum of the
+  counters means no in-place operation since the entry was stored or last checked: a hit. A
+  changed sum (values written in place, or metadata changed) compares the metadata with the
+  entry's (:attr:`FastPathStats.rechecked` counts the hits it gives; the entry then keeps the new
+  sum); different metadata is a miss, and the miss path validates again.
+
+A hit therefore only happens for the same tensor objects, with the metadata of a call that
+passed full validation, with the same sizes, config and stream; every bad problem takes the miss
+path and gets the same typed error as without the cache. Values written through another view of
+the same memory need nothing either: the kernel reads memory, the cache holds only addresses.
 
 The key's walk over the problem (flatten, ids, lengths, sizes, the sum of the version counters)
 is done in one C++ pass by the optional native probe (:mod:`kernel.native_probe`) once it is built
 and loaded (in the background; ``NVFP4_NATIVE_PROBE=0`` turns it off): it returns the very key
 bytes and sum the Python walk computes, or None for any problem of another shape, which the
 Python walk then decides, so the decisions never depend on which probe ran. A store's version sum
-and weak references come from the same module (``REFS``) where it is loaded, the same way.
+and weak references (``REFS``) and the metadata bytes (``METADATA``) come from the same module
+where it is loaded, the same way: the very bytes :func:`metadata` computes, or None (then the
+Python function decides).
 
 Not detected: replacing a tensor's storage behind its back with ``tensor.data = other`` or
-``torch.utils.swap_tensors`` (neither bumps the version counter). Call :meth:`FastPath.clear`
-(``kernel.family.clear_caches()``) after doing that.
+``torch.utils.swap_tensors`` (neither bumps the version counter, so the metadata is not compared
+while the counters stay put). Call :meth:`FastPath.clear` (``kernel.family.clear_caches()``)
+after doing that.
 """
 
 from __future__ import annotations
 
 import operator
+import struct
 import threading
 import weakref
 from array import array
@@ -83,6 +100,29 @@ def flatten(data: Any) -> list:
 
 
 _VERSION = operator.attrgetter("_version")
+_SIZE = torch.Tensor.size  # method descriptors: raise TypeError on anything that is not a tensor
+_STRIDE = torch.Tensor.stride
+_PTR = torch.Tensor.data_ptr
+_DTYPE = operator.attrgetter("dtype")
+_DEVICE = operator.attrgetter("device")
+_pack = struct.pack
+
+
+def metadata(tensors: list) -> bytes | None:
+    """What a launch derived from ``tensors`` depends on, as bytes (native-endian signed 64-bit
+    words): every tensor's data pointer, then every ``id(dtype)`` (dtypes are singletons), every
+    ``hash(device)`` (its type and index), every number of dimensions, then all sizes and all
+    strides; None when a tensor has none of these (no storage, not a tensor, a pointer past
+    2^63): such an entry is never refreshed. The native module's ``metadata`` returns these very
+    bytes (properties/test_native_probe_properties.py)."""
+    try:
+        sizes = list(map(_SIZE, tensors))
+        strides = list(map(_STRIDE, tensors))
+        words = [*map(_PTR, tensors), *map(id, map(_DTYPE, tensors)), *map(hash, map(_DEVICE, tensors)),
+                 *map(len, sizes), *_flat(sizes), *_flat(strides)]
+        return _pack(f"{len(words)}q", *words)  # one C call (an array from an iterator appends per word)
+    except Exception:
+        return None
 
 
 _TUPLES = {tuple}
@@ -129,8 +169,10 @@ def identity_key(data: Any, config: Any, tensors: list | None = None) -> bytes |
 class Entry:
     launch_args: Any  # kernel.host_pipeline.LaunchArgs
     # the sum of the tensors' version counters: each counter only ever grows (every in-place op
-    # bumps it), so an unchanged sum means no tensor changed (the ids pin the tensors themselves)
+    # bumps it), so an unchanged sum means no in-place op since it was taken (the ids pin the
+    # tensors themselves); a changed sum compares ``meta`` and, where equal, takes the new sum
     versions: int
+    meta: bytes | None  # metadata(tensors) when stored (None: never refreshed)
     device_index: int
     stream_id: Any
     config: Any  # held, so that id(config) in the key cannot be reused
@@ -146,8 +188,8 @@ class Entry:
 
 
 # FastPath.store builds entries without the dataclass __init__, from every one of these fields
-assert [f.name for f in fields(Entry)] == ["launch_args", "versions", "device_index", "stream_id", "config", "refs",
-                                           "keep", "sizes", "outputs_slice"]
+assert [f.name for f in fields(Entry)] == ["launch_args", "versions", "meta", "device_index", "stream_id", "config",
+                                           "refs", "keep", "sizes", "outputs_slice"]
 
 
 @dataclass
@@ -156,6 +198,9 @@ class FastPathStats:
     misses: int = 0
     stores: int = 0
     evictions: int = 0  # a tensor of the entry was freed, or the LRU was full
+    # hits after an in-place write to a tensor of the entry (its version sum had moved): the
+    # metadata compared equal (counted in ``hits`` too)
+    rechecked: int = 0
 
 
 class FastPath:
@@ -202,14 +247,22 @@ class FastPath:
         return self._lookup(key, tensors, None, stream)
 
     def _lookup(self, key: tuple, tensors: list, versions: int | None, stream: Any):
-        """``probe``'s answer for ``key``: the entry when it is fresh (the same version sum,
-        computed here when ``versions`` is None, and the same stream), else a miss."""
+        """``probe``'s answer for ``key``: the entry when it is fresh (the same stream, and the
+        same version sum, computed here when ``versions`` is None, or else the same metadata),
+        else a miss."""
         entry = self._entries.get(key)
         if entry is not None:
             try:
-                fresh = ((sum(map(_VERSION, tensors)) if versions is None else versions) == entry.versions
-                         and (self._stream_id(entry.device_index) if stream is None
-                              else _explicit_stream_id(stream)) == entry.stream_id)
+                if versions is None:
+                    versions = sum(map(_VERSION, tensors))
+                fresh = (self._stream_id(entry.device_index) if stream is None
+                         else _explicit_stream_id(stream)) == entry.stream_id
+                if fresh and versions != entry.versions:  # written in place since: compare the metadata
+                    meta = self.metadata(tensors)
+                    fresh = meta is not None and meta == entry.meta
+                    if fresh:
+                        entry.versions = versions
+                        self.stats.rechecked += 1
             except Exception:
                 fresh = False
             if fresh:
@@ -217,6 +270,12 @@ class FastPath:
                 return entry, tensors, key
         self.stats.misses += 1
         return None, tensors, key
+
+    def metadata(self, tensors: list) -> bytes | None:
+        """:func:`metadata` of ``tensors``, in one C call where the native module is loaded."""
+        native = native_probe.METADATA if self.native else None
+        meta = native(tensors) if native is not None else None
+        return meta if meta is not None else metadata(tensors)
 
     def store(self, data: Any, config: Any, stream: Any, launch_args: Any, keep: Any = None,
               tensors: list | None = None, key: tuple | None = None) -> None:
@@ -240,7 +299,8 @@ class FastPath:
             # Entry(...) without the dataclass __init__ (every field given; equal field for field)
             entry = object.__new__(Entry)
             entry.__dict__ = {
-                "launch_args": launch_args, "versions": made[0], "device_index": device_index,
+                "launch_args": launch_args, "versions": made[0], "meta": self.metadata(tensors),
+                "device_index": device_index,
                 "stream_id": self._stream_id(device_index) if stream is None else _explicit_stream_id(stream),
                 "config": config, "refs": made[1], "keep": keep, "sizes": list(data[3]),
                 "outputs_slice": slice(2, 3 * len(data[3]), 3)}

@@ -10,6 +10,10 @@ are fuzzed without a GPU. Per output tile it does what the GPU kernels do:
   exactly (code * scale fits in fp32, and in bf16/fp16), and accumulate the tile product into an
   fp32 accumulator (rows/columns past M or N read as zero, as TMA's out-of-bounds fill does);
 * round the accumulator once to fp16 and store only the rows and columns inside C.
+
+:func:`pipeline_kernel` runs the same tiles through the GPU families' host pipeline
+(kernel.host_pipeline: its fast path and seen-shape path included), reading and writing by the
+addresses in the device tables; see the section at the end.
 """
 
 from __future__ import annotations
@@ -137,3 +141,139 @@ def custom_kernel(data, config: ModelConfig = DEFAULT_CONFIG) -> list[torch.Tens
         for tile in plan.cta_tiles(cta):
             run_tile(plan, view, tile, acc)
     return [g.c for g in groups]
+
+
+# ---- the model through the shared host pipeline ---------------------------------------------
+#
+# ``custom_kernel`` above validates, plans and reads through a fresh table per call. The GPU
+# families' entry, ``HostPipeline.run``, also caches: the fast path (kernel.fast_path) and the
+# seen-shape path (kernel.seen_shapes) hand a repeated or same-shaped call device tables made
+# for an earlier one. ``pipeline_kernel`` runs the model through that very pipeline, and its
+# launch reads the tables as a GPU kernel does: sizes from the sizes table, and every operand
+# read and every C written at the address the pointer table holds (raw memory, not the caller's
+# tensor objects), so a stale table, a stale pointer or a stale launch shows in the results on a
+# machine without a GPU (properties/test_entry_calling_pattern.py).
+
+
+class PerShape:
+    """The config ``pipeline_kernel(data)`` passes when given none: :meth:`ModelHooks.choose`
+    turns it into :data:`DEFAULT_CONFIG` on a fast-path miss, as kernel.hopper's per-shape choice
+    does (a repeated call hits the entry stored for it and chooses nothing)."""
+
+    label = "per-shape"
+
+    def __repr__(self) -> str:
+        return "PER_SHAPE"
+
+
+PER_SHAPE = PerShape()
+
+
+def _at(address: int, nbytes: int, dtype: torch.dtype, shape: tuple, strides: tuple) -> torch.Tensor:
+    """The ``nbytes`` of memory at ``address`` as a strided ``dtype`` tensor (no copy)."""
+    import ctypes
+
+    raw = torch.frombuffer((ctypes.c_uint8 * nbytes).from_address(address), dtype=torch.uint8)
+    return raw.view(dtype).as_strided(shape, strides)
+
+
+class _AddressView:
+    """:class:`_TableView`'s reads through the device tables, by address: the operand of a slot is
+    the memory its pointer-table entry points at, in the layout validation requires."""
+
+    def __init__(self, tables: DeviceTables):
+        self.sizes = tables.sizes.tolist()
+        self.pointers = tables.pointers.tolist()
+
+    def operand(self, slot: int, column: str) -> torch.Tensor:
+        from kernel.validation import blocked_shape, blocked_strides
+
+        m, n, k, _ = self.sizes[slot]
+        address = self.pointers[slot][POINTER_COLUMNS.index(column)]
+        fp4, fp8 = torch.float4_e2m1fn_x2, torch.float8_e4m3fn
+        if column in ("a", "b"):
+            rows = m if column == "a" else n
+            return _at(address, rows * k // 2, fp4, (rows, k // 2, 1), (k // 2, 1, rows * k // 2))
+        if column == "c":
+            return _at(address, 2 * m * n, torch.float16, (m, n, 1), (n, 1, m * n))
+        rows = m if column == "sfa_blocked" else n
+        shape = blocked_shape(rows, k)
+        return _at(address, 512 * shape[2] * shape[4], fp8, shape, blocked_strides(rows, k))
+
+
+class AddressLaunch:
+    """One launch of the model on prepared device tables (what ``HostPipeline.marshal`` returns
+    for it): :meth:`launch` runs every CTA's tiles, reading and writing by address."""
+
+    def __init__(self, plan: LaunchPlan, tables: DeviceTables, stream: int):
+        self.plan, self.tables, self.stream = plan, tables, stream
+
+    def launch(self) -> None:
+        plan, view = self.plan, _AddressView(self.tables)
+        for cta in range(plan.num_ctas):
+            acc = torch.empty(plan.tile_m, plan.tile_n, dtype=torch.float32)
+            for tile in plan.cta_tiles(cta):
+                run_tile(plan, view, tile, acc)
+
+
+class ModelHooks:
+    """The model as a kernel family of :class:`kernel.host_pipeline.HostPipeline` (its
+    ``FamilyHooks``): nothing to compile, no fourth table, CPU tensors."""
+
+    name = "model"
+    arch = "cpu"
+
+    def resolve(self, config: ModelConfig) -> ModelConfig:
+        return config
+
+    def choose(self, config, data) -> ModelConfig:
+        return DEFAULT_CONFIG if config is PER_SHAPE else config
+
+    def constraints(self, config: ModelConfig) -> KernelConstraints:
+        return constraints(config)
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def max_ctas(self, config: ModelConfig, *, dry_run: bool) -> int | None:
+        return config.max_ctas
+
+    def aux_table(self, config, plan, groups, device, strict=False):
+        return None
+
+    def build(self, config: ModelConfig, num_groups: int, dump_dir=None, perturbation=None, ablation=None):
+        if perturbation is not None or ablation is not None:
+            from kernel.errors import UnsupportedConfigError
+
+            raise UnsupportedConfigError(config.label, ["the model has no perturbed or ablated builds"])
+        return ("model", config, num_groups)  # the launch runs run_tile: nothing to compile
+
+
+_PIPELINE: list = []  # the pipeline, made on first use (its fast path starts the native build)
+
+
+def pipeline():
+    """The model's :class:`kernel.host_pipeline.HostPipeline` (one per process): the CPU has one
+    stream (handle 0), and a launch is an :class:`AddressLaunch`."""
+    if not _PIPELINE:
+        from kernel.fast_path import FastPath
+        from kernel.host_pipeline import HostPipeline
+
+        class ModelPipeline(HostPipeline):
+            def __init__(self):
+                super().__init__(ModelHooks(), fast_path=FastPath(stream_id=lambda device_index: 0))
+
+            def stream_handle(self, stream, device) -> int:
+                return 0
+
+            def marshal(self, prepared, handle) -> AddressLaunch:
+                return AddressLaunch(prepared.plan, prepared.tables, handle)
+
+        _PIPELINE.append(ModelPipeline())
+    return _PIPELINE[0]
+
+
+def pipeline_kernel(data, config: ModelConfig | None = None) -> list[torch.Tensor]:
+    """``custom_kernel`` through the shared host pipeline (validation, plan, tables, the fast path
+    and the seen-shape path of the GPU families' entry); ``config`` None: :data:`PER_SHAPE`."""
+    return pipeline().run(data, PER_SHAPE if config is None else config)

@@ -2,7 +2,8 @@
 over the problem in one C++ pass (``kernel/native/fast_probe.cpp``), and the same module's
 helpers for a first call on new tensors of seen shapes (:data:`SEEN_TABLES`: the seen-shape
 path's address checks and table block in one pass, see
-:meth:`kernel.host_pipeline.HostPipeline.seen_tables`; :data:`SIZES_KEY`; :data:`REFS`).
+:meth:`kernel.host_pipeline.HostPipeline.seen_tables`; :data:`SIZES_KEY`; :data:`REFS`;
+:data:`METADATA`: :func:`kernel.fast_path.metadata`'s bytes).
 
 ``probe(data, config)`` returns ``(key, versions, tensors)``: the very bytes
 :func:`kernel.fast_path.identity_key` returns for ``data``, the sum of the tensors' version
@@ -54,12 +55,14 @@ FAILURE_RETRY_S = 3600
 PROBE: Callable[[Any, Any], Any] | None = None
 # the module's other helpers once loaded (None before, or where the loaded module lacks them):
 # the seen-shape first call's pass (kernel.host_pipeline.HostPipeline._prepare_seen), the shape
-# template key (kernel.seen_shapes.ShapeTemplates.find) and the fast-path entry's weak references
-# (kernel.fast_path.FastPath.store); each returns None where the Python code must decide
+# template key (kernel.seen_shapes.ShapeTemplates.find), the fast-path entry's weak references
+# (kernel.fast_path.FastPath.store) and its metadata (kernel.fast_path.FastPath.metadata); each
+# returns None where the Python code must decide
 SEEN_STATE: Callable[..., Any] | None = None
 SEEN_TABLES: Callable[[Any, Any, Any], Any] | None = None
 SIZES_KEY: Callable[[Any], Any] | None = None
 REFS: Callable[[Any, Any], Any] | None = None
+METADATA: Callable[[Any], Any] | None = None
 _module: Any = None  # the loaded module (driver_copy)
 
 _lock = threading.Lock()
@@ -246,7 +249,7 @@ def build_native(verbose: bool = True) -> bool:
 
 
 def _load(build_if_missing: bool, verbose: bool) -> Callable | None:
-    global PROBE, SEEN_STATE, SEEN_TABLES, SIZES_KEY, REFS, _module
+    global PROBE, SEEN_STATE, SEEN_TABLES, SIZES_KEY, REFS, METADATA, _module
     t0 = time.perf_counter()
     try:
         name = module_name()
@@ -270,6 +273,7 @@ def _load(build_if_missing: bool, verbose: bool) -> Callable | None:
     if SEEN_STATE is None or SEEN_TABLES is None:
         SEEN_STATE = SEEN_TABLES = None
     SIZES_KEY, REFS = getattr(module, "sizes_key", None), getattr(module, "refs", None)
+    METADATA = getattr(module, "metadata", None)
     if hasattr(module, "set_driver_copy"):
         module.set_driver_copy(driver_copy_enabled())
     _module = module

@@ -6,6 +6,8 @@ a GPU host's: there the upload is a pinned non-blocking copy, here a CPU copy).
 
 ``probe_us``/``repeat_us`` use the native fast-path probe (kernel.native_probe; built or loaded
 first), ``probe_py_us``/``repeat_py_us`` the Python one; ``probe`` says which is in use.
+``refill_us``/``refill_py_us``: the repeated call after every group's A was refilled in place
+(the refill untimed): a model's calling pattern, new values in the same tensors.
 ``first_call_us`` is a first call on new tensors of seen shapes with the native helpers
 (``native_pass_us``: the seen-shape pass alone, ``prepare_seen_us``: the whole preparation,
 ``launch_us``: the launch, i.e. the launch arguments rebased from a fake prototype and replayed
@@ -220,14 +222,23 @@ def measure(name: str, reps: int) -> dict:
     # the repeated call and the probe alone (a hit) with each probe: the native one
     # (kernel.native_probe) where it is loaded, the Python one always
     fp = pipe.fast_path
+    # a model's calling pattern: the same tensors, every group's A refilled in place before each
+    # call (untimed; values only, no metadata changes)
+    sources = [torch.randint(0, 256, a.shape, dtype=torch.uint8) for a, _, _ in data[0]]
+
+    def refill(i):
+        for (a, _, _), src in zip(data[0], sources):
+            a.view(torch.uint8).copy_(src)
+
     for suffix, native in (("", True), ("_py", False)):
         fp.native = native
         assert fp.probe(data, CONFIG)[0] is not None
         if native and native_probe.PROBE is None:
-            row["repeat_us"] = row["probe_us"] = None
+            row["repeat_us"] = row["probe_us"] = row["refill_us"] = None
             continue
         row[f"repeat{suffix}_us"] = _median_us(lambda _: pipe.run(data, CONFIG), reps)
         row[f"probe{suffix}_us"] = _median_us(lambda _: fp.probe(data, CONFIG), reps)
+        row[f"refill{suffix}_us"] = _median_us(lambda _: pipe.run(data, CONFIG), reps, refill)
     fp.native = True
     row["probe"] = native_probe.describe()
 
@@ -301,7 +312,8 @@ def measure(name: str, reps: int) -> dict:
     return row
 
 
-COLUMNS = ("shape", "tensors", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us",
+COLUMNS = ("shape", "tensors", "probe", "repeat_us", "repeat_py_us", "refill_us", "refill_py_us", "probe_us",
+           "probe_py_us",
            "first_call_us", "first_call_py_us", "native_pass_us", "accept_us", "seen_tables_us", "prepare_seen_us",
            "prepare_seen_py_us", "launch_us", "store_us", "store_py_us", "lane_us", "full_first_call_us", "full_encodes")
 

@@ -8,6 +8,10 @@ Per shape set, on the family's second production variant by default (its only on
 * ``repeat_us``: host time per repeated call with the same tensors (eager loops without
   synchronization inside, ``time.perf_counter`` around them; the lower of a ``--calls`` loop and
   short loops that never fill the launch queue): the fast path;
+* ``refill_us``: host time per call when every group's A is refilled in place (a device copy,
+  untimed) before each call, a model's calling pattern: the fast path after one metadata
+  comparison (``FastPathStats.rechecked``); ``refill_hits``: how many of its 100 timed calls hit
+  the fast path; ``refill_py_us``: the same with the Python probe;
 * ``full_us``: the same loop with the fast path and the shape templates cleared before every
   call (full validation, plan, table lookup, marshalling): what every call cost without them;
   ``seen_us``: the fast path cleared, the templates kept (the seen-shape path, same tensors);
@@ -85,8 +89,9 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
     torch.cuda.synchronize()
 
     # correctness of what the fast path launches: poison, replay, compare with the oracle. The
-    # poison goes through a second tensor on c's storage: writing through c itself bumps c's
-    # version counter, and the fast path treats any in-place op on an input as a change (a miss)
+    # poison goes through a second tensor on c's storage, so c's version counter stays and the
+    # call hits on the counters alone (as it does on builds whose fast path missed after any
+    # in-place write: the tool measures those too); refill_us below writes in place
     for _, _, c in data[0]:
         alias = torch.empty(0, dtype=c.dtype, device=c.device).set_(c.untyped_storage(), c.storage_offset(),
                                                                      c.shape, c.stride())
@@ -190,6 +195,27 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
             out.append(_per_call_us(fn, 20))
         return statistics.median(out)
 
+    # a model's calling pattern: every group's A refilled in place (a device copy, untimed) before
+    # each call; the calls hit after one metadata comparison each (FastPathStats.rechecked)
+    sources = [torch.randint(0, 256, a.shape, dtype=torch.uint8, device=a.device) for a, _, _ in data[0]]
+
+    def refilled(batch: int = 20) -> float:
+        out = []
+        for _ in range(5):
+            torch.cuda.synchronize()
+            total = 0.0
+            for _ in range(batch):
+                for (a, _, _), src in zip(data[0], sources):
+                    a.view(torch.uint8).copy_(src)
+                t0 = time.perf_counter()
+                run()
+                total += time.perf_counter() - t0
+            out.append(total / batch * 1e6)
+        return statistics.median(out)
+
+    hits_before = pipeline.fast_path.stats.hits
+    refill_us = refilled()
+    refill_hits = pipeline.fast_path.stats.hits - hits_before  # of 100 calls
     compiled_call_us = host_only(lambda: prepared.compiled(*args.args))
     replay_us = host_only(args.launch)
     repeat_us = min(repeat_us, host_only(run))
@@ -205,6 +231,8 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
     try:
         torch.cuda.synchronize()
         repeat_py_us = min(statistics.median(_per_call_us(run, calls) for _ in range(5)), host_only(run))
+        torch.cuda.synchronize()
+        refill_py_us = refilled()
         torch.cuda.synchronize()
         probe_py_us = statistics.median(_per_call_us(probe, calls) for _ in range(5))
     finally:
@@ -244,7 +272,9 @@ def measure(family_name: str, label: str | None, shape_name: str, calls: int, na
     return {
         "family": family_name, "variant": config.label, "shape": shape_name, "groups": shape.num_groups,
         "probe": "native" if native_in_use else ("python (--probe python)" if not native else native_probe.describe()),
-        "repeat_us": repeat_us, "repeat_py_us": repeat_py_us, "probe_us": probe_us, "probe_py_us": probe_py_us,
+        "repeat_us": repeat_us, "repeat_py_us": repeat_py_us, "refill_us": refill_us, "refill_hits": refill_hits,
+        "refill_py_us": refill_py_us,
+        "probe_us": probe_us, "probe_py_us": probe_py_us,
         "full_us": full_us, "seen_us": seen_us, "first_call_us": firsts[""], "first_call_p90_us": firsts["p90"], "first_call_py_us": firsts["_py"],
         # how many of the first calls took run()'s lane (HostPipeline._run_seen), of FIRST_WARMUP + FIRST_SAMPLES each way
         "first_call_lane": firsts["lane"], "first_call_py_lane": firsts["lane_py"],
@@ -361,7 +391,8 @@ def first_call_stages(family, config, fresh: list, native: bool = True) -> dict:
     return {k: statistics.median(v) for k, v in totals.items()}
 
 
-COLUMNS = ("shape", "groups", "probe", "repeat_us", "repeat_py_us", "probe_us", "probe_py_us", "full_us", "seen_us",
+COLUMNS = ("shape", "groups", "probe", "repeat_us", "repeat_py_us", "refill_us", "refill_py_us", "refill_hits",
+           "probe_us", "probe_py_us", "full_us", "seen_us",
            "first_call_us", "first_call_p90_us", "first_call_torch_copy_us", "first_call_py_us", "first_template_us",
            "first_flatten_us", "first_native_pass_us", "first_native_pass_torch_copy_us",
            "first_address_checks_py_us", "first_tables_py_us", "first_prepare_seen_us", "first_prepare_seen_py_us",

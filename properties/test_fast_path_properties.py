@@ -4,7 +4,8 @@ A Hypothesis state machine drives the real :class:`kernel.host_pipeline.HostPipe
 real :class:`kernel.fast_path.FastPath`) through sequences of calls and changes a caller makes
 between calls: new tensors of the same shapes, views at the same address with other strides or
 dtype, tensors freed and reallocated (the allocator hands the address, and CPython the ``id``,
-back), values changed in place, metadata changed in place, one group's ``c`` aliasing another's,
+back), values changed in place, metadata changed in place, storage replaced in place (``set_``:
+same shape, new address), one group's ``c`` aliasing another's,
 changed problem sizes, another stream. Only the two CUDA touch points are replaced (the stream
 handle and the argument marshalling): the double records what each launch would have read.
 
@@ -30,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import oracle
 from kernel import native_probe
 from kernel.errors import InvalidProblemError
-from kernel.fast_path import FastPath
+from kernel.fast_path import FastPath, flatten
 from kernel.host_pipeline import HostPipeline
 from kernel.model import ModelConfig
 from kernel.plan import make_plan
@@ -232,6 +233,19 @@ class FastPathMachine(RuleBasedStateMachine):
             c.as_strided_(c.shape, (1, c.shape[0], c.numel()))
         self._call_and_check()
 
+    @rule(g=st.integers(0, 7), which=st.sampled_from(["a", "b", "c", "sfa", "sfb", "sfa_r", "sfb_r"]))
+    def storage_replaced_in_place(self, g, which):
+        """The same tensor object on new storage (``set_``), same shape and strides, same bytes:
+        a valid problem at another address (the old storage stays alive in ``kept``)."""
+        g = self._group(g)
+        t = self._get(g, which)
+        old = t.untyped_storage()
+        self.kept.append(old)
+        fresh = torch.empty(old.nbytes(), dtype=torch.uint8)
+        fresh.copy_(torch.empty(0, dtype=torch.uint8).set_(old))
+        t.set_(fresh.untyped_storage(), t.storage_offset(), t.shape, t.stride())
+        self._call_and_check()
+
     @rule(g=st.integers(0, 7), value=st.sampled_from([0.0, 1.5, float("nan")]))
     def values_changed_in_place(self, g, value):
         g = self._group(g)
@@ -413,6 +427,36 @@ def test_repeated_call_hits_and_evicts_on_free(native):
     del a
     gc.collect()
     assert len(pipeline.fast_path) == 0, "the entry of a freed tensor must be evicted"
+
+
+def _write_values(t: torch.Tensor) -> None:
+    """New values in ``t`` by an in-place op on ``t`` itself (its version counter moves)."""
+    t.view({1: torch.uint8, 2: torch.int16}[t.element_size()]).fill_(0x11)
+
+
+def test_values_written_in_place_hit_after_a_metadata_check(native):
+    """Writing new values into any tensor of the problem, C included, keeps the entry: the call
+    compares the metadata once (``rechecked``) and hits; a call with nothing written since hits
+    on the version counters alone. New storage under the same object (``set_``) misses, and the
+    launch after it reads the new address."""
+    pipeline = RecordingPipeline(native)
+    data = _mutable(oracle.make_inputs([(16, 24, 64, 1), (8, 8, 128, 1)], 5, device="cpu"))
+    pipeline.run(data, CONFIG)
+    stats = pipeline.fast_path.stats
+    flat = flatten(data)
+    for i, t in enumerate(flat):
+        _write_values(t)
+        pipeline.run(data, CONFIG)
+        assert (stats.hits, stats.rechecked, stats.stores) == (i + 1, i + 1, 1), f"tensor {i} written in place"
+    pipeline.run(data, CONFIG)
+    assert (stats.hits, stats.rechecked) == (len(flat) + 1, len(flat))
+    assert pipeline.launched[-1] == expected_launch(data)
+    a = data[0][0][0]
+    kept = a.untyped_storage()
+    a.set_(torch.empty(kept.nbytes(), dtype=torch.uint8).untyped_storage(), a.storage_offset(), a.shape, a.stride())
+    pipeline.run(data, CONFIG)
+    assert (stats.hits, stats.stores) == (len(flat) + 1, 2), "new storage in place was a hit"
+    assert pipeline.launched[-1] == expected_launch(data)
 
 
 def test_cache_is_bypassed_by_inference_tensors(native):

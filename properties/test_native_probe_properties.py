@@ -7,15 +7,20 @@
   returns the very key bytes of :func:`kernel.fast_path.identity_key`, the flat tensors of
   :func:`kernel.fast_path.flatten` (the same objects) and the same sum of version counters;
   equal keys, equal key equality relations.
+* ``test_native_metadata_is_the_python_metadata``: on lists of tensors of every kind (views,
+  other dtypes, devices, dimensions, empty, zero-dimensional, Parameters, subclasses, sparse,
+  lazy copies, inference tensors, non-tensors), the native ``metadata`` declines (None, only
+  outside its documented domain) or returns the very bytes of :func:`kernel.fast_path.metadata`;
+  the bytes differ whenever a pointer, dtype, device, size or stride does.
 * ``NativeVsPythonMachine``: two :class:`kernel.fast_path.FastPath` caches, one probing natively
-  and one in Python, see the same calls and changes (same objects, new tensors, in-place ops
-  that bump versions, resize_/as_strided_/set_/transpose_, writes through an alias, regrouped
-  tensors within and across the three lists, list/tuple flips, sizes replaced or edited, float
-  and bool sizes, wrong arity, non-tensors, freed tensors, another config or stream); after every
-  call both give the same hit or miss, the same key and the same flat tensors, and that decision
-  is the one a model of the cache's contract expects (a hit exactly when the same objects in the
-  same structure, unchanged since they were stored, come back with the same sizes, config and
-  stream).
+  and one in Python, see the same calls and changes (same objects, new tensors, values written
+  in place, resize_/as_strided_/set_/transpose_, writes through an alias, regrouped tensors
+  within and across the three lists, list/tuple flips, sizes replaced or edited, float and bool
+  sizes, wrong arity, non-tensors, freed tensors, another config or stream); after every call
+  both give the same hit or miss, the same key and the same flat tensors, and that decision is
+  the one a model of the cache's contract expects (a hit exactly when the same objects in the
+  same structure come back with the metadata they were stored with, the same sizes, config and
+  stream: values written in place still hit).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from hypothesis import given
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from kernel import native_probe
-from kernel.fast_path import FastPath, flatten, identity_key
+from kernel.fast_path import FastPath, flatten, identity_key, metadata
 from properties.native import Counting, native_or_skip
 from properties.release import ensure_freed
 
@@ -145,6 +150,11 @@ def test_native_walk_is_the_python_walk(native, recipe, bumps):
     flat = flatten(data)
     assert len(tensors) == len(flat) and all(a is b for a, b in zip(tensors, flat))
     assert versions == sum(t._version for t in flat)
+    meta = native_probe.METADATA(tensors)
+    if meta is None:
+        assert any(type(t) is Sub for t in flat), "the native metadata declined plain tensors"
+    else:
+        assert meta == metadata(flat)
 
 
 @settings(max_examples=200, deadline=None)
@@ -223,6 +233,73 @@ def test_a_finalizer_editing_the_problem_during_the_walk_never_corrupts_it(nativ
         assert (got[0], [id(t) for t in got[2]], got[1]) in (before, walk())
 
 
+# ---- the metadata an entry is checked against after an in-place write -----------------------
+
+def _metadata_tensor(kind: str, base: torch.Tensor):
+    if kind == "same":
+        return base
+    if kind == "clone":
+        return base.clone()
+    if kind == "transposed":
+        return base.t() if base.dim() == 2 else base
+    if kind == "offset":
+        return base.view(-1)[1:] if base.numel() > 1 else base
+    if kind == "other_dtype":
+        return base.view(torch.int32)
+    if kind == "fp8":
+        return base.view(torch.uint8).view(torch.float8_e4m3fn)
+    if kind == "fp4":
+        return base.view(torch.uint8).view(torch.float4_e2m1fn_x2)
+    if kind == "unit_stride":
+        return base.as_strided((1, *base.shape), (7, *base.stride()))
+    if kind == "zero_dim":
+        return torch.tensor(3.0)
+    if kind == "empty":
+        return torch.empty(0, 4)
+    if kind == "meta":
+        return torch.empty(base.shape, device="meta")
+    if kind == "param":
+        return torch.nn.Parameter(base.clone(), requires_grad=False)
+    if kind == "sub":
+        return base.as_subclass(Sub)
+    if kind == "sparse":
+        return base.to_sparse()
+    if kind == "lazy_clone":
+        return torch._lazy_clone(base)
+    if kind == "inference":
+        with torch.inference_mode():
+            return base.clone()
+    if kind == "cuda":
+        return base.cuda() if torch.cuda.is_available() else base
+    if kind == "not_a_tensor":
+        return 3
+    raise ValueError(kind)
+
+
+METADATA_KINDS = ("same", "clone", "transposed", "offset", "other_dtype", "fp8", "fp4", "unit_stride", "zero_dim",
+                  "empty", "meta", "param", "sub", "sparse", "lazy_clone", "inference", "cuda", "not_a_tensor")
+
+
+@settings(max_examples=200, deadline=None)
+@given(kinds=st.lists(st.tuples(st.sampled_from(METADATA_KINDS), st.integers(0, 2)), max_size=6))
+def test_native_metadata_is_the_python_metadata(native, kinds):
+    pool = [torch.zeros(4, 6), torch.zeros(2, 8), torch.zeros(3, 2)]
+    tensors = [_metadata_tensor(kind, pool[i]) for kind, i in kinds]
+    got = native_probe.METADATA(tensors)
+    exact = all(type(t) in (torch.Tensor, torch.nn.Parameter) and t.layout == torch.strided for t in tensors)
+    if got is None:
+        assert not exact, "the native metadata declined a list of its domain"
+        return
+    assert exact, "the native metadata decided a list outside its domain"
+    assert got == metadata(tensors)
+    # one tensor's bytes equal another's exactly when pointer, dtype, device, sizes and strides do
+    for t in tensors:
+        for u in tensors:
+            same = (t.data_ptr(), t.dtype, t.device, tuple(t.shape), t.stride()) == (
+                u.data_ptr(), u.dtype, u.device, tuple(u.shape), u.stride())
+            assert (native_probe.METADATA([t]) == native_probe.METADATA([u])) == same
+
+
 # ---- two caches, one native, one Python, against the contract ------------------------------
 
 PARTS = 3
@@ -237,7 +314,7 @@ class NativeVsPythonMachine(RuleBasedStateMachine):
         self.stream = [7]
         self.py = FastPath(64, stream_id=lambda device_index: self.stream[0], native=False)
         self.nat = FastPath(64, stream_id=lambda device_index: self.stream[0], native=True)
-        self.model: dict = {}  # structure key -> (stream, versions, weakrefs of the tensors)
+        self.model: dict = {}  # structure key -> (stream, metadata, weakrefs of the tensors)
         self.pool: list = []
         self.shape = "list"
         self.config = CONFIGS[0]
@@ -275,7 +352,8 @@ class NativeVsPythonMachine(RuleBasedStateMachine):
         else:
             skey = ("value", tuple(tuple((type(x), x) for x in s) for s in sizes))
         structure = tuple(tuple(tuple(map(id, e)) for e in p) for p in parts)
-        return (id(self.config), structure, skey), tuple(t._version for t in flat), flat
+        described = tuple((t.data_ptr(), t.dtype, t.device, tuple(t.shape), t.stride()) for t in flat)
+        return (id(self.config), structure, skey), described, flat
 
     @rule()
     def call(self):

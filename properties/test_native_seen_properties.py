@@ -357,7 +357,7 @@ def test_fallback_without_the_module(monkeypatch):
     """No native module (not built, NVFP4_NATIVE_PROBE=0): the Python path, same launches."""
     native_probe.wait()  # a background load started by an earlier test sets the helpers at its end
     monkeypatch.setenv(native_probe.ENV, "0")  # and no new one starts (FastPath(native=True) below)
-    for name in ("PROBE", "SEEN_STATE", "SEEN_TABLES", "SIZES_KEY", "REFS"):
+    for name in ("PROBE", "SEEN_STATE", "SEEN_TABLES", "SIZES_KEY", "REFS", "METADATA"):
         monkeypatch.setattr(native_probe, name, None)
     pipeline = RecordingPipeline(native=True)
     sizes = [(64, 64, 64, 1), (8, 16, 128, 1)]
@@ -369,6 +369,9 @@ def test_fallback_without_the_module(monkeypatch):
     assert pipeline.launched[-1] == expected_launch(data)
     pipeline.run(data, CONFIG)  # a hit: the entry was stored with the Python weak references
     assert pipeline.fast_path.stats.hits == 1
+    data[0][0][0].view(torch.uint8).fill_(0x22)  # new values in place: the Python metadata decides
+    pipeline.run(data, CONFIG)
+    assert (pipeline.fast_path.stats.hits, pipeline.fast_path.stats.rechecked) == (2, 1)
 
 
 def test_fallback_with_a_module_without_the_helpers(monkeypatch, tmp_path):
@@ -379,11 +382,11 @@ def test_fallback_with_a_module_without_the_helpers(monkeypatch, tmp_path):
     monkeypatch.setattr(native_probe, "library_path", lambda name=None: tmp_path / "x.so")
     (tmp_path / "x.so").write_bytes(b"")
     monkeypatch.setattr(native_probe, "_import", lambda path, name: types.SimpleNamespace(probe=lambda d, c: None))
-    for name in ("SEEN_STATE", "SEEN_TABLES", "SIZES_KEY", "REFS", "_module"):
+    for name in ("SEEN_STATE", "SEEN_TABLES", "SIZES_KEY", "REFS", "METADATA", "_module"):
         monkeypatch.setattr(native_probe, name, native_probe.__dict__[name])
     assert native_probe.load(force=True) is not None
     assert native_probe.SEEN_TABLES is None and native_probe.SEEN_STATE is None
-    assert native_probe.SIZES_KEY is None and native_probe.REFS is None
+    assert native_probe.SIZES_KEY is None and native_probe.REFS is None and native_probe.METADATA is None
     pipeline = RecordingPipeline()
     sizes = [(64, 64, 64, 1)]
     pipeline.run(oracle.make_inputs(sizes, 1, device="cpu"), CONFIG)
@@ -626,7 +629,7 @@ def test_a_fast_path_entry_is_the_dataclass():
     field, to ``Entry(...)`` of the same values, with the device index of the problem's tensors."""
     from dataclasses import fields
 
-    from kernel.fast_path import Entry
+    from kernel.fast_path import Entry, metadata
 
     fast_path = FastPath(4, stream_id=lambda device_index: ("stream", device_index), native=False)
     data = oracle.make_inputs([(16, 24, 64, 1), (8, 8, 128, 1)], 3, device="cpu")
@@ -634,7 +637,8 @@ def test_a_fast_path_entry_is_the_dataclass():
     fast_path.store(data, config, None, launch, keep=keep)
     (entry,) = fast_path._entries.values()
     assert type(entry) is Entry
-    want = Entry(launch_args=launch, versions=sum(t._version for t in flatten(data)), device_index=0,
+    want = Entry(launch_args=launch, versions=sum(t._version for t in flatten(data)), meta=metadata(flatten(data)),
+                 device_index=0,
                  stream_id=("stream", 0), config=config, refs=entry.refs, keep=keep, sizes=list(data[3]),
                  outputs_slice=slice(2, 6, 3))
     assert {f.name: getattr(entry, f.name) for f in fields(Entry)} == {f.name: getattr(want, f.name) for f in fields(Entry)}

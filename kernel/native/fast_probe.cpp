@@ -1,7 +1,8 @@
 // The host fast path's native helpers (kernel/native_probe.py): the fast path's identity probe in
 // one pass (probe, kernel/fast_path.py), the seen-shape first call's per-tensor work in one pass
 // (seen_state/seen_tables, kernel/seen_shapes.py and kernel/host_pipeline.py; see below), the
-// shape-template key (sizes_key) and the fast-path entry's weak references (refs).
+// shape-template key (sizes_key), the fast-path entry's weak references (refs) and the metadata
+// a fast-path entry is checked against after an in-place write (metadata).
 //
 // probe(data, config) walks data = (abc, sfs, blocked, sizes) and returns
 //   (key, versions, tensors)
@@ -26,6 +27,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <string>
 
 #include <ATen/ATen.h>
@@ -34,6 +37,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/Device.h>
 #include <torch/csrc/Dtype.h>
+#include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
@@ -630,6 +634,50 @@ PyObject* refs(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return result;
 }
 
+// metadata(tensors): the bytes kernel.fast_path.metadata returns for an exact list of exact
+// tensors (or Parameters), when no torch function mode is active: native-endian int64 words,
+// every tensor's data pointer, then every id(tensor.dtype) (the dtype singleton torch's
+// getTHPDtype hands Python), every hash(tensor.device) (THPDevice's hash: std::hash<c10::Device>
+// modulo PY_SSIZE_T_MAX), every number of dimensions, then all sizes and all strides. None for
+// anything else (a subclass, a mode: Python code could answer differently there; no storage; a
+// pointer at or past 2^63, which the Python array refuses): the Python function decides. No
+// Python code runs during the pass (data_ptr may materialize a lazy copy, as Python's does).
+PyObject* metadata(PyObject*, PyObject* list) {
+  if (!PyList_CheckExact(list) || at::impl::torch_function_mode_enabled()) Py_RETURN_NONE;
+  const Py_ssize_t n = PyList_GET_SIZE(list);
+  std::vector<int64_t> head(4 * (size_t)n), sizes, strides;
+  try {
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* o = PyList_GET_ITEM(list, i);
+      if (!THPVariable_CheckExact(o)) Py_RETURN_NONE;
+      const at::Tensor& t = THPVariable_Unpack(o);
+      const uint64_t pointer = (uint64_t)(uintptr_t)t.data_ptr();
+      if (pointer >> 63) Py_RETURN_NONE;
+      head[i] = (int64_t)pointer;
+      head[n + i] = (int64_t)(uintptr_t)torch::getTHPDtype(t.scalar_type());
+      head[2 * n + i] =
+          (int64_t)(std::hash<c10::Device>{}(t.device()) % (size_t)std::numeric_limits<Py_ssize_t>::max());
+      head[3 * n + i] = t.dim();
+      c10::IntArrayRef s = t.sizes(), st = t.strides();
+      sizes.insert(sizes.end(), s.begin(), s.end());
+      strides.insert(strides.end(), st.begin(), st.end());
+    }
+  } catch (...) {  // no storage, no strides (a sparse tensor): the Python function decides
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  const size_t words = head.size() + sizes.size() + strides.size();
+  PyObject* out = PyBytes_FromStringAndSize(nullptr, (Py_ssize_t)(words * sizeof(int64_t)));
+  if (out == nullptr) return nullptr;
+  char* w = PyBytes_AS_STRING(out);
+  std::memcpy(w, head.data(), head.size() * sizeof(int64_t));
+  w += head.size() * sizeof(int64_t);
+  if (!sizes.empty()) std::memcpy(w, sizes.data(), sizes.size() * sizeof(int64_t));
+  w += sizes.size() * sizeof(int64_t);
+  if (!strides.empty()) std::memcpy(w, strides.data(), strides.size() * sizeof(int64_t));
+  return out;
+}
+
 // set_driver_copy(on): the seen-shape pass's driver copy on or off (kernel/native_probe.py: from
 // NVFP4_DRIVER_COPY at load, and native_probe.driver_copy(on)); returns the previous setting.
 PyObject* set_driver_copy(PyObject*, PyObject* on) {
@@ -692,6 +740,7 @@ PyMethodDef methods[] = {
     {"sizes_key", sizes_key, METH_O, "sizes_key(sizes) -> tuple of the size tuples, or None"},
     {"refs", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(refs)), METH_FASTCALL,
      "refs(tensors, callback) -> (sum of version counters, weak references) or None"},
+    {"metadata", metadata, METH_O, "metadata(tensors) -> bytes of pointers, dtypes, devices, sizes, strides, or None"},
     {"set_driver_copy", set_driver_copy, METH_O, "set_driver_copy(on) -> the previous setting"},
     {"upload_status", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(upload_status)), METH_FASTCALL,
      "upload_status(resolve=False) -> dict: the seen-shape upload's driver copy, its state and counts"},
