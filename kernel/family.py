@@ -26,6 +26,20 @@ from typing import Any, Literal
 
 Scope = Literal["production", "all"]
 
+# the repository's own packages: an ImportError raised for one of their modules is a bug in the
+# repository, never a sign that a family cannot run on this machine
+PROJECT_PACKAGES = ("kernel", "oracle", "properties", "profiling", "ci")
+
+
+def missing_dependency(exc: ImportError) -> bool:
+    """True when ``exc`` says a third-party package is absent or of another version (CuTe DSL,
+    torch): the family is unavailable here and its tests skip with that reason. False when the
+    failing import names one of the repository's modules (``cannot import name 'X' from
+    'kernel.hopper.dispatch'``): callers re-raise it, so a broken import fails the run instead of
+    skipping every test of the family."""
+    name = getattr(exc, "name", None) or ""
+    return name.split(".")[0] not in PROJECT_PACKAGES
+
 
 @dataclass(frozen=True)
 class KernelFamily:

@@ -34,7 +34,7 @@ import importlib.util
 from pathlib import Path
 
 from kernel.device import cuda_capability
-from kernel.family import FAMILIES, KernelFamily, Scope, family_for_capability
+from kernel.family import FAMILIES, KernelFamily, Scope, family_for_capability, missing_dependency
 from kernel.validation import KernelConstraints
 from properties.perturbed import SEPARATOR, perturbed, split_name
 from properties.subject_variant import GridPlanner, SizeLimits, SubjectVariant
@@ -87,6 +87,8 @@ def _family_variants(family: KernelFamily, limits: SizeLimits, scope: Scope = "p
         reason = family.unavailable_reason()
         configs = family.variants(scope)
     except ImportError as exc:  # the family is not importable on this machine
+        if not missing_dependency(exc):
+            raise
         return [SubjectVariant(family.name, "unavailable", _unavailable, KernelConstraints(), limits,
                                f"{family.package}: {exc}")]
     return [

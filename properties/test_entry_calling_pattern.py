@@ -108,19 +108,21 @@ def _model_entry(probe: str) -> EntrySubject:
 
 
 def _family_entry(name: str) -> EntrySubject:
-    from kernel.family import FAMILIES
+    from kernel.family import FAMILIES, missing_dependency
 
     family = FAMILIES[name]
     try:
         reason = family.unavailable_reason()
-        if name == "hopper":  # custom_kernel(data) runs the per-shape table's choice
-            from kernel.hopper.dispatch import DEFAULT_TABLE
+        if name == "hopper":  # custom_kernel(data) runs the per-shape rule's choice
+            from kernel.hopper.dispatch import DEFAULT_RULE
 
-            configs = DEFAULT_TABLE.configs()
+            configs = DEFAULT_RULE.configs()
         else:
             configs = [family.default_config]
         all_constraints = [family.constraints(c) for c in configs]
     except ImportError as exc:
+        if not missing_dependency(exc):
+            raise
         return EntrySubject(name, "loaded", None, None, None, GPU_LIMITS, f"{family.package}: {exc}")
     constraints = all_constraints[0]
     chunks = {c.accumulation_chunk for c in all_constraints}

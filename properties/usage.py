@@ -9,7 +9,7 @@ from __future__ import annotations
 from kernel.errors import PicklableError
 import dataclasses
 
-from kernel.family import FAMILIES
+from kernel.family import FAMILIES, missing_dependency
 
 
 class UsageMistake(PicklableError, ValueError):
@@ -58,6 +58,8 @@ def variant_lines() -> list[str]:
             production, experimental = family.production_variants, family.experimental_variants
             default = family.default_config
         except ImportError as exc:
+            if not missing_dependency(exc):
+                raise
             lines.append(f"{family.name}  (not importable here: {exc})")
             continue
         for scope, configs in (("production", production), ("experimental", experimental)):

@@ -119,3 +119,63 @@ def test_empty_problem_launches_nothing(family):
     prep = family.prepare(data, config, dry_run=True)
     assert prep.plan.total_tiles == 0 and prep.tables is None
     assert family.launch(prep) == [c for _, _, c in data[0]]
+
+
+def test_missing_dependency_tells_a_broken_project_import_from_an_absent_package():
+    from kernel.family import missing_dependency
+
+    assert missing_dependency(ModuleNotFoundError("No module named 'cutlass'", name="cutlass"))
+    assert missing_dependency(ImportError("cannot import name 'x' from 'cutlass.cute'", name="cutlass.cute"))
+    assert not missing_dependency(ImportError("cannot import name 'DEFAULT_TABLE'", name="kernel.hopper.dispatch"))
+    assert not missing_dependency(ModuleNotFoundError("No module named 'oracle.gone'", name="oracle.gone"))
+
+
+@pytest.mark.parametrize("site", ["subjects", "entry", "usage"])
+def test_a_broken_project_import_fails_instead_of_skipping(monkeypatch, site):
+    """Every place that turns an unimportable family into a skip re-raises an ImportError of the
+    repository's own modules (a renamed name must fail the run, not skip the family's tests)."""
+    from kernel import family as family_module
+
+    broken = ImportError("cannot import name 'GONE' from 'kernel.hopper.dispatch'", name="kernel.hopper.dispatch")
+
+    def boom(*args, **kwargs):
+        raise broken
+
+    hopper = FAMILIES["hopper"]
+    monkeypatch.setattr(family_module.KernelFamily, "unavailable_reason", boom)
+    monkeypatch.setattr(family_module.KernelFamily, "variants", boom)
+    monkeypatch.setattr(family_module.KernelFamily, "production_variants", property(boom))
+    with pytest.raises(ImportError, match="GONE"):
+        if site == "subjects":
+            from properties.subjects import _family_variants
+
+            _family_variants(hopper, None)
+        elif site == "entry":
+            from properties.test_entry_calling_pattern import _family_entry
+
+            _family_entry("hopper")
+        else:
+            from properties.usage import variant_lines
+
+            variant_lines()
+    # an absent third-party package still skips, with the reason
+    absent = ModuleNotFoundError("No module named 'cutlass'", name="cutlass")
+
+    def gone(*args, **kwargs):
+        raise absent
+
+    monkeypatch.setattr(family_module.KernelFamily, "unavailable_reason", gone)
+    monkeypatch.setattr(family_module.KernelFamily, "variants", gone)
+    monkeypatch.setattr(family_module.KernelFamily, "production_variants", property(gone))
+    if site == "subjects":
+        from properties.subjects import _family_variants
+
+        assert "cutlass" in _family_variants(hopper, None)[0].skip_reason
+    elif site == "entry":
+        from properties.test_entry_calling_pattern import _family_entry
+
+        assert "cutlass" in _family_entry("hopper").skip_reason
+    else:
+        from properties.usage import variant_lines
+
+        assert any("not importable here" in line and "cutlass" in line for line in variant_lines())
