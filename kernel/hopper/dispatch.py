@@ -15,17 +15,22 @@ The rule is an ordered tuple of :class:`Clause` s, each a box in that space (inc
 some features) and the build it picks; the first clause that holds wins, else ``fallback``.
 Nothing is measured or searched at call time: a few integer sums and comparisons.
 
-The thresholds (132 SMs: H100 SXM and H200), from the H200 builds measured in docs/results.md
-rows 55 and 73 (2026-12-01, 12-04): the build with two wgmma groups in flight
-(``IN_FLIGHT_CONFIG``, Y decoded per tile) beat the prepass build (``SPLIT_WARP_CONFIG``, Y
-decoded once per call into a workspace) on bench4 only, one round of tiles 97 % full with K =
-1536, where the prepass phase has too little K to amortize; bench3 (a round 91 % full, K = 4096)
-and the many-round benchmarks went to the prepass build. So :data:`DEFAULT_RULE` has one clause,
-the box around that point (:data:`IN_FLIGHT_MIN_ROUNDS` .. :data:`IN_FLIGHT_MAX_ROUNDS` rounds,
-K <= :data:`IN_FLIGHT_MAX_K`), and the prepass build as the fallback. Where between the measured
-points the bounds lie is not measured yet: ``python3 -m profiling.dispatch_sweep`` times every
-production build on the shape suite (profiling/shape_suite.py) and ``--analyze`` reports which
-build wins each shape and which feature thresholds separate the winners.
+The thresholds come from ``python3 -m profiling.dispatch_sweep --shapes suite --variants rule``
+on an H100 80GB HBM3 (132 SMs; docs/results.md row D1, 2026-12-05): the build with two wgmma
+groups in flight (``IN_FLIGHT_CONFIG``, Y decoded per tile) against the prepass build
+(``SPLIT_WARP_CONFIG``, Y decoded once per call into a workspace). The in-flight build won every
+shape of at most 1.94 rounds with K <= 3584 (the ten leaderboard test shapes, bench4, a ragged
+shape, a Mixtral decode step) by 3 to 66 %; the prepass build won every shape with K >= 4096 (bench3
+at 0.91 rounds by 10 %) and the many-round shapes with K = 2048 (bench2 at 5.5 rounds by 43 %,
+a DeepSeek down projection at 14 rounds by 8 %), where the decode done once per call is shared by
+many tiles. :data:`DEFAULT_RULE` has one clause, the box around the in-flight build's wins
+(rounds <= :data:`IN_FLIGHT_MAX_ROUNDS`, K <= :data:`IN_FLIGHT_MAX_K`, each the midpoint between
+the nearest shapes each build won), and the prepass build as the fallback. Over the 24 shapes it
+costs 0.5 % (geomean) against the fastest build per shape; the one shape it misses (32 groups,
+K = 2048, 5.7 rounds: the in-flight build 13 % faster) sits beside bench2, which goes the other
+way by 43 %. ``--analyze`` on a sweep's JSON reports which build wins each shape and which feature
+thresholds separate the winners, so a sweep on another GPU (other SM count, other clocks) can move
+them.
 """
 
 from __future__ import annotations
@@ -175,20 +180,19 @@ class DispatchRule:
         return [c.describe() for c in self.clauses] + [f"otherwise -> {self.fallback.label}"]
 
 
-# The one region measured faster with the per-tile decode (see the module docstring): a single
-# round of tiles at least this full ...
-IN_FLIGHT_MIN_ROUNDS = 0.9
-IN_FLIGHT_MAX_ROUNDS = 1.0
-# ... with K at most this (bench4's 1536 picks it, bench3's 4096 does not)
-IN_FLIGHT_MAX_K = 2048
+# The region measured faster with the per-tile decode (see the module docstring): at most this many
+# rounds of tiles (between 1.94, the largest the in-flight build won, and 2.67, bench1's) ...
+IN_FLIGHT_MAX_ROUNDS = 2.3
+# ... with K at most this (between 3584, won by the in-flight build, and 4096, bench3's, lost)
+IN_FLIGHT_MAX_K = 3840
 
 # What ``custom_kernel(data)`` runs when no config is given (kernel.hopper.launch.default_config).
 # Every config it can return is a production variant (the main job runs them).
 DEFAULT_RULE = DispatchRule(
     (
         Clause(IN_FLIGHT_CONFIG.label,
-               (Bound("rounds", IN_FLIGHT_MIN_ROUNDS, IN_FLIGHT_MAX_ROUNDS), Bound("k_max", hi=IN_FLIGHT_MAX_K)),
-               "one nearly full round with little K: the prepass cannot amortize its decode"),
+               (Bound("rounds", hi=IN_FLIGHT_MAX_ROUNDS), Bound("k_max", hi=IN_FLIGHT_MAX_K)),
+               "few rounds with little K: too few tiles share the decode the prepass does once per call"),
     ),
     fallback=SPLIT_WARP_CONFIG,
 )

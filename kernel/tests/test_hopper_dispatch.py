@@ -19,7 +19,7 @@ H100_PCIE_SMS = 114
 IN = IN_FLIGHT_CONFIG.label
 SW = SPLIT_WARP_CONFIG.label
 # The rule's choice on every suite shape at 132 SMs, written from the documented thresholds
-# (IN_FLIGHT_CONFIG for 0.9 <= rounds <= 1 and K <= 2048, SPLIT_WARP_CONFIG otherwise) and each
+# (IN_FLIGHT_CONFIG for rounds <= 2.3 and K <= 3840, SPLIT_WARP_CONFIG otherwise) and each
 # shape's tiles (128 x 128) and largest K, worked out by hand:
 EXPECTED = {
     "bench1": SW,  # 352 tiles: 2.67 rounds
@@ -28,15 +28,15 @@ EXPECTED = {
     "bench4": IN,  # 128 tiles: 0.97 rounds, K 1536
     "moe_dsv3_up": SW,  # 1088 tiles
     "moe_dsv3_down": SW,  # 1904 tiles
-    "moe_2048x1408_up": SW,  # 748 tiles
+    "moe_2048x1408_up": SW,  # 748 tiles: 5.67 rounds
     "moe_mixtral_up": SW,  # 616 tiles
     "dense_4096": SW,  # 1024 tiles
     "dense_dsv3_shared": SW,  # 1024 tiles
     "decode_dsv3_up": SW,  # 1024 tiles (32 groups x 1 x 32)
-    "decode_mixtral_down": SW,  # 256 tiles: 1.94 rounds
-    "ragged_n2880": SW,  # 92 tiles: 0.70 rounds, K 2048 (below the region)
-    "ragged_mixed": SW,  # 154 tiles: 1.17 rounds
-    **{f"lbtest{i}": SW for i in range(1, 11)},  # 3 to 20 tiles: at most 0.15 rounds
+    "decode_mixtral_down": IN,  # 256 tiles: 1.94 rounds, K 3584
+    "ragged_n2880": IN,  # 92 tiles: 0.70 rounds, K 2048
+    "ragged_mixed": SW,  # 154 tiles: 1.17 rounds, but K 7168
+    **{f"lbtest{i}": IN for i in range(1, 11)},  # 3 to 20 tiles, K at most 768
 }
 
 
@@ -76,27 +76,35 @@ def test_features_by_hand():
 
 
 def test_the_sm_count_is_a_parameter():
-    """bench4's 128 tiles are one round on 132 SMs (the per-tile build) and more than one on an
-    H100 PCIe's 114 (the fallback); a machine without a GPU plans for 132."""
-    assert DEFAULT_RULE.choose(sizes("bench4"), sms=H100_SMS) == IN_FLIGHT_CONFIG
-    assert DEFAULT_RULE.choose(sizes("bench4"), sms=H100_PCIE_SMS) == SPLIT_WARP_CONFIG
-    # the bounds are inclusive: 128 tiles on 128 SMs is 1.0 rounds, on 142 SMs 0.901
-    assert DEFAULT_RULE.choose(sizes("bench4"), sms=128) == IN_FLIGHT_CONFIG
-    assert DEFAULT_RULE.choose(sizes("bench4"), sms=127) == SPLIT_WARP_CONFIG
-    assert DEFAULT_RULE.choose(sizes("bench4"), sms=142) == IN_FLIGHT_CONFIG
-    assert DEFAULT_RULE.choose(sizes("bench4"), sms=143) == SPLIT_WARP_CONFIG
+    """decode_mixtral_down's 256 tiles are 1.94 rounds on 132 SMs (the per-tile build) and 2.25 on
+    an H100 PCIe's 114, still inside; 111 SMs make 2.31 rounds (the fallback). A machine without a
+    GPU plans for 132."""
+    shape = sizes("decode_mixtral_down")
+    assert DEFAULT_RULE.choose(shape, sms=H100_SMS) == IN_FLIGHT_CONFIG
+    assert DEFAULT_RULE.choose(shape, sms=H100_PCIE_SMS) == IN_FLIGHT_CONFIG
+    assert DEFAULT_RULE.choose(shape, sms=112) == IN_FLIGHT_CONFIG  # 2.286 rounds
+    assert DEFAULT_RULE.choose(shape, sms=111) == SPLIT_WARP_CONFIG  # 2.306 rounds
+    # the bounds are inclusive: 230 tiles on 100 SMs is exactly 2.3 rounds
+    exact = [(128, 128 * 230, 1024, 1)]
+    assert DEFAULT_RULE.choose(exact, sms=100) == IN_FLIGHT_CONFIG
+    assert DEFAULT_RULE.choose(exact, sms=99) == SPLIT_WARP_CONFIG
     assert dispatch.DEFAULT_SMS == 132
 
 
 def test_the_choice_follows_features_not_shapes():
-    """Any problem in the region gets the in-flight build, one group or many, bench4 or not, and
-    a problem next to bench4 with other features does not."""
+    """Any problem in the region gets the in-flight build, one group or many, and a problem next
+    to one inside with more K or more rounds does not."""
     one_group = [(512, 4096, 1024, 1)]  # 4 x 32 = 128 tiles, K 1024
     assert DEFAULT_RULE.choose(one_group, sms=H100_SMS) == IN_FLIGHT_CONFIG
     near = [(127, 4096, 1536, 1), (383, 4096, 1536, 1)]  # bench4's tiles with other M
     assert DEFAULT_RULE.choose(near, sms=H100_SMS) == IN_FLIGHT_CONFIG
-    assert DEFAULT_RULE.choose([(128, 4096, 2304, 1), (384, 4096, 2304, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
-    assert DEFAULT_RULE.choose([(129, 4096, 1536, 1), (384, 4096, 1536, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
+    assert DEFAULT_RULE.choose([(128, 4096, 3840, 1), (384, 4096, 3840, 1)], sms=H100_SMS) == IN_FLIGHT_CONFIG
+    assert DEFAULT_RULE.choose([(128, 4096, 4096, 1), (384, 4096, 4096, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
+    # 303 tiles = 2.295 rounds on 132 SMs is inside, 304 (2.303) is not
+    assert DEFAULT_RULE.choose([(128, 128 * 303, 1536, 1)], sms=H100_SMS) == IN_FLIGHT_CONFIG
+    assert DEFAULT_RULE.choose([(128, 128 * 304, 1536, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
+    # a single tiny group is inside
+    assert DEFAULT_RULE.choose([(1, 1, 256, 1)], sms=H100_SMS) == IN_FLIGHT_CONFIG
 
 
 def test_rules_take_declared_labels_and_the_first_clause_wins():
@@ -168,7 +176,7 @@ def test_the_leaderboard_tool_and_the_production_path_pick_todays_builds():
         assert launch.PIPELINE.hooks.choose(launch.PER_SHAPE, data) == want
         assert launch.PIPELINE.hooks.choose(SPLIT_WARP_CONFIG, data) is SPLIT_WARP_CONFIG
     assert [get_shape(f"bench{i}").sizes for i in range(1, 5)] == [c.sizes for c in lb.BENCHMARK_CASES]
-    assert launch.default_config(([], [], [], [(8, 8, 256, 1)])) == SPLIT_WARP_CONFIG
+    assert launch.default_config(([], [], [], [(8, 8, 256, 1)])) == IN_FLIGHT_CONFIG  # a few tiles, little K
     for malformed in (None, (), ([], [], []), ([], [], [], [7]), ([], [], [], [("a", 1, 2, 3)])):
         assert launch.default_config(malformed) == DEFAULT_RULE.fallback
     assert all(c in DECLARED_VARIANTS for c in DEFAULT_RULE.configs())
