@@ -7,7 +7,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
-pytest_plugins = ["properties.perturb_plugin"]  # --perturb=off|on|only
+pytest_plugins = [
+    "properties.perturb_plugin",  # --perturb=off|on|only
+    "properties.xdist_plugin",  # -n auto: one pytest-xdist worker per GPU, --workers-per-gpu
+]
 
 # Hypothesis profiles; choose one with --hypothesis-profile (the hypothesis pytest plugin).
 settings.register_profile("dev", max_examples=20, deadline=None)
@@ -131,11 +134,14 @@ def pytest_runtest_makereport(item, call):
         return
     # which subject variants a property already failed on in this process (a later, slower
     # provocation of the same variant may skip: properties/test_tensor_map_rewrite.py)
-    failed_on(item.config).append((variant.subject, variant.label, item.nodeid))
+    from properties.xdist_plugin import plain_nodeid
+
+    nodeid = plain_nodeid(item)
+    failed_on(item.config).append((variant.subject, variant.label, nodeid))
     if "python -m properties.repro" in report.longreprtext:
         return
     config = item.config
-    line = f"python3 -m pytest '{item.nodeid}' --subject={variant.repro_subject} -p no:cacheprovider"
+    line = f"python3 -m pytest '{nodeid}' --subject={variant.repro_subject} -p no:cacheprovider"
     profile = config.getoption("hypothesis_profile", default=None)
     if profile:
         line += f" --hypothesis-profile={profile}"

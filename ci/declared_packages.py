@@ -16,7 +16,7 @@ from pathlib import Path
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 _IMPORT_SKIP = re.compile(r"could not import '([A-Za-z0-9_.]+)'")
 # import name -> distribution name where they differ
-IMPORT_TO_DIST = {"nsight": "nsight-python"}
+IMPORT_TO_DIST = {"nsight": "nsight-python", "xdist": "pytest-xdist"}
 
 
 def _normalize(name: str) -> str:

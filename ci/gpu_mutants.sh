@@ -10,8 +10,11 @@
 # (rows then read not-run); a hard timeout ends everything 50 s later.
 # Writes $OUT/mutants.json, mutants.md, sync.md (the three-verdict table) and runner.log.
 # Variables: SECTION=sync (only the concurrency mutants; default all), MODES (default
-# plain,perturbed,sanitizer), BUDGET (510), JOBS (8), TIMEOUT (240 s per mutant run), EXAMPLES (at
-# most N examples per property per run; default the ci profile's 50), OUT.
+# plain,perturbed,sanitizer), BUDGET (510), JOBS (8: runs at once in all), JOBS_PER_GPU (runs at
+# once on one GPU; default JOBS, so one GPU takes them all; the runs are spread over the visible
+# GPUs, CUDA_VISIBLE_DEVICES, each run pinned to one: on G GPUs set JOBS to G x JOBS_PER_GPU),
+# TIMEOUT (240 s per mutant run), EXAMPLES (at most N examples per property per run; default the
+# ci profile's 50), OUT.
 # Run time on one H100/H200: at most BUDGET + 60 s (9.5 min by default), by construction.
 # Exit status: the runner's (0 every mutant caught and every baseline passed, 1 otherwise), 1 on
 # the hard timeout, 2 misuse, 3 no sm_90 / sm_100 GPU.
@@ -20,7 +23,8 @@ gpu_init "$@"
 PATTERNS=("${ARGS[@]}")
 BUDGET=${BUDGET:-510}
 MODES=${MODES:-plain,perturbed,sanitizer}
-args=(--jobs "${JOBS:-8}" --baseline --deadline "$BUDGET" --timeout "${TIMEOUT:-240}" --modes "$MODES"
+JOBS=${JOBS:-8}
+args=(--jobs "$JOBS" --jobs-per-gpu "${JOBS_PER_GPU:-$JOBS}" --baseline --deadline "$BUDGET" --timeout "${TIMEOUT:-240}" --modes "$MODES"
       --json "$OUT/mutants.json" --markdown "$OUT/mutants.md" --sync-markdown "$OUT/sync.md")
 [ -n "${EXAMPLES:-}" ] && args+=(--max-examples "$EXAMPLES")
 case "${SECTION:-all}" in

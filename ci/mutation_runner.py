@@ -1,7 +1,7 @@
 """Mutation testing: does the property suite catch the planted bugs of ci/mutants.py?
 
     python -m ci.mutation_runner [--subject=cpu|all|model|plan|hopper|blackwell-static ...]
-                                 [--mutant=NAME ...] [--section=all|sync] [--jobs=N] [--baseline]
+                                 [--mutant=NAME ...] [--section=all|sync] [--jobs=N] [--jobs-per-gpu=K] [--baseline]
                                  [--timeout=S] [--deadline=S] [--modes=plain,perturbed,sanitizer]
                                  [--max-examples=N] [--markdown=PATH] [--json=PATH] [--keep] [--carry=PATH ...]
     python -m ci.mutation_runner --sass-equivalence [--section=sync]   (CPU: cubin unchanged?)
@@ -34,6 +34,12 @@ was not caught.
 
 Subjects ``cpu`` = model + plan + blackwell-static (what CI runs: ci/test_mutants.py);
 ``hopper`` needs the H200 (``source .device/env.sh`` first; see docs/mutants.md).
+
+GPU runs (the ``hopper`` subject's property and sanitizer runs; not the CPU ``static`` verdicts)
+are spread over the visible GPUs (``properties.gpu_pool``: ``CUDA_VISIBLE_DEVICES`` or every GPU
+of the machine): each gets one GPU as its ``CUDA_VISIBLE_DEVICES``, the least loaded (round-robin
+among equals), and at most ``--jobs-per-gpu`` (default 1) run on one GPU at a time; ``--jobs``
+stays the cap on all runs together. CPU subjects run as before, ``--jobs`` at a time.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from ci.mutants import CPU_SUBJECTS, HOPPER_VARIANT, MUTANTS, PERTURBED_PROPERTY, SUBJECTS, SYNC_MUTANTS, Mutant
+from properties import gpu_pool
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTEST_BASE = ["-x", "-q", "-p", "no:cacheprovider", "-p", "ci.mutant_plugin", "--hypothesis-profile=ci"]
@@ -232,9 +239,10 @@ def _count_examples(obs_path: Path, failing_test: str) -> int | None:
 
 
 def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: float, keep: bool,
-            files: list[str], mode: str = "plain", baseline_of: Mutant | None = None) -> Result:
+            files: list[str], mode: str = "plain", baseline_of: Mutant | None = None, gpu: str | None = None) -> Result:
     """One mutant (or, ``mutant=None``, the unmutated baseline of ``subject``; with
-    ``baseline_of``, of that mutant's variant and mode) in a fresh copy."""
+    ``baseline_of``, of that mutant's variant and mode) in a fresh copy; ``gpu``: the run's
+    ``CUDA_VISIBLE_DEVICES``."""
     name = mutant.name if mutant else f"(baseline {baseline_of.variant if baseline_of else subject})"
     kind = mutant.kind if mutant else "no mutation: the selection must pass"
     tmp = Path(tempfile.mkdtemp(prefix=f"mutant-{name.strip('()').replace(' ', '-')}-"))
@@ -249,6 +257,8 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
         cmd, extra_env = pytest_command(mutant or baseline_of or subject, mode)
         obs, log = tmp / ".mutant-observations.jsonl", tmp / ".mutant-examples.log"
         env = dict(os.environ, **extra_env)
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
         env.update(
             PYTHONPATH=os.pathsep.join(filter(None, [str(tmp), os.environ.get("PYTHONPATH")])),
             PYTHONDONTWRITEBYTECODE="1",
@@ -457,17 +467,29 @@ def task_priority(m: Mutant | None, subject: str, mode: str, of: Mutant | None) 
     return 1 if m.variant else 3
 
 
+def task_needs_gpu(item) -> bool:
+    """Whether a runner task ``(mutant, subject, mode, baseline_of)`` runs on a GPU: the GPU
+    subjects' runs, except the CPU-compiled ``static`` verdict."""
+    _m, subject, mode, _of = item
+    return subject not in CPU_SUBJECTS and mode != STATIC_MODE
+
+
 class _PriorityPool:
     """``jobs`` worker threads over a priority queue (lower :func:`task_priority` first, FIFO among
     equals). Tasks may submit more tasks from their ``done`` callback; :meth:`join` returns when
     the queue is empty and no task runs. (A ThreadPoolExecutor runs strictly FIFO: the sanitizer
-    tasks, submitted as property runs finish, would queue behind every value mutant.)"""
+    tasks, submitted as property runs finish, would queue behind every value mutant.)
 
-    def __init__(self, jobs: int, priority):
+    With ``slots`` (:class:`properties.gpu_pool.GpuSlots`), a task for which ``needs_gpu(item)``
+    starts only when a GPU has a free slot, and runs as ``fn(item, gpu)``; until then the best
+    task that needs no GPU goes first. Every other task runs as ``fn(item, None)``."""
+
+    def __init__(self, jobs: int, priority, slots: gpu_pool.GpuSlots | None = None, needs_gpu=task_needs_gpu):
         import itertools
         import threading
 
         self.jobs, self.priority = jobs, priority
+        self.slots, self.needs_gpu = slots, needs_gpu
         self._heap: list = []
         self._count = itertools.count()
         self._cv = threading.Condition()
@@ -485,22 +507,42 @@ class _PriorityPool:
             self._cv.notify()
         return fut
 
-    def _worker(self):
+    def _pick(self):
+        """The first queued task that can start now (under the lock), removed from the queue."""
         import heapq
 
+        gpu_free = self.slots is None or self.slots.free()
+        best = None
+        for entry in self._heap:
+            if (gpu_free or not self.needs_gpu(entry[3])) and (best is None or entry[:2] < best[:2]):
+                best = entry
+        if best is not None:
+            self._heap.remove(best)
+            heapq.heapify(self._heap)
+        return best
+
+    def _worker(self):
         while True:
             with self._cv:
-                while not self._heap and self._running:
-                    self._cv.wait()
-                if not self._heap:  # nothing queued, nothing running: no task can add more
+                while True:
+                    entry = self._pick()
+                    if entry is not None or not self._running:
+                        break
+                    self._cv.wait()  # nothing queued, or only GPU tasks and every GPU busy
+                if entry is None:  # nothing queued, nothing running: no task can add more
                     self._cv.notify_all()
                     return
-                _, _, fn, item, done, fut = heapq.heappop(self._heap)
+                _, _, fn, item, done, fut = entry
+                gpu = self.slots.take() if self.slots is not None and self.needs_gpu(item) else None
                 self._running += 1
             try:
-                fut.set_result(fn(item))
+                fut.set_result(fn(item, gpu))
             except BaseException as e:  # noqa: BLE001 - surfaced by join
                 fut.set_exception(e)
+            if gpu is not None:
+                with self._cv:
+                    self.slots.give(gpu)
+                    self._cv.notify_all()
             try:
                 if done is not None:
                     done(fut)
@@ -527,7 +569,7 @@ class _PriorityPool:
 
 def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str], timeout: float,
             keep: bool = False, log=print, deadline_s: float | None = None,
-            modes: tuple[str, ...] = MODES) -> list[Result]:
+            modes: tuple[str, ...] = MODES, jobs_per_gpu: int = 1, gpus: list[str] | None = None) -> list[Result]:
     """Run the mutants (and with ``baseline`` each subject unmutated, first; for the concurrency
     mutants each variant and verdict) ``jobs`` processes at a time.
 
@@ -541,12 +583,18 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
     caught on their first examples), and last the concurrency mutants recorded as unobservable
     (``ci.mutants.UNOBSERVABLE``) with their sanitizer tasks. ``deadline_s``: total wall budget; a
     run gets at most what is left, and runs that would start with less than 20 s left are
-    reported as ``not-run``."""
+    reported as ``not-run``. GPU runs (:func:`task_needs_gpu`) get a GPU each from ``gpus``
+    (default: the visible ones, ``properties.gpu_pool``), at most ``jobs_per_gpu`` per GPU at once."""
     import threading
 
     t0 = time.perf_counter()
     files = repo_files()
     reason = gpu_reason() if any(m.needs_gpu for m in mutants) else None
+    if gpus is None and reason is None and any(m.needs_gpu for m in mutants):
+        gpus = gpu_pool.gpus_from_env()
+    slots = gpu_pool.GpuSlots(gpus, jobs_per_gpu) if gpus and reason is None else None
+    if slots is not None:
+        log(f"[mutation] GPU runs on {', '.join(slots.gpus)}, at most {jobs_per_gpu} per GPU at a time")
     tools = tuple(SANITIZER_TOOLS) if "sanitizer" in modes else ()
     lock = threading.Lock()
     done: list[tuple[Result, tuple]] = []
@@ -557,7 +605,7 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
     def gpu_skip(m: Mutant, mode: str) -> bool:
         return m.needs_gpu and reason is not None and mode != STATIC_MODE
 
-    def task(item):
+    def task(item, gpu=None):
         m, s, mode, of = item
         limit = timeout if s != "hopper" else min(timeout, 240)
         if mode.startswith("sanitizer"):  # one sanitized process, plus the copy and the start
@@ -572,13 +620,14 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
                 log(f"[mutation] {name} [{mode}]: not run (deadline)")
                 return rs
             limit = min(limit, left)
-        r = run_one(m, s, carry=carry, timeout=limit, keep=keep, files=files, mode=mode, baseline_of=of)
+        r = run_one(m, s, carry=carry, timeout=limit, keep=keep, files=files, mode=mode, baseline_of=of, gpu=gpu)
         rs = r if isinstance(r, list) else [r]
+        on = f", GPU {gpu}" if gpu is not None else ""
         for x in rs:
-            log(f"[mutation] {x.name} [{x.mode}]: {x.verdict} {x.caught_by} ({x.wall_s:.1f} s)")
+            log(f"[mutation] {x.name} [{x.mode}]: {x.verdict} {x.caught_by} ({x.wall_s:.1f} s{on})")
         return rs
 
-    pool = _PriorityPool(max(1, jobs), priority=lambda item: task_priority(*item))
+    pool = _PriorityPool(max(1, jobs), priority=lambda item: task_priority(*item), slots=slots)
 
     def submit(item):
         def finished(fut):
@@ -786,6 +835,9 @@ def main(argv=None) -> int:
                    help="CPU: compile each concurrency mutant's variant and report whether its SASS changed")
     p.add_argument("--sync-markdown", type=Path, help="write the three-verdict table of the concurrency mutants here")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants run in parallel (default: cores)")
+    p.add_argument("--jobs-per-gpu", type=int, default=1,
+                   help="GPU runs at once on one GPU (default 1); GPU runs are spread over the visible GPUs "
+                   "(CUDA_VISIBLE_DEVICES), --jobs caps all runs together")
     p.add_argument("--baseline", action="store_true", help="also run each subject's selection unmutated")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant run (Hopper: at most 240)")
     p.add_argument("--deadline", type=float, default=None, help="total wall seconds for all runs (GPU budgets)")
@@ -808,6 +860,8 @@ def main(argv=None) -> int:
         if a.json:
             a.json.write_text(json.dumps(eq, indent=1))
         return 0
+    if a.jobs_per_gpu < 1:
+        raise SystemExit(f"--jobs-per-gpu must be at least 1, not {a.jobs_per_gpu}")
     modes = tuple(x for x in a.modes.split(",") if x)
     unknown_modes = set(modes) - set(MODES) - {STATIC_MODE}
     if unknown_modes:
@@ -817,7 +871,8 @@ def main(argv=None) -> int:
     log(f"[mutation] {len(mutants)} mutants, {a.jobs} jobs, baseline={a.baseline}, max examples {a.max_examples or 'profile'}")
     start = time.perf_counter()
     results = run_all(mutants, jobs=a.jobs, baseline=a.baseline, carry=a.carry if a.carry is not None else [".device"],
-                      timeout=a.timeout, keep=a.keep, log=log, deadline_s=a.deadline, modes=modes)
+                      timeout=a.timeout, keep=a.keep, log=log, deadline_s=a.deadline, modes=modes,
+                      jobs_per_gpu=a.jobs_per_gpu)
     table = markdown(results)
     print(table)
     total = time.perf_counter() - start

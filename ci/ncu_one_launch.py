@@ -9,7 +9,8 @@ twice outside the range (compile, workspace, warm caches), then once inside it; 
 profiled in the order given (default bench1), one kernel each (a prepass variant's phase 1 runs
 inside the same kernel). ncu's kernel replay restores device memory between passes, so the
 prepass counters start at zero in every pass. ``LABEL~ablate-PART`` profiles the variant's
-ablated build (kernel.hopper.ablation; profiling only: its results are wrong by design).
+ablated build (kernel.hopper.ablation; profiling only: its results are wrong by design). Refused
+(exit 2) inside a pytest-xdist worker, whose neighbours may share the GPU being profiled.
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ import sys
 
 
 def main(argv=None) -> int:
+    from profiling.preflight import under_xdist
+
+    refused = under_xdist("ci.ncu_one_launch")
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     import torch
 
     from kernel import hopper

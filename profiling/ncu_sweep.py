@@ -62,7 +62,7 @@ from typing import Any, Sequence
 from kernel.family import family_for_capability
 from profiling import metrics as M
 from profiling import ncu_report as R
-from profiling.preflight import missing_gpu, missing_ncu
+from profiling.preflight import missing_gpu, missing_ncu, under_xdist
 from profiling.sweep_backends import (  # noqa: F401  (nvtx_filter: the documented filter)
     finish_static_report, ncu_version, nsight_usable, nvtx_filter, query_available, run_ncu_backend,
     run_nsight_backend, stage_argv, start_static_report,
@@ -164,7 +164,7 @@ def usage_problem(args) -> str | None:
         return str(exc).strip("'\"")
     if args.dry_run or args.compile_only:
         return None
-    return missing_ncu() or missing_gpu("profiling with ncu (--dry-run and --compile-only do not)")
+    return under_xdist("profiling.ncu_sweep") or missing_ncu() or missing_gpu("profiling with ncu (--dry-run and --compile-only do not)")
 
 
 def orchestrate(args) -> int:

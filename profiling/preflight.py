@@ -33,6 +33,16 @@ def missing_ncu() -> str | None:
             "toolkit) and put its ncu on PATH, or use --dry-run / --compile-only, which need no ncu")
 
 
+def under_xdist(tool: str) -> str | None:
+    """Profiling inside a pytest-xdist worker (``pytest -n``, whose other workers launch kernels
+    on the GPUs meanwhile) would measure them too: the line that refuses it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return None
+    return (f"{tool} profiles with Nsight Compute and needs the GPU to itself, but this process runs in "
+            f"pytest-xdist worker {worker}: run it on its own, not from pytest -n")
+
+
 def missing_compute_sanitizer() -> str | None:
     if find_compute_sanitizer():
         return None

@@ -18,10 +18,14 @@ Registered by the conftest with the pytest session's :class:`properties.checks.E
 * prints last a table per variant: examples, examples/s after compiles (examples whose
   (variant, group count) had run before in the same process), and the mean milliseconds per
   stage of those examples (inputs, transfers, oracle, subject, checks, worker round trip).
+  Under pytest-xdist (``properties.xdist_plugin``) each worker hands its tallies to the
+  controller, which prints the one table, with a worker column (``gw0 (GPU 0)``).
 
 pytest captures file descriptor 1 while a test runs, so what the terminal reporter writes then
 shows only with a failure; these lines go to a duplicate of the terminal's descriptor taken at
-configure time (:class:`LiveLines`) and are seen as they happen.
+configure time (:class:`LiveLines`) and are seen as they happen. An xdist worker's descriptor 1
+is not the terminal, so a worker writes these lines to its standard error (the terminal's), each
+led by the worker's id.
 """
 
 from __future__ import annotations
@@ -86,28 +90,35 @@ def slow_example_line(running, now: float, test_name: str = "") -> str:
 
 
 class LiveLines:
-    """Whole lines to the terminal, also while a test runs (module docstring); from any thread."""
+    """Whole lines to the terminal, also while a test runs (module docstring); from any thread.
+    ``fd``: write to a duplicate of this descriptor, each line after ``prefix``, without following
+    the terminal reporter's column (an xdist worker: its standard error); default standard output."""
 
-    def __init__(self, config):
+    def __init__(self, config, fd: int | None = None, prefix: str = ""):
         self._config = config
         self._lock = threading.Lock()
         self._broke_at: int | None = None  # the reporter's column where a line of ours last began
+        self._prefix = prefix
+        self._follow_reporter = fd is None
         try:
-            self._fd = os.dup(sys.stdout.fileno())
+            self._fd = os.dup(sys.stdout.fileno() if fd is None else fd)
         except (AttributeError, OSError, ValueError):  # no real stdout (pytest run in process)
             self._fd = None
 
     def write(self, line: str) -> None:
         reporter = self._config.pluginmanager.get_plugin("terminalreporter")
+        line = self._prefix + line
         with self._lock:
             if self._fd is None:
                 if reporter is not None:
                     reporter.write_line(line)
                 return
-            # after a row of test results (the reporter's line not ended): begin on a line of our own
-            column = getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0) or 0
-            newline = bool(column) and column != self._broke_at
-            self._broke_at = column or None
+            newline = False
+            if self._follow_reporter:
+                # after a row of test results (the reporter's line not ended): begin on a line of our own
+                column = getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0) or 0
+                newline = bool(column) and column != self._broke_at
+                self._broke_at = column or None
             os.write(self._fd, (("\n" if newline else "") + line + "\n").encode(errors="replace"))
 
     def close(self) -> None:
@@ -136,6 +147,8 @@ class ProgressPlugin:
         self._test_name = ""
         self._test_start = 0.0
         self._lines: LiveLines | None = None
+        self._worker_id: str | None = None  # an xdist worker's id (gw0, ...); None in the controller or alone
+        self.worker_tallies: list[tuple[str, VariantTally]] = []  # the controller's: (worker label, tally)
         self._announced: tuple[tuple, float] | None = None  # (example and phase, when last named)
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -245,7 +258,12 @@ class ProgressPlugin:
             self._lines.write(line)
 
     def pytest_configure(self, config):
-        self._lines = LiveLines(config)
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None:
+            self._worker_id = str(workerinput.get("workerid", "gw?"))
+            self._lines = LiveLines(config, fd=2, prefix=f"[{self._worker_id}] ")
+        else:
+            self._lines = LiveLines(config)
         if self.slow_s > 0 and hasattr(self.runner, "running"):
             self._watcher = threading.Thread(target=self._watch, name="nvfp4-progress", daemon=True)
             self._watcher.start()
@@ -259,23 +277,52 @@ class ProgressPlugin:
             self._lines.close()
 
     # ---- the table
+    def tally_records(self) -> list[dict]:
+        """This process's tallies as plain data (what an xdist worker sends to the controller)."""
+        keep = ("test_id", "seconds", "examples", "failures", "failed_tests", "warm_examples", "warm_seconds",
+                "warm_stages")
+        return [{k: getattr(t, k) for k in keep} for t in self.tallies.values() if t.examples]
+
+    def add_worker_tallies(self, worker: str, records: list[dict]) -> None:
+        """A worker's :meth:`tally_records`, shown in the controller's table under ``worker``."""
+        for record in records:
+            self.worker_tallies.append((worker, VariantTally(**{**record, "warm_stages": dict(record["warm_stages"])})))
+
     def pytest_terminal_summary(self, terminalreporter):
+        if self._worker_id is not None:
+            return  # the controller prints the table, with this worker's rows
         rows = [t for t in self.tallies.values() if t.examples]
-        if not rows:
+        if not rows and not self.worker_tallies:
             return
         terminalreporter.section("nvfp4 examples per variant (stages: mean ms per example after compiles)")
-        for line in stage_table(rows):
+        if self.worker_tallies:
+            merged = sorted(self.worker_tallies, key=lambda pair: _worker_order(pair[0]))
+            lines = stage_table([t for _, t in merged] + rows, workers=[w for w, _ in merged] + ["-"] * len(rows))
+        else:
+            lines = stage_table(rows)
+        for line in lines:
             terminalreporter.write_line(line)
 
 
-def stage_table(tallies: list[VariantTally]) -> list[str]:
-    """One row per variant: examples, failures, rates, mean ms per stage of its warm examples."""
+def _worker_order(label: str) -> tuple:
+    """gw2 before gw10."""
+    head = label.split(" ", 1)[0]
+    digits = head.lstrip("gw")
+    return (0, int(digits), label) if head.startswith("gw") and digits.isdigit() else (1, 0, label)
+
+
+def stage_table(tallies: list[VariantTally], workers: list[str] | None = None) -> list[str]:
+    """One row per variant: examples, failures, rates, mean ms per stage of its warm examples;
+    with ``workers`` (one label per tally), a worker column after the variant."""
     stages = list(STAGES) + [ROUND_TRIP]
-    head = f"{'variant':44s} {'examples':>8s} {'failed':>6s} {'ex/s':>6s} {'warm':>5s} {'warm ex/s':>9s} " + \
+    width = max([len("worker"), *(len(w) for w in workers)]) if workers else 0
+    worker_head = f" {'worker':{width}s}" if workers else ""
+    head = f"{'variant':44s}{worker_head} {'examples':>8s} {'failed':>6s} {'ex/s':>6s} {'warm':>5s} {'warm ex/s':>9s} " + \
         " ".join(f"{s:>9s}" for s in stages)
     lines = [head]
-    for t in tallies:
+    for i, t in enumerate(tallies):
         per = [1e3 * t.warm_stages.get(s, 0.0) / t.warm_examples if t.warm_examples else 0.0 for s in stages]
-        lines.append(f"{t.test_id[:44]:44s} {t.examples:8d} {t.failures:6d} {t.rate():6.1f} {t.warm_examples:5d} "
+        worker = f" {workers[i]:{width}s}" if workers else ""
+        lines.append(f"{t.test_id[:44]:44s}{worker} {t.examples:8d} {t.failures:6d} {t.rate():6.1f} {t.warm_examples:5d} "
                      f"{t.warm_rate():9.1f} " + " ".join(f"{ms:9.1f}" for ms in per))
     return lines
