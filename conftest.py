@@ -95,13 +95,15 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     from properties.checks import install_runner
     from properties.isolation import IsolatingRunner, settings_from_env
-    from properties.progress_plugin import ProgressPlugin
+    from properties.prewarm import Prewarmer
+    from properties.progress_plugin import ProgressPlugin, variant_of
     from properties.usage import UsageMistake, check_selection
 
     runner = install_runner(IsolatingRunner(settings_from_env(
         mode=config.getoption("isolate"), timeout_s=config.getoption("example_timeout"),
         compile_timeout_s=config.getoption("compile_timeout"))))
     config.pluginmanager.register(ProgressPlugin(runner), "nvfp4-progress")
+    config.pluginmanager.register(Prewarmer(runner, variant_of), "nvfp4-prewarm")
     if config.getoption("list_variants"):
         return
     # a usage mistake is one line with the fix, before any collection (no traceback)

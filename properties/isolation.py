@@ -30,7 +30,11 @@ An example goes through up to three phases (:data:`PHASES`), each with its own l
   count in a worker gets ``compile_timeout_s`` more.
 
 A worker is reused across examples until it faults or hangs, so the start-up cost (imports,
-CUDA context, CuTe DSL compiles) is paid once per failure, not once per example. An example that
+CUDA context, CuTe DSL compiles) is paid once per failure, not once per example. While the
+tests of one variant run, the workers of the next ones can compile ahead
+(:meth:`IsolatingRunner.prewarm`, a ``("warm", group counts)`` message the worker answers with
+nothing; properties.prewarm schedules it), so their compiles overlap this variant's examples
+on the host's other cores. An example that
 hung is not launched again by the same runner (Hypothesis replays a failing example before it
 reports it): the recorded hang is returned at once. Every outcome carries the one-line
 reproduction. Through :class:`IsolatingRunner` (what ``check_example`` uses once it is
@@ -247,6 +251,22 @@ def _precompile(variant: SubjectVariant, num_groups: int) -> bool:
     return True
 
 
+WARM = "warm"  # the parent's ("warm", group counts) message: compile ahead, no answer
+
+
+def _warm(conn, variant: SubjectVariant, counts, warmed: set[int]) -> None:
+    """Open the device and compile ``variant`` for each of ``counts`` before any example asks
+    for them, stopping as soon as a message waits (an example is never held up by more than the
+    one compile in progress); compiled counts go into ``warmed``."""
+    if not warmed:
+        _open_device(variant)
+    for count in counts:
+        if conn.poll(0):
+            return
+        if count not in warmed and _precompile(variant, count):
+            warmed.add(count)
+
+
 def _worker_main(conn, source: str, label: str) -> None:
     faulthandler.enable()  # a segfault prints the Python stack on the worker's stderr
     try:
@@ -261,6 +281,7 @@ def _worker_main(conn, source: str, label: str) -> None:
         return
     conn.send(("ready", os.getpid()))
     seen_group_counts: set[int] = set()
+    warmed: set[int] = set()  # group counts compiled ahead by a ("warm", counts) message
     seen_runs: set[tuple[str, int]] = set()  # (variant label, group count) launched in this worker
     while True:
         try:
@@ -269,6 +290,9 @@ def _worker_main(conn, source: str, label: str) -> None:
             return
         if message is None:
             return
+        if message[0] == WARM:
+            _warm(conn, variant, message[1], warmed)
+            continue
         example, rerun, *named = message
         if named and named[0] != (source, label):
             # another run-time perturbation of the same build (properties.perturbed.build_name):
@@ -277,8 +301,8 @@ def _worker_main(conn, source: str, label: str) -> None:
             variant = next(v for v in resolve_subject(source, "all") if v.label == label)
         # the compile phase: CUDA context, JIT compile; then the parent's watchdog switches to
         # the run phase's limit
-        warm = len(example.sizes) in seen_group_counts
-        if not seen_group_counts:
+        warm = len(example.sizes) in seen_group_counts or len(example.sizes) in warmed
+        if not seen_group_counts and not warmed:
             _open_device(variant)
         seen_group_counts.add(len(example.sizes))
         precompiled = _precompile(variant, len(example.sizes))
@@ -430,6 +454,20 @@ class IsolatedRunner:
         finally:
             self._enter(None)
 
+    def warm(self, counts) -> bool:
+        """Start the worker now (if it is not running) and have it compile this variant for each
+        of ``counts`` groups in the background, while the parent goes on with other tests; the
+        first example that arrives stops the warming after the compile in progress. False when
+        the worker could not start (its first example reports why)."""
+        try:
+            if self._process is None or not self._process.is_alive():
+                self._reap(0)
+                self._start()
+            self._conn.send((WARM, tuple(int(c) for c in counts)))
+        except (WorkerStartError, BrokenPipeError, EOFError, OSError):
+            return False
+        return True
+
     def _check(self, example: Example, rerun: bool) -> Outcome:
         settings = self.settings
         pid = self._process.pid
@@ -524,6 +562,16 @@ class IsolatingRunner(ExampleRunner):
         while len(self._workers) > self.max_live_workers:
             self._workers.popitem(last=False)[1].close()
         return worker
+
+    def live_workers(self) -> int:
+        return len(self._workers)
+
+    def prewarm(self, variant: SubjectVariant, counts) -> bool:
+        """Start ``variant``'s worker and let it compile ``counts`` ahead (:meth:`IsolatedRunner.warm`);
+        False for a variant that runs in this process or whose worker could not start."""
+        if not self.should_isolate(variant):
+            return False
+        return self.worker_for(variant).warm(counts)
 
     def release(self, variant: SubjectVariant) -> None:
         """Close ``variant``'s worker now (its tests are done)."""

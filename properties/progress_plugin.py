@@ -128,7 +128,7 @@ class LiveLines:
                 self._fd = None
 
 
-def _variant_of(item):
+def variant_of(item):
     callspec = getattr(item, "callspec", None)
     return callspec.params.get("subject_variant") if callspec is not None else None
 
@@ -161,7 +161,7 @@ class ProgressPlugin:
 
         def key(indexed):
             index, item = indexed
-            variant = _variant_of(item)
+            variant = variant_of(item)
             module = item.nodeid.split("::")[0]
             if variant is None:
                 return (module, -1, index)
@@ -174,13 +174,13 @@ class ProgressPlugin:
         ordered = sorted(enumerate(items), key=lambda pair: (modules[pair[1].nodeid.split("::")[0]], *key(pair)[1:]))
         items[:] = [item for _, item in ordered]
         for item in items:
-            variant = _variant_of(item)
+            variant = variant_of(item)
             if variant is not None:
                 self._last_item_of[variant.test_id] = item.nodeid
 
     def pytest_runtest_setup(self, item):
         self._test_name = getattr(item, "originalname", item.name)  # the variant is named apart
-        variant = _variant_of(item)
+        variant = variant_of(item)
         if variant is None:
             self._current = None
             return
@@ -197,7 +197,7 @@ class ProgressPlugin:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item):
         yield
-        variant = _variant_of(item)
+        variant = variant_of(item)
         if variant is None or self._current is None:
             return
         tally = self._current

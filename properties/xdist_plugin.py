@@ -127,10 +127,10 @@ def pytest_collection_modifyitems(session, config, items):
     """In a worker: every subject property item joins the ``xdist_group`` of its variant."""
     if not is_worker(config):
         return
-    from properties.progress_plugin import _variant_of
+    from properties.progress_plugin import variant_of
 
     for item in items:
-        variant = _variant_of(item)
+        variant = variant_of(item)
         if variant is not None:
             item.add_marker(pytest.mark.xdist_group(variant.test_id))
 
