@@ -28,7 +28,8 @@ many tiles. :data:`DEFAULT_RULE` has one clause, the box around the in-flight bu
 the nearest shapes each build won), and the prepass build as the fallback. Over the 24 shapes it
 costs 0.5 % (geomean) against the fastest build per shape; the one shape it misses (32 groups,
 K = 2048, 5.7 rounds: the in-flight build 13 % faster) sits beside bench2, which goes the other
-way by 43 %. ``--analyze`` on a sweep's JSON reports which build wins each shape and which feature
+way by 43 %. The same sweep on an H200 (row D2, 2026-12-06) finds the same thresholds the best
+split there (0.4 % from the faster build in geomean). ``--analyze`` on a sweep's JSON reports which build wins each shape and which feature
 thresholds separate the winners, so a sweep on another GPU (other SM count, other clocks) can move
 them.
 """
