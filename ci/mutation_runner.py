@@ -774,7 +774,9 @@ def sync_summary(results: list[Result], equivalent: set[str] = frozenset()) -> d
 
 def sass_equivalence(mutants: list[Mutant], *, jobs: int = 1, log=print) -> dict[str, str]:
     """CPU only: compile each mutant's variant in a mutated copy and compare its SASS with the
-    unmutated variant's (ci.sass_identity). ``unchanged`` is the proof of an equivalent mutant."""
+    unmutated variant's (ci.sass_identity, that one label). ``unchanged`` is the proof of an
+    equivalent mutant. Each variant compiles unmutated once, however many of its mutants are
+    given; the unmutated and the mutated compiles all run ``jobs`` at a time."""
     files = repo_files()
 
     def dump(mutant: Mutant | None, label: str) -> str:
@@ -786,25 +788,32 @@ def sass_equivalence(mutants: list[Mutant], *, jobs: int = 1, log=print) -> dict
         env = dict(os.environ, PYTHONPATH=str(tmp), PYTHONDONTWRITEBYTECODE="1", CUTE_DSL_ARCH="sm_90a")
         try:
             subprocess.run([sys.executable, "-m", "ci.sass_identity", "dump", str(out), "--family=hopper",
-                            f"--match={label}"], cwd=tmp, env=env, check=True, capture_output=True)
+                            f"--label={label}"], cwd=tmp, env=env, check=True, capture_output=True)
             return (out / f"{label}.sass").read_text()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    labels = sorted({m.variant for m in mutants if m.variant})
+    chosen = [m for m in mutants if m.variant]
+    labels = sorted({m.variant for m in chosen})
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        base = dict(zip(labels, pool.map(lambda l: dump(None, l), labels)))
+        base = {label: pool.submit(dump, None, label) for label in labels}
 
-        def one(m: Mutant) -> tuple[str, str]:
+        def mutated(m: Mutant) -> str | Exception:
             try:
-                text = dump(m, m.variant)
+                return dump(m, m.variant)
             except (subprocess.CalledProcessError, FileNotFoundError) as e:
-                return m.name, f"does not compile ({type(e).__name__})"
-            verdict = "unchanged" if text == base[m.variant] else "changed"
-            log(f"[sass] {m.name}: {verdict}")
-            return m.name, verdict
+                return e
 
-        return dict(pool.map(one, [m for m in mutants if m.variant]))
+        texts = {m.name: pool.submit(mutated, m) for m in chosen}
+        out = {}
+        for m in chosen:
+            text = texts[m.name].result()
+            if isinstance(text, Exception):
+                out[m.name] = f"does not compile ({type(text).__name__})"
+                continue
+            out[m.name] = "unchanged" if text == base[m.variant].result() else "changed"
+            log(f"[sass] {m.name}: {out[m.name]}")
+        return out
 
 
 def markdown(results: list[Result]) -> str:
