@@ -36,8 +36,10 @@ from types import ModuleType
 SUBJECTS = ("model", "plan", "host", "hopper", "hopper-static", "blackwell-static", "harness")
 CPU_SUBJECTS = ("model", "plan", "host", "hopper-static", "blackwell-static", "harness")
 
-# the main property, run against the CPU model (both declared model variants)
-MODEL_PROPERTY = ["properties/test_subject_vs_oracle.py::test_subject_matches_oracle", "--subject=model"]
+# the main property, run against the CPU model's default variant (it catches every model mutant;
+# the suite itself runs the property on both declared model variants)
+MODEL_PROPERTY = ["properties/test_subject_vs_oracle.py::test_subject_matches_oracle", "--subject=model",
+                  "--variant=model-t128x128x256-contiguous-ctas8"]
 PLAN_PROPERTIES = ["properties/test_plan_properties.py"]
 # custom_kernel(data) called as callers do (values refilled in place, outputs swapped, tensors
 # reallocated) on the CPU model through the host pipeline
@@ -49,15 +51,16 @@ HOPPER_PROPERTY = [
     "--subject=hopper",
     f"--variant={HOPPER_VARIANT}",
 ]
-# the sm_90a kernel compiled on the CPU: synchronization sites in its SASS
-HOPPER_STATIC = [
-    "kernel/tests/test_hopper_sync_sites.py",
-    "kernel/tests/test_hopper_compile.py",
+# the sm_90a kernel compiled on the CPU: the dequant-buffer barrier rule of its SASS, on the
+# default variant (one compile)
+HOPPER_BUFFER_BARRIER = [
+    "kernel/tests/test_hopper_sync_sites.py::test_barrier_before_a_dequant_buffer_is_rewritten[h90_m128n128k256_s3_wg1_fp16]",
 ]
-BLACKWELL_STATIC = [
-    "kernel/tests/test_blackwell_sync_sites.py",
-    "profiling/tests/test_static_blackwell.py",
-    "kernel/tests/test_blackwell_compile.py",
+# the sm_100a kernel compiled on the CPU: the synchronization sites of one variant per warp-role
+# kernel; the SASS census of MMA and copy sites per K tile (one variant)
+BLACKWELL_SYNC_SITES = ["kernel/tests/test_blackwell_sync_sites.py"]
+BLACKWELL_MMA_SITES = [
+    "profiling/tests/test_static_blackwell.py::test_mma_and_copy_sites_per_k_tile[bw-spec-t128x128x256-ab2-acc2]",
 ]
 # the MMA issuer's stage waits: one rule, two compiles
 BLACKWELL_MMA_WAITS = ["kernel/tests/test_blackwell_mma_waits.py"]
@@ -239,7 +242,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "key = (plan.sizes, plan.tile_prefix, pointers, str(device))",
         "key = (plan.sizes, plan.tile_prefix, str(device))",
         "plan",
-        PLAN_PROPERTIES + MODEL_PROPERTY,
+        PLAN_PROPERTIES,
     ),
     _m(
         "plan_group_search_boundary",
@@ -248,7 +251,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if tile_prefix[mid + 1] <= tile:",
         "        if tile_prefix[mid + 1] < tile:",
         "plan",
-        PLAN_PROPERTIES + MODEL_PROPERTY,
+        PLAN_PROPERTIES,
     ),
     _m(
         "plan_tile_prefix_off_by_one_group",
@@ -257,7 +260,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "    for tm, tn in zip(tiles_m, tiles_n):",
         "    for tm, tn in zip((1,) + tiles_m[:-1], (1,) + tiles_n[:-1]):",
         "plan",
-        PLAN_PROPERTIES + MODEL_PROPERTY,
+        PLAN_PROPERTIES,
     ),
     _m(
         "plan_group_order_not_restored",
@@ -285,7 +288,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "            return range(start, min(start + per, self.total_tiles))",
         "            return range(start, min(start + per - 1, self.total_tiles))",
         "plan",
-        PLAN_PROPERTIES + MODEL_PROPERTY,
+        PLAN_PROPERTIES,
     ),
     # ----------------------------------------------------------------------- Hopper (GPU)
     _m(
@@ -364,7 +367,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "# every warp has retired the wgmma that read the other buffer (barrier removed)\n"
         "                                pass",
         "hopper-static",
-        HOPPER_STATIC,
+        HOPPER_BUFFER_BARRIER,
     ),
     # programmatic dependent launch without its wait (the launch still carries the attribute): the grid may read A, B and the tables, and write C and the workspace, while the
     # previous kernel on the stream still runs
@@ -445,7 +448,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "for kblock in cutlass.range_constexpr(num_kblocks):",
         "for kblock in cutlass.range_constexpr(num_kblocks - 1):",
         "blackwell-static",
-        BLACKWELL_STATIC,
+        BLACKWELL_MMA_SITES,
     ),
     _m(
         "blackwell_no_accumulator_wait_in_epilogue",
@@ -454,7 +457,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "        acc_pipeline.consumer_wait(acc_state)\n",
         "",
         "blackwell-static",
-        BLACKWELL_STATIC,
+        BLACKWELL_SYNC_SITES,
     ),
     _m(
         "blackwell_mono_no_barrier_before_tmem_free",
@@ -463,7 +466,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "        cute.arch.barrier()\n",
         "",
         "blackwell-static",
-        BLACKWELL_STATIC,
+        BLACKWELL_SYNC_SITES,
     ),
     _m(
         "blackwell_spec_mma_without_stage_wait",
@@ -492,7 +495,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "            pipeline.NamedBarrier(barrier_id=EPILOGUE_BARRIER, num_threads=32 * cfg.EPILOGUE_WARPS).arrive_and_wait()\n",
         "",
         "blackwell-static",
-        BLACKWELL_STATIC,
+        BLACKWELL_SYNC_SITES,
     ),
 )
 
@@ -741,11 +744,12 @@ SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
 )
 # two of those edits seen on a CPU: the SASS rules of kernel/tests/test_hopper_sync_sites.py, which
 # cover every production variant (a Y ring buffer released before its wgmma retired; bench4's
-# fp16 buffers rewritten with no consumers' barrier after the wait that freed them)
+# fp16 buffers rewritten with no consumers' barrier after the wait that freed them), on the
+# variant the edit targets (one compile)
 _STATIC_OF_SYNC = ("hopper_sync_y_ring_wait_lax__prod", "hopper_sync_no_publish_barrier__w2")
 STATIC_SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
     Mutant(f"hopper_static_{m.name.removeprefix('hopper_sync_')}", f"{m.kind}; seen in the SASS on a CPU",
-           m.target, m.original, m.replacement, "hopper-static", ("kernel/tests/test_hopper_sync_sites.py",))
+           m.target, m.original, m.replacement, "hopper-static", ("kernel/tests/test_hopper_sync_sites.py", "-k", m.variant))
     for m in SYNC_MUTANTS if m.name in _STATIC_OF_SYNC
 )
 assert len(STATIC_SYNC_MUTANTS) == len(_STATIC_OF_SYNC)

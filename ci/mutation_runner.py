@@ -238,12 +238,60 @@ def _count_examples(obs_path: Path, failing_test: str) -> int | None:
     return None
 
 
+def split_selection(select) -> tuple[tuple[str, ...], list[str]]:
+    """(options, test paths and node ids) of a pytest selection (the value after ``-k`` or ``-m``
+    is part of the options)."""
+    opts, paths, args = [], [], iter(select)
+    for a in args:
+        if a in ("-k", "-m"):
+            opts += [a, next(args)]
+        elif a.startswith("-"):
+            opts.append(a)
+        else:
+            paths.append(a)
+    return tuple(opts), paths
+
+
+def _within(path: str, other: str) -> bool:
+    """Whether pytest's ``other`` (a path or node id) selects part of what ``path`` selects."""
+    return other == path or other.startswith(path + "::") or other.startswith(path + "[")
+
+
+def cpu_baselines(mutants: list[Mutant]) -> list[Mutant]:
+    """The unmutated runs that back the CPU mutants' verdicts: per subject and option set, one
+    run of the union of its mutants' test paths and node ids, less those that an earlier run with
+    the same options already runs (the model mutants' main property is the plan mutants' too).
+    Each is a :class:`Mutant` record with no edit, named ``(baseline SUBJECT [OPTIONS])``."""
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for m in sorted((m for m in mutants if m.subject in CPU_SUBJECTS and not m.variant),
+                    key=lambda m: SUBJECTS.index(m.subject)):
+        opts, paths = split_selection(m.select)
+        for path in paths:
+            if not any(o == opts and any(_within(q, path) for q in qs) for (_, o), qs in groups.items()):
+                groups.setdefault((m.subject, opts), []).append(path)
+    return [Mutant(f"(baseline {' '.join((subject, *opts))})", "no mutation: the selection must pass", "", "", "x",
+                   subject, (*paths, *opts)) for (subject, opts), paths in groups.items()]
+
+
+def backs(base: Mutant, m: Mutant) -> bool:
+    """Whether the unmutated run ``base`` (:func:`cpu_baselines`) runs part of ``m``'s selection."""
+    b_opts, b_paths = split_selection(base.select)
+    opts, paths = split_selection(m.select)
+    return b_opts == opts and any(_within(q, p) or _within(p, q) for q in b_paths for p in paths)
+
+
+def _baseline_name(subject: str, of: Mutant | None) -> str:
+    if of is not None and not of.variant:
+        return of.name  # a CPU baseline (cpu_baselines)
+    return f"(baseline {of.variant if of else subject})"
+
+
 def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: float, keep: bool,
             files: list[str], mode: str = "plain", baseline_of: Mutant | None = None, gpu: str | None = None) -> Result:
     """One mutant (or, ``mutant=None``, the unmutated baseline of ``subject``; with
     ``baseline_of``, of that mutant's variant and mode) in a fresh copy; ``gpu``: the run's
     ``CUDA_VISIBLE_DEVICES``."""
-    name = mutant.name if mutant else f"(baseline {baseline_of.variant if baseline_of else subject})"
+    name = mutant.name if mutant else _baseline_name(subject, baseline_of)
     kind = mutant.kind if mutant else "no mutation: the selection must pass"
     tmp = Path(tempfile.mkdtemp(prefix=f"mutant-{name.strip('()').replace(' ', '-')}-"))
     start = time.perf_counter()
@@ -610,7 +658,7 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
         limit = timeout if s != "hopper" else min(timeout, 240)
         if mode.startswith("sanitizer"):  # one sanitized process, plus the copy and the start
             limit = min(limit, SANITIZER_PROCESS_TIMEOUT + 20)
-        name = m.name if m else f"(baseline {of.variant if of else s})"
+        name = m.name if m else _baseline_name(s, of)
         if deadline_s is not None:
             left = deadline_s - (time.perf_counter() - t0)
             if left < 20:
@@ -636,7 +684,7 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
                 done.extend((r, item) for r in rs)
             m, s, mode, of = item
             # the sanitizer's tasks follow a concurrency mutant's property run, unless it hung
-            if tools and mode in (PROPS, "plain", "perturbed") and (m is not None and m.variant or of is not None):
+            if tools and mode in (PROPS, "plain", "perturbed") and (m is not None and m.variant or of is not None and of.variant):
                 hung = [r for r in rs if r.verdict == "caught (hang)"]
                 caught = [r for r in rs if r.verdict.startswith("caught")] if m is not None else []
                 for tool in tools:
@@ -656,7 +704,10 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
     first: list = []
     if baseline:
         seen = set()
+        first += [(None, b.subject, "plain", b) for b in cpu_baselines(mutants)]
         for m in sorted(mutants, key=lambda m: SUBJECTS.index(m.subject)):
+            if m.subject in CPU_SUBJECTS and not m.variant:
+                continue  # cpu_baselines
             for mode in _exec_modes(m, modes):
                 if gpu_skip(m, mode):
                     continue
@@ -707,16 +758,25 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
         rs.sort(key=lambda r: SANITIZER_TOOLS.index(r.mode.split(":", 1)[1]))
         merged_done.append((_merge_sanitizer(name, s, rs[0].kind, rs), (m, s, "sanitizer", of)))
 
-    base = {}
+    base, cpu_base = {}, []
     for r, (m, s, mode, of) in merged_done:
-        if m is None:
+        if m is None and s in CPU_SUBJECTS and of is not None and not of.variant:
+            base[of.name] = r
+            cpu_base.append((of, r))
+        elif m is None:
             base[_key(s, r.mode, of.variant if of else "")] = r
     for r, (m, s, mode, _of) in merged_done:
         if m is None:
             continue
-        variant = m.variant or (HOPPER_VARIANT if m.subject == "hopper" and _key("hopper", "plain", HOPPER_VARIANT) in base
-                                and _key("hopper", "plain", "") not in base else "")
-        b = base.get(_key(s, r.mode, variant))
+        if s in CPU_SUBJECTS and not m.variant:
+            # the unmutated runs of m's selection: a failing one first, else an inconclusive one
+            backing = sorted((b for of, b in cpu_base if backs(of, m)),
+                             key=lambda b: (b.verdict != "FAILED", b.verdict == "passed"))
+            b = backing[0] if backing else None
+        else:
+            variant = m.variant or (HOPPER_VARIANT if m.subject == "hopper" and _key("hopper", "plain", HOPPER_VARIANT) in base
+                                    and _key("hopper", "plain", "") not in base else "")
+            b = base.get(_key(s, r.mode, variant))
         if b is not None and b.verdict == "FAILED" and r.verdict.startswith("caught"):
             r.verdict, r.detail = "baseline-failed", f"the unmutated selection fails too: {b.caught_by} {b.detail}"
         elif b is not None and b.verdict != "passed":
@@ -774,7 +834,9 @@ def sync_summary(results: list[Result], equivalent: set[str] = frozenset()) -> d
 
 def sass_equivalence(mutants: list[Mutant], *, jobs: int = 1, log=print) -> dict[str, str]:
     """CPU only: compile each mutant's variant in a mutated copy and compare its SASS with the
-    unmutated variant's (ci.sass_identity). ``unchanged`` is the proof of an equivalent mutant."""
+    unmutated variant's (ci.sass_identity, that one label). ``unchanged`` is the proof of an
+    equivalent mutant. Each variant compiles unmutated once, however many of its mutants are
+    given; the unmutated and the mutated compiles all run ``jobs`` at a time."""
     files = repo_files()
 
     def dump(mutant: Mutant | None, label: str) -> str:
@@ -786,25 +848,32 @@ def sass_equivalence(mutants: list[Mutant], *, jobs: int = 1, log=print) -> dict
         env = dict(os.environ, PYTHONPATH=str(tmp), PYTHONDONTWRITEBYTECODE="1", CUTE_DSL_ARCH="sm_90a")
         try:
             subprocess.run([sys.executable, "-m", "ci.sass_identity", "dump", str(out), "--family=hopper",
-                            f"--match={label}"], cwd=tmp, env=env, check=True, capture_output=True)
+                            f"--label={label}"], cwd=tmp, env=env, check=True, capture_output=True)
             return (out / f"{label}.sass").read_text()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    labels = sorted({m.variant for m in mutants if m.variant})
+    chosen = [m for m in mutants if m.variant]
+    labels = sorted({m.variant for m in chosen})
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        base = dict(zip(labels, pool.map(lambda l: dump(None, l), labels)))
+        base = {label: pool.submit(dump, None, label) for label in labels}
 
-        def one(m: Mutant) -> tuple[str, str]:
+        def mutated(m: Mutant) -> str | Exception:
             try:
-                text = dump(m, m.variant)
+                return dump(m, m.variant)
             except (subprocess.CalledProcessError, FileNotFoundError) as e:
-                return m.name, f"does not compile ({type(e).__name__})"
-            verdict = "unchanged" if text == base[m.variant] else "changed"
-            log(f"[sass] {m.name}: {verdict}")
-            return m.name, verdict
+                return e
 
-        return dict(pool.map(one, [m for m in mutants if m.variant]))
+        texts = {m.name: pool.submit(mutated, m) for m in chosen}
+        out = {}
+        for m in chosen:
+            text = texts[m.name].result()
+            if isinstance(text, Exception):
+                out[m.name] = f"does not compile ({type(text).__name__})"
+                continue
+            out[m.name] = "unchanged" if text == base[m.variant].result() else "changed"
+            log(f"[sass] {m.name}: {out[m.name]}")
+        return out
 
 
 def markdown(results: list[Result]) -> str:
@@ -838,7 +907,9 @@ def main(argv=None) -> int:
     p.add_argument("--jobs-per-gpu", type=int, default=1,
                    help="GPU runs at once on one GPU (default 1); GPU runs are spread over the visible GPUs "
                    "(CUDA_VISIBLE_DEVICES), --jobs caps all runs together")
-    p.add_argument("--baseline", action="store_true", help="also run each subject's selection unmutated")
+    p.add_argument("--baseline", action="store_true",
+                   help="also run the selections unmutated (CPU subjects: per subject and option set, the union "
+                   "of its mutants' selections, each test once)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant run (Hopper: at most 240)")
     p.add_argument("--deadline", type=float, default=None, help="total wall seconds for all runs (GPU budgets)")
     p.add_argument("--carry", action="append", default=None, help="ignored paths to symlink into each copy (default .device)")

@@ -1,18 +1,21 @@
 """Production cubins identical instruction by instruction, before and after a change (CPU only).
 
-    python -m ci.sass_identity dump DIR [--family hopper|blackwell ...] [--match SUBSTR]
+    python -m ci.sass_identity dump DIR [--family hopper|blackwell ...] [--match SUBSTR] [--label LABEL]
     python -m ci.sass_identity compare BEFORE_DIR AFTER_DIR
 
-``dump`` compiles every variant of ``STATIC_MATRIX`` of each family (profiling.static_report,
-one subprocess per family) and writes one ``LABEL.sass`` per variant: the kernel function's
+``dump`` compiles every variant of ``STATIC_MATRIX`` of each family (profiling.static_report)
+and writes one ``LABEL.sass`` per variant: the kernel function's
 instructions, one ``opcode operands`` line each (offsets and encodings dropped, so only the
-instruction stream is compared). ``compare`` prints one line per label and exits 1 when any
-label differs or is missing on one side.
+instruction stream is compared; ``--match`` keeps the labels containing it, ``--label`` the one
+label). A family compiles in a subprocess of its own, or in this process when it is the only one
+and ``CUTE_DSL_ARCH`` is already its architecture. ``compare`` prints one line per label and exits
+1 when any label differs or is missing on one side.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -31,10 +34,11 @@ def normalized_sass(cubin: str, function: str) -> list[str]:
     return out
 
 
-def dump(out: Path, families: list[str], match: str | None) -> int:
+def dump(out: Path, families: list[str], match: str | None, label: str | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="sass_identity_") as tmp:
-        report = static_report.build_report(families, dump_dir=tmp, match=match, isolate=True)
+        in_process = len(families) == 1 and os.environ.get("CUTE_DSL_ARCH") == static_report.FAMILY_ARCH[families[0]]
+        report = static_report.build_report(families, dump_dir=tmp, match=match, label=label, isolate=not in_process)
         for row in report["variants"]:
             lines = normalized_sass(row["cubin"], row["function"])
             (out / f"{row['label']}.sass").write_text("\n".join(lines) + "\n")
@@ -68,13 +72,14 @@ def main(argv=None) -> int:
     d = sub.add_parser("dump")
     d.add_argument("out", type=Path)
     d.add_argument("--family", action="append", choices=list(static_report.FAMILIES))
-    d.add_argument("--match")
+    d.add_argument("--match", help="only the labels containing this")
+    d.add_argument("--label", help="only this label")
     c = sub.add_parser("compare")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
     a = p.parse_args(argv)
     if a.cmd == "dump":
-        return dump(a.out, a.family or list(static_report.FAMILIES), a.match)
+        return dump(a.out, a.family or list(static_report.FAMILIES), a.match, a.label)
     return compare(a.before, a.after)
 
 

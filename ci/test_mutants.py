@@ -3,9 +3,10 @@
 * fast (every CI run): each mutant's original text occurs exactly once in its target file, so
   a code change that moves or rewrites a mutated line fails here instead of silently turning
   the mutant into a no-op; the catalog is well formed;
-* slow (``-m slow``, about 1.5 min on 2 cores): ``ci.mutation_runner`` applies every CPU mutant
-  (model, plan, hopper-static, blackwell-static, harness) to a copy of the repository and runs its selection there,
-  after checking the unmutated selections pass; every mutant must be caught and the working
+* slow (``-m slow``, about 2.5 min on 2 cores): ``ci.mutation_runner`` applies every CPU mutant
+  (model, plan, host, hopper-static, blackwell-static, harness) to a copy of the repository and
+  runs its selection there, after checking the unmutated selections pass (each test once per
+  option set: ``ci.mutation_runner.cpu_baselines``); every mutant must be caught and the working
   tree must be left as it was.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ci import mutation_runner
-from ci.mutants import CPU_SUBJECTS, EQUIVALENT, MUTANTS, SUBJECTS
+from ci.mutants import CPU_SUBJECTS, EQUIVALENT, MODEL_PROPERTY, MUTANTS, SUBJECTS
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED_KINDS = (
@@ -36,9 +37,8 @@ def test_catalog_is_well_formed():
         assert m.subject in SUBJECTS, m
         assert m.original != m.replacement, m.name
         assert m.select, m.name
-        for arg in m.select:
-            if not arg.startswith("-"):
-                assert (ROOT / arg.split("::")[0]).is_file(), f"{m.name}: selection {arg} does not exist"
+        for arg in mutation_runner.split_selection(m.select)[1]:
+            assert (ROOT / arg.split("::")[0]).is_file(), f"{m.name}: selection {arg} does not exist"
     kinds = " ".join(m.kind for m in MUTANTS)
     missing = [k for k in REQUIRED_KINDS if k not in kinds]
     assert not missing, f"no mutant of these kinds: {missing}"
@@ -71,6 +71,19 @@ def test_original_text_occurs_exactly_once(mutant):
 
 def _digest(paths):
     return {p: hashlib.sha256((ROOT / p).read_bytes()).hexdigest() for p in paths}
+
+
+def test_each_cpu_selection_runs_unmutated_once():
+    """``--baseline`` for the CPU subjects: one unmutated run per subject and option set, of the
+    union of its mutants' selections; no test path runs twice with the same options, and every
+    mutant's selection is backed by one of those runs."""
+    mutants = mutation_runner.select_mutants(["cpu"], [])
+    bases = mutation_runner.cpu_baselines(mutants)
+    unbacked = [m.name for m in mutants if not any(mutation_runner.backs(b, m) for b in bases)]
+    assert not unbacked, unbacked
+    runs = [(opts, path) for b in bases for opts, paths in [mutation_runner.split_selection(b.select)] for path in paths]
+    assert len(runs) == len(set(runs))
+    assert sum(path == MODEL_PROPERTY[0] for _, path in runs) == 1
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """The concurrency / memory-safety mutants (ci.mutants.SYNC_MUTANTS) and their three verdicts.
 
 CPU only: the catalog's shape, the commands of each verdict, the three-verdict table and its
-summary; and (``-m slow``, about 30 s) that every equivalence recorded for them is still an
+summary; and (``-m slow``, about 15 s) that every equivalence recorded for them is still an
 unchanged cubin.
 """
 
@@ -95,7 +95,7 @@ def test_sanitizer_verdicts_from_exit_status():
 @pytest.mark.compile
 def test_recorded_equivalences_are_unchanged_cubins():
     """An "equivalent" verdict needs its proof to stay true: the mutated variant compiles to the
-    same SASS (about 30 s: one variant, mutated and not). The other concurrency mutants change
+    same SASS (about 15 s on 2 cores: each variant compiled once unmutated, once per mutant). The other concurrency mutants change
     their variant's SASS (python -m ci.mutation_runner --section=sync --sass-equivalence,
     recorded in docs/mutants.md)."""
     equivalent = [m for m in SYNC_MUTANTS if m.name in EQUIVALENT]

@@ -1,7 +1,8 @@
 """Static report: compile every variant of every kernel family, inspect the cubins (no GPU).
 
     python -m profiling.static_report [--arch sm_100a|sm_90a|all] [--family NAME ...]
-                                      [--json PATH] [--dump-dir DIR] [--match SUBSTR] [--isolate]
+                                      [--json PATH] [--dump-dir DIR] [--match SUBSTR] [--label LABEL]
+                                      [--isolate]
 
 Per variant: label, arch, compile time, threads, registers, stack bytes, shared memory
 (dynamic, as planned by the family, plus static), spill stores/loads (STL/LDL sites) and a SASS
@@ -125,7 +126,12 @@ def inspect_build(build: dict, family: str) -> dict:
     return row
 
 
-def build_family(name: str, dump_dir: Path, match: str | None = None) -> tuple[list[dict], str]:
+def selected(configs, match: str | None = None, label: str | None = None) -> list:
+    """The configs whose label contains ``match`` and, with ``label``, is exactly ``label``."""
+    return [c for c in configs if (match is None or match in c.label) and (label is None or c.label == label)]
+
+
+def build_family(name: str, dump_dir: Path, match: str | None = None, label: str | None = None) -> tuple[list[dict], str]:
     """Compile and inspect one family in this process. Returns (rows, status)."""
     try:
         module = load_family(name)
@@ -133,7 +139,7 @@ def build_family(name: str, dump_dir: Path, match: str | None = None) -> tuple[l
         log(f"[{name}] skipped: {e}")
         return [], f"missing: {e}"
     os.environ.setdefault("CUTE_DSL_ARCH", module.ARCH)
-    configs = [c for c in module.STATIC_MATRIX if match is None or match in c.label]
+    configs = selected(module.STATIC_MATRIX, match, label)
     rows = []
     for i, config in enumerate(configs, 1):
         start = time.perf_counter()
@@ -148,7 +154,7 @@ def build_family(name: str, dump_dir: Path, match: str | None = None) -> tuple[l
     return rows, "ok"
 
 
-def _run_isolated(name: str, dump_dir: Path, match: str | None) -> tuple[list[dict], str]:
+def _run_isolated(name: str, dump_dir: Path, match: str | None, label: str | None = None) -> tuple[list[dict], str]:
     try:
         module = load_family(name)
     except FamilyMissing as e:
@@ -160,6 +166,8 @@ def _run_isolated(name: str, dump_dir: Path, match: str | None) -> tuple[list[di
                "--dump-dir", str(dump_dir), "--in-process", "--quiet"]
         if match:
             cmd += ["--match", match]
+        if label:
+            cmd += ["--label", label]
         env = dict(os.environ, CUTE_DSL_ARCH=module.ARCH)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH")]))
         proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=False)
@@ -185,13 +193,16 @@ def build_report(
     dump_dir: str | os.PathLike,
     match: str | None = None,
     isolate: bool | None = None,
+    label: str | None = None,
 ) -> dict:
+    """Compile and inspect the families' variants (``match``: labels containing it; ``label``:
+    only that label)."""
     names = list(families)
     isolate = len(names) > 1 if isolate is None else isolate
     dump = Path(dump_dir)
     rows, status = [], {}
     for name in names:
-        got, st = (_run_isolated if isolate else build_family)(name, dump, match)
+        got, st = (_run_isolated if isolate else build_family)(name, dump, match, label)
         rows.extend(got)
         status[name] = st
     return {
@@ -225,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write the full report here")
     p.add_argument("--dump-dir", type=Path, help="keep cubins here (default: a temporary folder)")
     p.add_argument("--match", help="only variants whose label contains this")
+    p.add_argument("--label", help="only the variant of exactly this label")
     iso = p.add_mutually_exclusive_group()
     iso.add_argument("--isolate", action="store_true", help="one subprocess per family")
     iso.add_argument("--in-process", action="store_true", help="compile every family in this process")
@@ -235,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     isolate = True if args.isolate else False if args.in_process else None
     with tempfile.TemporaryDirectory(prefix="static_report_") as tmp:
         dump = args.dump_dir or Path(tmp)
-        report = build_report(names, dump_dir=dump, match=args.match, isolate=isolate)
+        report = build_report(names, dump_dir=dump, match=args.match, isolate=isolate, label=args.label)
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(report, indent=1))

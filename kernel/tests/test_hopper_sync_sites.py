@@ -45,16 +45,24 @@ DECODED_Y = tuple(label for label in LABELS if CONFIGS[label].y_source != "prepa
 TMA_Y_RING = tuple(label for label in LABELS if CONFIGS[label].y_source == "prepass")
 
 
+class _Instructions(dict):
+    """label -> the kernel function's instructions, compiled on first use (so a selection of
+    some labels, ``-k LABEL`` or node ids, compiles only those variants)."""
+
+    def __init__(self, folder):
+        super().__init__()
+        self.folder = folder
+
+    def __missing__(self, label):
+        report = static_report.build_report(["hopper"], dump_dir=self.folder / label, label=label, isolate=False)
+        (row,) = report["variants"]
+        self[label] = [i for i in sass.parse_sass(sass.disassemble(row["cubin"])) if i.function == row["function"]]
+        return self[label]
+
+
 @pytest.fixture(scope="module")
 def instructions(tmp_path_factory):
-    out = {}
-    for label in LABELS:
-        report = static_report.build_report(
-            ["hopper"], dump_dir=tmp_path_factory.mktemp("h90_sync"), match=label, isolate=False
-        )
-        (row,) = [r for r in report["variants"] if r["label"] == label]
-        out[label] = [i for i in sass.parse_sass(sass.disassemble(row["cubin"])) if i.function == row["function"]]
-    return out
+    return _Instructions(tmp_path_factory.mktemp("h90_sync"))
 
 
 def _groups_left(ins: sass.Instruction) -> int:
