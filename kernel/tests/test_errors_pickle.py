@@ -67,6 +67,7 @@ SAMPLES = {
     "properties.failures.SubjectTimedOut": lambda c: c("no verdict in 60 s"),
     "properties.failures.SubjectErrored": lambda c: c("raised KeyError"),
     "properties.isolation.WorkerStartError": lambda c: c("worker did not start"),
+    "properties.gpu_pool.TooManyWorkers": lambda c: c("2 workers for 1 visible GPU (0) at 1 worker per GPU"),
     "properties.leaderboard.CaseFailed": lambda c: c("timed out", "Traceback ..."),
     "properties.subjects.UnknownSubjectError": lambda c: c("unknown subject 'x'"),
     "properties.usage.UsageMistake": lambda c: c("--variant needs a label"),
