@@ -87,7 +87,9 @@ def _variant(name, device="cuda", max_groups=2):
                            constraints=KernelConstraints(k_granularity=64), planner=None)
 
 
-def test_the_plugin_warms_in_run_order_within_the_live_worker_limit():
+def test_the_plugin_warms_in_run_order_within_the_live_worker_limit(monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # off inside xdist workers
+    monkeypatch.delenv("NVFP4_PREWARM", raising=False)
     a, b, c, cpu = _variant("a"), _variant("b"), _variant("c"), _variant("m", device="cpu")
     items = [SimpleNamespace(v=v) for v in (None, a, a, cpu, b, a, c, b)]
     assert [v.test_id for v in variants_in_run_order(items, lambda i: i.v)] == ["a", "m", "b", "c"]
@@ -102,3 +104,7 @@ def test_the_plugin_warms_in_run_order_within_the_live_worker_limit():
     plugin.pytest_runtest_teardown(None)
     assert plugin.warmed == ["a", "b", "c"]
     assert runner.warmed[0] == ("a", warm_group_counts(a))
+    monkeypatch.setenv("NVFP4_PREWARM", "0")
+    off = Prewarmer(_FakeRunner(), lambda i: i.v)
+    off.pytest_collection_finish(session)
+    assert off.warmed == []
