@@ -122,17 +122,20 @@ def pytest_configure_node(node):
     node.workerinput[DIST_KEY] = node.config.getoption("dist")
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(session, config, items):
-    """In a worker: every subject property item joins the ``xdist_group`` of its variant."""
-    if not is_worker(config):
-        return
-    from properties.progress_plugin import variant_of
+    """In a worker: every subject property item joins the ``xdist_group`` of its variant, before
+    any other implementation runs (pytest-xdist's own reads the marks to name the groups)."""
+    if is_worker(config):
+        from properties.progress_plugin import variant_of
 
-    for item in items:
-        variant = variant_of(item)
-        if variant is not None:
-            item.add_marker(pytest.mark.xdist_group(variant.test_id))
+        if config.workerinput.get(DIST_KEY) == "loadgroup":
+            config.option.loadgroup = True
+        for item in items:
+            variant = variant_of(item)
+            if variant is not None:
+                item.add_marker(pytest.mark.xdist_group(variant.test_id))
+    return (yield)
 
 
 def pytest_sessionfinish(session):
