@@ -446,13 +446,17 @@ class IsolatedRunner:
                 f"{hung.detail.rstrip()}\n(not launched again: this example hung {hung.seconds:.0f} s "
                 f"earlier in this run, in worker {hung.worker_pid})"))
         try:
-            if self._process is None or not self._process.is_alive():
-                self._enter("start")
-                self._reap(0)
-                self._start()
+            self._enter("start")
+            self._ensure_started()
             return self._check(example, rerun)
         finally:
             self._enter(None)
+
+    def _ensure_started(self) -> None:
+        """A live worker: the running one, or a new one (WorkerStartError when it cannot start)."""
+        if self._process is None or not self._process.is_alive():
+            self._reap(0)
+            self._start()
 
     def warm(self, counts) -> bool:
         """Start the worker now (if it is not running) and have it compile this variant for each
@@ -460,9 +464,7 @@ class IsolatedRunner:
         first example that arrives stops the warming after the compile in progress. False when
         the worker could not start (its first example reports why)."""
         try:
-            if self._process is None or not self._process.is_alive():
-                self._reap(0)
-                self._start()
+            self._ensure_started()
             self._conn.send((WARM, tuple(int(c) for c in counts)))
         except (WorkerStartError, BrokenPipeError, EOFError, OSError):
             return False
