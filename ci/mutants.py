@@ -635,10 +635,10 @@ _SYNC_EDITS = (
      "bar.sync is barrier.sync.aligned, undefined unless every thread of the CTA executes the same "
      "instruction", _K,
      f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n"
-     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
+     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
      + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n",
      f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}self.completion_barrier(tidx)\n"
-     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
+     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
      + f"{_I20}self.completion_barrier(tidx)\n", ("prod",)),
     ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
      "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K1,
@@ -655,10 +655,10 @@ _SYNC_EDITS = (
     ("phase1_wait_after_barrier", "wait moved: thread 0's completion wait after phase 1's completion "
      "barrier, so the producer warp's TMA reads of the workspace are not ordered after the acquire of "
      "every chunk (a Y box may be loaded before its rows are written)", _K,
-     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
+     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
      + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n",
      _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n"
-     f"{_I16}if tidx == 0:\n{_I20}self.prepass_wait(ws, chunks)\n", ("prod",)),
+     f"{_I16}if tidx == 0:\n{_I20}passed = self.prepass_wait(ws, chunks)\n", ("prod",)),
     ("phase1_claim_not_reset", "counter not reset: the last CTA through phase 1 leaves the claim counter "
      "at its final value, so the next call's claims all lie past the chunk count (no chunk decoded, "
      "the completion wait never ends)", _K1,

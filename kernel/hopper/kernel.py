@@ -298,6 +298,11 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
             st_shared_u32(self.hb_base + (warp_idx * HB_WARP_WORDS + self.hb_lane) * 4, cutlass.Int32(0))
             cute.arch.barrier()
 
+        first_claim = cutlass.Int32(0)
+        if cutlass.const_expr(self.prepass and not self.ablates("prepass")):
+            if tidx == 0:
+                # phase 1's first claim, in flight while the tables are read
+                first_claim = self.claim_chunk(ws_ptr.toint(), check=False)
         m_sizes = cute.make_tensor(sizes_ptr, cute.make_layout((G, 4), stride=(4, 1)))
         m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
         m_ptrs = cute.make_tensor(ptrs_ptr, cute.make_layout((G, 5), stride=(5, 1)))
@@ -320,7 +325,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                 # (ablation, profiling only: no item decoded, the Y boxes read stale rows)
                 chunks = cutlass.Int32(0)
             else:
-                chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base)
+                chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base, first_claim)
             if cutlass.const_expr(self.timeline):
                 if tidx == 0:
                     if chunks >= 0:  # its chunks' stores issued
@@ -329,18 +334,20 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                 # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
                 if warp_idx < self.producer_warp:
                     if tidx == 0:
-                        self.prepass_wait(ws, chunks)
+                        self.prepass_reset_if_last(ws, self.prepass_wait(ws, chunks))
                 cute.arch.barrier()
             else:
+                # thread 0's count through phase 1 (prepass_wait; the reset it may call for
+                # comes after the CTA's tiles)
+                passed = cutlass.Int32(0)
                 if warp_idx >= self.producer_warp:
-                    # the split (y_tail64: ~1200 instructions on one lane, ~150 over the
-                    # lanes with exit_split_warp) and (prepass_x_early) the first tile's X
-                    # stages, after the warp's phase-1 chunks
+                    # the split (y_tail64, searched over the warp's lanes), the first tile's X
+                    # stages and the maps, after the warp's phase-1 chunks
                     self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
                                           cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
                 else:
                     if tidx == 0:
-                        self.prepass_wait(ws, chunks)
+                        passed = self.prepass_wait(ws, chunks)
                         if cutlass.const_expr(self.timeline):
                             self.timeline_point("phase1_passed")  # the grid barrier's spin ended
                 # phase 1's completion barrier: one instruction that every thread executes
@@ -368,6 +375,10 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                         c_begin, c_end, c_step = self.tile_range(total)
                     self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
                                                c_begin, c_end, c_step, sy_iter=storage.sY if self.tail64 else None)
+                    if tidx == 0:
+                        # the last CTA through phase 1 resets its counters (off phase 1's path:
+                        # the count's round trip overlapped the CTA's tiles)
+                        self.prepass_reset_if_last(ws, passed)
         elif warp_idx >= self.producer_warp:
             # ------------------------------------------------------------ producer warp
             lane = cute.arch.lane_idx()

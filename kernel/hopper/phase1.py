@@ -38,22 +38,24 @@ class Phase1Mixin:
 
     # ------------------------------------------------ y_source="prepass"
     @cute.jit
-    def prepass_claim(self, tidx: cutlass.Int32, ws: cutlass.Int64, slots: cutlass.Int32, it: cutlass.Int32):
-        """Thread 0 claims the CTA's next chunk (atomic add on the claim word) and broadcasts it
-        through shared slot ``it % 2`` (the other slot may still be read by a slow thread of
-        the previous round, which has not yet reached this round's barrier)."""
+    def prepass_broadcast(self, tidx: cutlass.Int32, slots: cutlass.Int32, it: cutlass.Int32, claimed: cutlass.Int32):
+        """Thread 0's claim ``claimed`` (its value in the other threads ignored) to every thread,
+        through shared slot ``it % 2`` (the other slot may still be read by a slow thread of the
+        previous round, which has not yet reached this round's barrier)."""
         slot_addr = slots + (it % 2) * 4
         if tidx == 0:
-            st_shared_u32(slot_addr, self.claim_chunk(ws))
+            st_shared_u32(slot_addr, claimed)
         cute.arch.barrier()
         return ld_shared_u32(slot_addr)
 
-    def claim_chunk(self, ws):
+    def claim_chunk(self, ws, check: bool = True):
         """Thread 0: claim the next chunk (``atom.add`` on the claim word); returns its index (at
-        or past the chunk count once every chunk is taken). Traced inline."""
+        or past the chunk count once every chunk is taken). The first claim, issued before the
+        chunk count is known, is checked later (``check=False``). Traced inline."""
         self.delay("phase1", "claim", "before")
         chunk = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
-        self.check_phase1_claim(chunk)
+        if check:
+            self.check_phase1_claim(chunk)
         self.delay("phase1", "claim", "after")
         return chunk
 
@@ -89,13 +91,14 @@ class Phase1Mixin:
 
     @cute.jit
     def prepass_decode_scaled(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
-                              ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32):
+                              ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32,
+                              first_claim: cutlass.Int32):
         """The prepass builds, every thread of every CTA: phase 1 with a chunk
         of clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items,
         chosen at run time; thread t of a chunk takes items t, t + threads, ... and issues the
         loads of all of them before decoding any (one asm block). Thread 0 claims the next
         chunk while the current one is decoded and publishes it with the chunk's end barrier
-        (one CTA barrier per chunk, two shared slots alternating as in ``prepass_claim``).
+        (one CTA barrier per chunk, two shared slots alternating as in ``prepass_broadcast``).
         Returns the number of chunks; the completion wait is ``prepass_wait`` (thread 0), then
         a CTA barrier. The deadlock argument of kernel.hopper.workspace is unchanged: a CTA
         claims only while running, and decodes every chunk it claimed before it waits."""
@@ -106,13 +109,15 @@ class Phase1Mixin:
         chunk, chunks = self.prepass_chunking(items)
         if cutlass.const_expr(self.checks):
             self.p1_chunks = chunks  # the checker's phase-1 rules (kernel.hopper.harness)
+            if tidx == 0:
+                self.check_phase1_claim(first_claim)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
         # each warp's 32 item slots in the Y ring (unused until phase 1
         # ends; its TMA writes come after the proxy fence below and the completion barrier)
         warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         it = cutlass.Int32(0)
-        c = self.prepass_claim(tidx, ws, slots, it)
+        c = self.prepass_broadcast(tidx, slots, it, first_claim)
         while c < chunks:
             nxt = cutlass.Int32(0)
             if tidx == 0:
@@ -231,11 +236,12 @@ class Phase1Mixin:
 
     @cute.jit
     def prepass_wait(self, ws: cutlass.Int64, chunks: cutlass.Int32):
-        """Thread 0: wait until every chunk is decoded, then count this CTA through; the last CTA
-        through (every CTA has claimed its last chunk and left the wait) sets the three counters
-        back to 0 for the next launch (the kernel boundary orders these stores before it)."""
+        """Thread 0: wait until every chunk is decoded, then count this CTA through. Returns the
+        count before this CTA's add, for ``prepass_reset_if_last``, which thread 0 calls after
+        the CTA's tiles: nothing waits for the add's round trip before phase 1's completion
+        barrier."""
         self.prepass_wait_done(ws, chunks)
-        self.prepass_count_through(ws)
+        return self.prepass_count_through(ws)
 
     @cute.jit
     def prepass_wait_done(self, ws: cutlass.Int64, chunks: cutlass.Int32):
@@ -244,13 +250,23 @@ class Phase1Mixin:
         self.acquire_chunks(ws, chunks)
         self.delay("phase1", "wait", "after")
 
-    @cute.jit
-    def prepass_count_through(self, ws: cutlass.Int64):
-        """Thread 0, after ``prepass_wait_done``: count this CTA through; the last CTA through
-        (every CTA has made its last claim and left the wait) sets the three counters back to 0."""
-        num_ctas, _, _ = cute.arch.grid_dim()
+    def prepass_count_through(self, ws):
+        """Thread 0, after ``prepass_wait_done``: count this CTA through (the count before its
+        add: the CTAs through before it). Traced inline; the add and the reset stores are two
+        sites of the ``reset`` delay slots."""
         self.delay("phase1", "reset", "before")
         passed = atom_add_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(1))
+        self.delay("phase1", "reset", "after")
+        return passed
+
+    @cute.jit
+    def prepass_reset_if_last(self, ws: cutlass.Int64, passed: cutlass.Int32):
+        """Thread 0, any time after its count through (``passed``: the count before its add):
+        the last CTA through (every CTA has made its last claim and left the wait) sets the
+        three counters back to 0 for the next launch (the kernel boundary orders these stores
+        before it)."""
+        num_ctas, _, _ = cute.arch.grid_dim()
+        self.delay("phase1", "reset", "before")
         if passed == cutlass.Int32(num_ctas) - 1:
             store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
             store_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(0))

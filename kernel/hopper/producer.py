@@ -202,49 +202,50 @@ class ProducerMixin:
 
     @cute.jit
     def producer_x_first(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total, t_begin, share_slots):
-        """The producer warp before phase 1's completion barrier (after its phase-1 chunks; with
-        ``prepass_x_before`` before phase 1): (``y_tail64``) the balanced split, stored for
-        everyone (``balanced_setup``), then (``exit_map_early``) the workspace's tensor map
-        acquired, and (``prepass_x_early``) the first tile's map acquired and its X stages issued
-        (``early_x_stages`` of them; ``produce_prepass_q`` steps its ring state past them after
-        the barrier). Nothing escapes this branch but shared memory and the X ring
+        """The producer warp before phase 1's completion barrier (after its phase-1 chunks):
+        (``y_tail64``) the balanced split, stored for everyone (``balanced_setup``), then the
+        first tile's map acquired and its X stages issued (``early_x_stages`` of them;
+        ``produce_prepass_q`` steps its ring state past them after the barrier), then the
+        workspace's tensor map acquired (written by the host, never in a launch: its acquire
+        need not wait for phase 1). Nothing escapes this branch but shared memory and the X ring
         (``balanced_setup`` keeps the share on ``self`` for this function's ``tile_origin``; the
         warps read it back from shared memory after phase 1). ``t_begin``: the static schedule's
         first tile (unused with ``y_tail64``)."""
-        cfg = self.config
         lane = cute.arch.lane_idx()
         if cutlass.const_expr(self.tail64):
             t_begin, t_end, _t_step = self.balanced_setup(m_sizes, total, share_slots)
         else:
             _b, t_end, _t_step = self.tile_range(total)
-        if cutlass.const_expr(self.prepass):
-            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-            _pre, _state = self.issue_early_x(lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base,
-                                              t_begin, t_end, total)
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+        self.issue_early_x(lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base, t_begin, t_end, total)
+        if lane == 0:
+            self.acquire_map(ws + TENSOR_MAP_OFFSET, workspace=True)
 
     @cute.jit
     def issue_early_x(self, lane, m_prefix, m_sizes, m_ptrs, tmaps_ptr, pipe, state, raw_base, t_begin, t_end, total):
         """The CTA's first tile's X stages that go out before phase 1's completion barrier
-        (``early_x_stages`` of them, its map acquired first): (how many, the ring state past them)."""
+        (``early_x_stages`` of them, its map acquired first; X's scale pointer read once, not
+        per stage: each read is a round trip the next stage would wait for)."""
         t_first = cutlass.min(t_begin, total - 1)  # a CTA without tiles issues none (pre = 0)
         slot_f, _m_f, n_f, k_f, _m0_f, n0_f = self.tile_origin(m_prefix, m_sizes, t_first)
         tm_f = tmaps_ptr.toint() + cutlass.Int64(slot_f) * 256 + 128
+        sfx_f = m_ptrs[slot_f, 4]
         if lane == 0:
             self.acquire_map(tm_f)
         pre = self.early_x_stages(k_f, t_begin, t_end)
         for kt_f in range(pre):
-            self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot_f, tm_f, k_f, n_f, n0_f, kt_f)
+            self.produce_x_stage(lane, pipe, state, raw_base, sfx_f, tm_f, k_f, n_f, n0_f, kt_f)
             state.advance()
-        return pre, state
 
     @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
                           t_begin, t_end, t_step, total):
         """The prepass producer after phase 1's completion barrier (in ``kernel``, one
         instruction for every thread): the first tile's X stages (up to ``num_ab_stages``; they
-        read only B and its scales) went out before it (``producer_x_first``) and the ring state
-        steps past them here; then per tile and K tile the raw X stage and the tile's fp16 Y
-        boxes. (The first tile's origin is computed again here and in the loop: once per CTA.)"""
+        read only B and its scales) went out before it (``producer_x_first``, which also acquired
+        the workspace's map) and the ring state steps past them here; then per tile and K tile the
+        raw X stage and the tile's fp16 Y boxes. (The first tile's origin is computed again here
+        and in the loop: once per CTA.)"""
         cfg = self.config
         lane = cute.arch.lane_idx()
         tm_ws = ws + TENSOR_MAP_OFFSET
@@ -255,14 +256,13 @@ class ProducerMixin:
             state.advance()
         # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
         fence_proxy_async_global()
-        if lane == 0:
-            self.acquire_map(tm_ws, workspace=True)
         self.check_phase1_read()  # the checker: every chunk acquired before the workspace's first TMA
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         for tile in range(t_begin, t_end, t_step):
-            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
-            tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
+            slot, _m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
             y_row = self.row_offset(m_sizes, slot) + m0
+            sfx = m_ptrs[slot, 4]  # X's scales, read once per tile (first needed after the early stages)
+            tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
             self.delay("producer", "tensormap", "before")
             if lane == 0:
                 self.acquire_map(tm_x)
@@ -271,7 +271,7 @@ class ProducerMixin:
             k_end = k // cfg.tile_k
             for kt in range(k_begin, k_end):
                 if kt >= pre:
-                    self.produce_x_stage(lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt)
+                    self.produce_x_stage(lane, pipe, state, raw_base, sfx, tm_x, k, n, n0, kt)
                     state.advance()
                 if cutlass.const_expr(not self.ablates("y_ring")):
                     for sb in cutlass.range_constexpr(self.n_sub):
@@ -303,9 +303,10 @@ class ProducerMixin:
         self.producer_commit(y_pipe, ystate, HB_OUT_Y)
 
     @cute.jit
-    def produce_x_stage(self, lane, pipe, state, raw_base, m_ptrs, slot, tm_x, k, n, n0, kt):
+    def produce_x_stage(self, lane, pipe, state, raw_base, sfx_ptr, tm_x, k, n, n0, kt):
         """one X stage of the prepass producer (acquire, TMA of raw X, bulk copy of its
-        scale blocks, commit); the caller advances ``state``."""
+        scale blocks from ``sfx_ptr``, the tile's X scales, read once per tile: a table read
+        here would be a round trip per stage); the caller advances ``state``."""
         cfg = self.config
         self.delay("producer", "acquire", "before")
         self.producer_acquire(pipe, state)
@@ -316,7 +317,7 @@ class ProducerMixin:
         mbar = pipe.producer_get_barrier(state).toint()
         if lane == 0:
             self.tma_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
-        self.load_sf_bulk(lane, 1, stage + self.off_sfx, m_ptrs[slot, 4], n0, (n + 127) // 128,
+        self.load_sf_bulk(lane, 1, stage + self.off_sfx, sfx_ptr, n0, (n + 127) // 128,
                           cutlass.Int64(k // 64), sf_k, mbar, self.mma_m)
         self.delay("producer", "issue", "before")
         self.producer_commit(pipe, state)

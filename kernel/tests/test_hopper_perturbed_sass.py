@@ -239,7 +239,7 @@ def test_phase1_sites_read_their_delays_from_the_table(code):
 
 def test_phase1_sync_instructions_sit_between_two_delays(code):
     """In the run-time build each phase-1 site (two claims, the publish, the completion wait, the
-    count-through with the reset) has a register ``NANOSLEEP`` before its first synchronization
+    count-through, the reset) has a register ``NANOSLEEP`` before its first synchronization
     instruction and after its last, with no CTA barrier between; production has the same
     synchronization instructions, in the same order, and no ``NANOSLEEP`` at all."""
     build, prod = code[PREPASS, "runtime"], code[PREPASS, "production"]
@@ -247,7 +247,7 @@ def test_phase1_sync_instructions_sit_between_two_delays(code):
     assert ops(build) == ops(prod), (ops(build), ops(prod))
     assert not _delays(prod)
     sites = _phase1_sites(build)
-    assert len(sites) == 5, [[build[n].opcode for n in g] for g in sites]
+    assert len(sites) == 6, [[build[n].opcode for n in g] for g in sites]
     for g in sites:
         before = next((i for i in reversed(build[:g[0]]) if i.opcode == "NANOSLEEP" or i.opcode.startswith("BAR")), None)
         after = next((i for i in build[g[-1] + 1:] if i.opcode == "NANOSLEEP" or i.opcode.startswith("BAR")), None)
