@@ -3,7 +3,8 @@
 Each function is the device twin of a host function whose properties are fuzzed on the CPU
 (``properties/test_plan_properties.py``): :func:`group_search` is
 ``kernel.plan.device_group_search``, :func:`cta_tile_range` is ``LaunchPlan.cta_tiles``; the
-``balanced_*`` functions are ``kernel.plan``'s functions of the same names (schedule="balanced").
+``balanced_*``, ``snake_*`` and :func:`k_uniform` functions are ``kernel.plan``'s functions of the
+same names (schedule="balanced").
 All are ``@cute.jit`` helpers, inlined where they are called.
 """
 
@@ -224,11 +225,13 @@ def uniform_share(nf: cutlass.Int32, nt: cutlass.Int32, ctas: cutlass.Int32, cta
 
 @cute.jit
 def balanced_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
-                    tile_n: cutlass.Constexpr[int], light_list: cutlass.Int32, idx: cutlass.Int32):
+                    tile_n: cutlass.Constexpr[int], light_list: cutlass.Int32, idx: cutlass.Int32,
+                    all_tiles: cutlass.Int32 = 0):
     """(slot, m_block, n_block) of entry ``idx`` of the full list (``light_list`` 0) or of the
-    light list (1): kernel.plan.balanced_locate. The slot is the last one that owns entries of
-    that list and whose first entry is <= ``idx`` (slot 0 when none: an index past the list,
-    never run, still gets an in-range slot)."""
+    light list (1), or (``all_tiles`` 1, ``light_list`` 0) of every tile in global order (the
+    snake split's list; no branch between the lists): kernel.plan.balanced_locate. The slot is
+    the last one that owns entries of that list and whose first entry is <= ``idx`` (slot 0 when
+    none: an index past the list, never run, still gets an in-range slot)."""
     sel_slot = cutlass.Int32(0)
     sel_base = cutlass.Int32(0)
     sel_per = cutlass.Int32(1)
@@ -236,7 +239,7 @@ def balanced_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], ti
     base = cutlass.Int32(0)
     for s in cutlass.range_constexpr(num_groups):
         tm, tn, light = slot_blocks(m_sizes, s, tile_m, tile_n)
-        per = light * light_list + (tm - light) * (1 - light_list)  # entries per N block
+        per = light * (light_list + all_tiles) + (tm - light) * (1 - light_list)  # entries per N block
         count = tn * per
         if idx >= base:
             if count != 0:
@@ -249,3 +252,38 @@ def balanced_locate(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], ti
     n_block = rest // sel_per
     m_block = rest - n_block * sel_per + light_list * (sel_tm - 1)
     return sel_slot, m_block, n_block
+
+
+@cute.jit
+def k_uniform(m_sizes: cute.Tensor, num_groups: cutlass.Constexpr[int], tile_m: cutlass.Constexpr[int],
+              tile_n: cutlass.Constexpr[int], tile_k: cutlass.Constexpr[int]) -> cutlass.Int32:
+    """1 when every slot that owns tiles has the same number of K tiles, else 0
+    (kernel.plan.LaunchPlan.k_uniform)."""
+    first = cutlass.Int32(-1)
+    same = cutlass.Int32(1)
+    for s in cutlass.range_constexpr(num_groups):
+        tm, tn, _light = slot_blocks(m_sizes, s, tile_m, tile_n)
+        kt = (m_sizes[s, 2] + (tile_k - 1)) // tile_k
+        if tm * tn != 0:
+            if first >= 0:
+                if kt != first:
+                    same = cutlass.Int32(0)
+            first = kt
+    return same
+
+
+@cute.jit
+def snake_share(total: cutlass.Int32, ctas: cutlass.Int32, cta: cutlass.Int32):
+    """The share of CTA ``cta`` in the snake split (kernel.plan.snake_count), in the balanced
+    share's four words: (cta, its tile count, -1, 0); the -1 (a balanced share has no negative
+    word) tells ``locate`` to map entry j through :func:`snake_tile`."""
+    r = total // ctas
+    rem = total - r * ctas
+    off = cta + (r % 2) * (ctas - 1 - 2 * cta)
+    return cta, r + cutlass.Int32(off < rem), cutlass.Int32(-1), cutlass.Int32(0)
+
+
+@cute.jit
+def snake_tile(ctas: cutlass.Int32, cta: cutlass.Int32, j: cutlass.Int32) -> cutlass.Int32:
+    """The global tile of CTA ``cta``'s ``j``-th entry in the snake split (kernel.plan.snake_tile)."""
+    return j * ctas + cta + (j % 2) * (ctas - 1 - 2 * cta)

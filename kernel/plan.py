@@ -4,8 +4,9 @@ Plain Python, testable without a GPU. A :class:`LaunchPlan` fixes, for one probl
 tile shape:
 
 * the launch order of the groups (``group_order[slot]`` is the caller's group index; by
-  default the groups with the most work go first so that the tail of the persistent grid is
-  short), and how to put the outputs back in the caller's order;
+  default the groups with the most K tiles per tile go first, then those with the most work, so
+  that the tail of the persistent grid is short), and how to put the outputs back in the
+  caller's order;
 * per-slot tile counts and their prefix sums: the global tile index space;
 * how that space is cut among CTAs (``contiguous`` ranges, as the seed kernel does, or
   ``strided`` round-robin), and :meth:`LaunchPlan.locate`, the arithmetic the device
@@ -23,8 +24,14 @@ tile. With tile costs of :data:`FULL_COST` and :data:`LIGHT_COST` (quarter units
 ``fb`` and ``tb`` (a makespan of at most L units, the smallest L it finds); CTA ``c`` runs a
 contiguous run of the full tiles (global order), then a contiguous run of the light tiles (the
 heavy tiles first). ``num_ctas`` is ``min(total, max_ctas)``: trailing CTAs may own no tile (they
-still take part in the Hopper prepass's phase 1). The device twins are in kernel.device_schedule
-(``balanced_split``, ``balanced_share``, ``balanced_locate``): the same integer arithmetic.
+still take part in the Hopper prepass's phase 1). That split counts tiles, not K: when the slots'
+K differ (:attr:`LaunchPlan.k_uniform` false) a CTA with two long tiles could run several times
+the mean, so the tiles are dealt in the *snake* order instead (:func:`snake_tile`: round r deals
+one tile to every CTA, forwards in even rounds and backwards in odd ones, over the global order,
+which ``by_cost`` sorts from the most K tiles down: the CTAs that took the costliest tiles in
+one round take the cheapest of the next). The device twins are in kernel.device_schedule
+(``balanced_split``, ``balanced_share``, ``balanced_locate``, ``k_uniform``, ``snake_share``,
+``snake_tile``): the same integer arithmetic.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, Sequence
 
-GroupOrder = Literal["by_work", "caller"]
+GroupOrder = Literal["by_cost", "by_work", "caller"]
 Schedule = Literal["contiguous", "strided", "balanced"]
 
 # schedule="balanced": tile costs in quarter units (a light tile, <= tile_m / 2 rows of the
@@ -118,12 +125,21 @@ class LaunchPlan:
     def k_tiles(self, slot: int) -> int:
         return ceil_div(self.sizes[slot][2], self.tile_k)
 
+    @property
+    def k_uniform(self) -> bool:
+        """Whether every slot that owns tiles has the same number of K tiles (then
+        ``schedule="balanced"`` splits by tile counts, else by the snake)."""
+        return len({self.k_tiles(s) for s in range(self.num_groups) if self.tiles_m[s] * self.tiles_n[s]}) <= 1
+
     def cta_tiles(self, cta: int) -> Sequence[int]:
         """The global tiles CTA ``cta`` runs, in the order it runs them; a range, except for
         ``balanced`` (a tuple: its full tiles, then its light tiles)."""
         if not 0 <= cta < self.num_ctas:
             raise IndexError(f"cta {cta} outside 0..{self.num_ctas - 1}")
         if self.schedule == "balanced":
+            if not self.k_uniform:
+                return tuple(snake_tile(self.num_ctas, cta, j)
+                             for j in range(snake_count(self.total_tiles, self.num_ctas, cta)))
             full, light = self.balanced_lists()
             fs, fc, ts, tc = balanced_share(len(full), len(light), self.num_ctas, cta)
             return tuple(full[fs:fs + fc]) + tuple(light[ts:ts + tc])
@@ -233,6 +249,20 @@ def balanced_share(nf: int, nt: int, ctas: int, cta: int) -> tuple[int, int, int
     return fs, min(fc, nf - fs), ts, min(tc, nt - ts)
 
 
+def snake_count(total: int, ctas: int, cta: int) -> int:
+    """Tiles of CTA ``cta`` in the snake split of ``total`` tiles over ``ctas`` CTAs: round r
+    gives CTA c the tile r * ctas + c (r even) or r * ctas + ctas - 1 - c (r odd), while it
+    exists (kernel.device_schedule.snake_share)."""
+    r, rem = divmod(total, ctas)
+    off = cta + (r % 2) * (ctas - 1 - 2 * cta)
+    return r + int(off < rem)
+
+
+def snake_tile(ctas: int, cta: int, j: int) -> int:
+    """Global tile of CTA ``cta``'s ``j``-th entry in the snake split (kernel.device_schedule.snake_tile)."""
+    return j * ctas + cta + (j % 2) * (ctas - 1 - 2 * cta)
+
+
 def group_work(size: Sequence[int], tile_m: int, tile_n: int, tile_k: int) -> int:
     m, n, k = size[0], size[1], size[2]
     return ceil_div(m, tile_m) * ceil_div(n, tile_n) * ceil_div(k, tile_k)
@@ -246,16 +276,26 @@ def make_plan(
     tile_k: int,
     max_ctas: int | None,
     schedule: Schedule = "contiguous",
-    order: GroupOrder = "by_work",
+    order: GroupOrder = "by_cost",
 ) -> LaunchPlan:
     """Plan one launch.
+
+    Slot order: ``by_cost`` (default) the groups whose tiles have the most K tiles first, then by
+    work (tiles x K tiles), so the global tile order runs from the costliest tiles to the
+    cheapest (what the snake split of ``schedule="balanced"`` needs when K differs between
+    groups; with one K it is ``by_work``); ``by_work`` by work alone; ``caller`` as given.
 
     ``max_ctas`` caps the persistent grid (SM count times CTAs per SM); ``None`` launches one
     CTA per tile (the monolithic kernels). Every launched CTA owns at least one tile. Groups with M == 0 or N == 0 are allowed and own no
     tile. The sort is stable, so equal-work groups keep the caller's relative order.
     """
     sizes = [tuple(int(x) for x in s) for s in problem_sizes]
-    if order == "by_work":
+    if order == "by_cost":
+        group_order = sorted(
+            range(len(sizes)),
+            key=lambda g: (-ceil_div(sizes[g][2], tile_k), -group_work(sizes[g], tile_m, tile_n, tile_k)),
+        )
+    elif order == "by_work":
         group_order = sorted(
             range(len(sizes)), key=lambda g: -group_work(sizes[g], tile_m, tile_n, tile_k)
         )
@@ -299,26 +339,28 @@ def make_plan(
     )
 
 
-def slot_list_entries(size: Sequence[int], tile_m: int, tile_n: int, light_list: int) -> tuple[int, int, int]:
+def slot_list_entries(size: Sequence[int], tile_m: int, tile_n: int, light_list: int,
+                      all_tiles: int = 0) -> tuple[int, int, int]:
     """(M blocks, entries per N block, entries) a slot of ``size`` owns in the full list
-    (``light_list`` 0) or the light list (1) of :meth:`LaunchPlan.balanced_lists`: its last M
-    block is light when it holds at most ``tile_m / 2`` rows (kernel.device_schedule.slot_blocks
-    on the device)."""
+    (``light_list`` 0) or the light list (1) of :meth:`LaunchPlan.balanced_lists`, or (``all_tiles``
+    1) in the list of every tile: its last M block is light when it holds at most ``tile_m / 2``
+    rows (kernel.device_schedule.slot_blocks on the device)."""
     m, n = size[0], size[1]
     tm, tn = ceil_div(m, tile_m), ceil_div(n, tile_n)
     light = int(m - (tm - 1) * tile_m <= tile_m // 2) * int(tm > 0)
-    per = light * light_list + (tm - light) * (1 - light_list)
+    per = light * (light_list + all_tiles) + (tm - light) * (1 - light_list)
     return tm, per, tn * per
 
 
 def balanced_locate(sizes: Sequence[Sequence[int]], tile_m: int, tile_n: int, light_list: int,
-                    idx: int) -> tuple[int, int, int]:
+                    idx: int, all_tiles: int = 0) -> tuple[int, int, int]:
     """(slot, m_block, n_block) of entry ``idx`` of the full list (``light_list`` 0) or the light
-    list (1) of :meth:`LaunchPlan.balanced_lists` (``sizes`` in slot order), written as the loop
-    the device runs (kernel.device_schedule.balanced_locate)."""
+    list (1) of :meth:`LaunchPlan.balanced_lists`, or (``all_tiles`` 1) of every tile in global
+    order (``sizes`` in slot order), written as the loop the device runs
+    (kernel.device_schedule.balanced_locate)."""
     sel_slot, sel_base, sel_per, sel_tm, base = 0, 0, 1, 1, 0
     for s, size in enumerate(sizes):
-        tm, per, count = slot_list_entries(size, tile_m, tile_n, light_list)
+        tm, per, count = slot_list_entries(size, tile_m, tile_n, light_list, all_tiles)
         if idx >= base and count != 0:
             sel_slot, sel_base, sel_per, sel_tm = s, base, per, tm
         base += count

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from kernel.plan import (FULL_COST, LIGHT_COST, balanced_locate, balanced_share, balanced_split, ceil_div,
-                         make_plan)
+                         make_plan, snake_count, snake_tile)
 
 BENCH = {
     "bench1": ((80, 176, 128, 72, 64, 248, 96, 160), 4096, 7168),
@@ -60,7 +60,8 @@ def _check_covering(plan, sizes):
     for c in range(plan.num_ctas):
         tiles = list(plan.cta_tiles(c))
         costs = [plan.tile_cost(t) for t in tiles]
-        assert costs == sorted(costs, reverse=True), "a CTA runs its full tiles first"
+        if plan.k_uniform:
+            assert costs == sorted(costs, reverse=True), "a CTA runs its full tiles first"
         for t in tiles:
             co = plan.locate(t)
             m, n = plan.sizes[co.slot][0], plan.sizes[co.slot][1]
@@ -85,6 +86,51 @@ def test_every_tile_and_element_exactly_once():
     for _ in range(150):
         sizes = _random_sizes(rng, rng.randint(1, 9))
         _check_covering(_plan(sizes, rng.choice([1, 2, 3, 7, 16, 132])), sizes)
+
+
+def _k_cost(plan, tile):
+    """A tile's cost in quarter units times its K tiles (what a CTA's time follows)."""
+    return plan.tile_cost(tile) * plan.k_tiles(plan.locate(tile).slot)
+
+
+def _k_span(plan, tiles_of):
+    return max(sum(_k_cost(plan, t) for t in tiles_of(c)) for c in range(plan.num_ctas))
+
+
+def _count_split_tiles(plan):
+    """The tiles each CTA would run under the count-based split (what K-uniform problems get)."""
+    full, light = plan.balanced_lists()
+    shares = [balanced_share(len(full), len(light), plan.num_ctas, c) for c in range(plan.num_ctas)]
+    return lambda c: full[shares[c][0]:shares[c][0] + shares[c][1]] + light[shares[c][2]:shares[c][2] + shares[c][3]]
+
+
+def _mixed_k_sizes(rng, groups):
+    ms = [1, 40, 64, 65, 127, 128, 129, 200, 457, 600]
+    return [(rng.choice(ms), rng.choice([1, 128, 129, 1000, 2880]), 256 * rng.randint(1, 28), 1) for _ in range(groups)]
+
+
+def test_mixed_k_tiles_are_dealt_in_the_snake_order():
+    """When the groups' K differ, the balanced schedule deals the tiles in the snake order over
+    the costliest-first global order: every tile and element exactly once, the CTA with the most
+    work within two of the costliest tiles of the mean, and on a problem whose groups' K differ
+    by 3.5x (the suite's ragged_mixed) far below the count-based split."""
+    rng = random.Random(23)
+    for _ in range(120):
+        sizes = _mixed_k_sizes(rng, rng.randint(2, 8))
+        plan = _plan(sizes, rng.choice([1, 3, 16, 132]))
+        if plan.k_uniform:
+            continue
+        _check_covering(plan, sizes)
+        for c in range(plan.num_ctas):
+            assert list(plan.cta_tiles(c)) == [snake_tile(plan.num_ctas, c, j)
+                                               for j in range(snake_count(plan.total_tiles, plan.num_ctas, c))]
+        costs = [_k_cost(plan, t) for t in range(plan.total_tiles)]
+        assert _k_span(plan, plan.cta_tiles) <= sum(costs) / plan.num_ctas + 2 * max(costs), sizes
+    mixed = [(200, 1408, 2048, 1), (457, 2880, 4096, 1), (33, 5120, 7168, 1)]
+    plan = _plan(mixed, 132)
+    assert not plan.k_uniform
+    assert [plan.k_tiles(s) for s in range(3)] == [28, 16, 8], "the costliest tiles first"
+    assert _k_span(plan, plan.cta_tiles) == 96 < _k_span(plan, _count_split_tiles(plan)) == 168
 
 
 def _exact(nf, nt, ctas):
@@ -165,7 +211,10 @@ def device_fns():
         out[0, 0] = nf
         out[0, 1] = nt
         for i in range(n):
-            slot, mb, nb = ds.balanced_locate(sizes, groups, 128, 128, idx[i, 0], idx[i, 1])
+            # idx[i, 0]: 0 the full list, 1 the light list, 2 every tile
+            kind = idx[i, 0]
+            slot, mb, nb = ds.balanced_locate(sizes, groups, 128, 128, cutlass.Int32(kind == 1), idx[i, 1],
+                                              cutlass.Int32(kind == 2))
             out[1 + i, 0] = slot
             out[1 + i, 1] = mb
             out[1 + i, 2] = nb
@@ -210,6 +259,52 @@ def test_device_counts_and_locate_match_the_plan(device_fns):
         for (lst, i), row in zip(entries, got[1:]):
             co = plan.locate((light if lst else full)[i])
             assert row == [co.slot, co.m_block, co.n_block] == list(balanced_locate(plan.sizes, 128, 128, lst, i))
+        # the list of every tile (the snake split's): entry i is global tile i
+        got = run_locate([list(s) for s in plan.sizes], [(2, i) for i in range(plan.total_tiles)])
+        for i, row in enumerate(got[1:]):
+            co = plan.locate(i)
+            assert row == [co.slot, co.m_block, co.n_block] == list(balanced_locate(plan.sizes, 128, 128, 0, i, 1))
+
+
+def test_device_snake_matches_the_plan():
+    """k_uniform, snake_share and snake_tile (device functions, run on the host) against the plan."""
+    cutlass = pytest.importorskip("cutlass")
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import from_dlpack
+
+    from kernel import device_schedule as ds
+
+    groups = 4
+
+    @cute.jit
+    def snake(sizes: cute.Tensor, cases: cute.Tensor, out: cute.Tensor, n: cutlass.Int32):
+        # out[0, 0] = k_uniform(sizes); cases[i] = (total, ctas, cta, j) -> out[1 + i] = (share..., tile)
+        out[0, 0] = ds.k_uniform(sizes, groups, 128, 128, 256)
+        for i in range(n):
+            share = ds.snake_share(cases[i, 0], cases[i, 1], cases[i, 2])
+            for w in cutlass.range_constexpr(4):
+                out[1 + i, w] = share[w]
+            out[1 + i, 4] = ds.snake_tile(cases[i, 1], cases[i, 2], cases[i, 3])
+
+    rng = random.Random(29)
+    for trial in range(12):
+        sizes = _mixed_k_sizes(rng, groups) if trial % 3 else [(rng.choice([0, 65, 300]), 512, 1024, 1)] * groups
+        if trial == 1:  # a slot without tiles does not count
+            sizes = [(65, 512, 1024, 1), (300, 512, 1024, 1), (0, 512, 4096, 1), (65, 129, 1024, 1)]
+        plan = _plan(sizes, 132)
+        rows = []
+        for _ in range(300):
+            total, ctas = rng.randint(1, 5000), rng.choice([1, 2, 7, 120, 132])
+            cta = rng.randrange(ctas)
+            rows.append((total, ctas, cta, rng.randrange(max(1, snake_count(total, ctas, cta)))))
+        cases = torch.tensor(rows, dtype=torch.int32)
+        out = torch.zeros(len(rows) + 1, 5, dtype=torch.int32)
+        snake(from_dlpack(torch.tensor([list(s) for s in plan.sizes], dtype=torch.int32)), from_dlpack(cases),
+              from_dlpack(out), cutlass.Int32(len(rows)))
+        got = out.tolist()
+        assert got[0][0] == int(plan.k_uniform), sizes
+        for (total, ctas, cta, j), row in zip(rows, got[1:]):
+            assert row == [cta, snake_count(total, ctas, cta), -1, 0, snake_tile(ctas, cta, j)], (total, ctas, cta, j)
 
 
 def test_uniform_share_covers_every_entry_once_and_is_balanced_on_bench4():
