@@ -22,7 +22,7 @@ sizes_strategy = st.lists(
 tiles = st.sampled_from([(128, 128, 256), (128, 256, 256), (64, 128, 128), (64, 256, 64)])
 grids = st.one_of(st.none(), st.integers(1, 140))
 schedules = st.sampled_from(["contiguous", "strided", "balanced"])
-orders = st.sampled_from(["by_work", "caller"])
+orders = st.sampled_from(["by_cost", "by_work", "caller"])
 
 
 # structured corners every profile runs: empty groups (M or N zero) before, between and after
@@ -115,6 +115,19 @@ def test_group_order_is_by_work_and_is_undone(sizes, tile):
     assert sorted(plan.group_order) == list(range(len(sizes)))
     work = [plan.tiles_m[s] * plan.tiles_n[s] * plan.k_tiles(s) for s in range(plan.num_groups)]
     assert work == sorted(work, reverse=True)
+    per_slot = [f"out{g}" for g in plan.group_order]
+    assert plan.restore_order(per_slot) == [f"out{g}" for g in range(len(sizes))]
+
+
+@given(sizes_strategy, tiles)
+def test_group_order_by_cost_puts_the_longest_tiles_first_and_is_undone(sizes, tile):
+    """The default order: slots by K tiles, most first, then by work (so the global tile order
+    runs from the costliest tiles down: what the snake split deals from)."""
+    plan = _plan(sizes, tile, 132, "balanced", "by_cost")
+    assert plan == make_plan(sizes, tile_m=tile[0], tile_n=tile[1], tile_k=tile[2], max_ctas=132, schedule="balanced")
+    assert sorted(plan.group_order) == list(range(len(sizes)))
+    key = [(plan.k_tiles(s), plan.tiles_m[s] * plan.tiles_n[s] * plan.k_tiles(s)) for s in range(plan.num_groups)]
+    assert key == sorted(key, reverse=True)
     per_slot = [f"out{g}" for g in plan.group_order]
     assert plan.restore_order(per_slot) == [f"out{g}" for g in range(len(sizes))]
 
