@@ -6,8 +6,8 @@ import os
 
 # torch's OpenMP threads sleep, not spin, while they wait for work (read when torch loads, so
 # before any import of it; the processes the tests start inherit it): the suite runs compiles,
-# mutant runs and workers beside this process, and with two spinning threads on a 2-core machine
-# that is that busy the CPU model's small matmuls ran up to 40 times slower
+# mutant runs and workers beside this process, and on a 2-core machine that busy two spinning
+# threads make the CPU model's small matmuls up to 40 times slower
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402
