@@ -188,6 +188,15 @@ def pytest_collectreport(report):
     _note_skip(report)
 
 
+@pytest.fixture(scope="session")
+def static_builds(tmp_path_factory):
+    """The CuTe DSL static builds every test module of this process shares (ci.static_builds):
+    each compiled once, on first use."""
+    from ci.static_builds import StaticBuilds
+
+    return StaticBuilds(tmp_path_factory.mktemp("static_builds"))
+
+
 def pytest_collection_finish(session):
     """The CPU mutant run (ci/test_mutants.py) starts in the background as soon as collection
     selects it, with one job fewer than cores: it is independent of every other test, and the
