@@ -213,7 +213,8 @@ def pytest_collection_finish(session):
 
 
 def pytest_unconfigure(config):
-    """A background run still going (an interrupted or -x session) starts no further runs."""
+    """A background run still going (an interrupted run, or one stopped by -x) starts no further
+    mutant runs."""
     run = getattr(config, "_nvfp4_background", None)
     if run is not None:
         run.close()

@@ -23,7 +23,10 @@ mutant's pytest selection in that copy::
     python -m pytest -x -q -p no:cacheprovider -p ci.mutant_plugin --hypothesis-profile=ci SELECTION
 
 (``ci.mutant_plugin`` keeps the ci profile but skips shrinking, and logs every Hypothesis test
-case; ``properties/checks.py`` logs every checked example to ``NVFP4_EXAMPLE_LOG``).
+case; ``properties/checks.py`` logs every checked example to ``NVFP4_EXAMPLE_LOG``). The CPU
+subjects' runs are forks of one warm interpreter (``ci.warm_pytest``: torch, numpy, Hypothesis
+and pytest imported once, nothing of the project), each in its copy as a fresh
+``python -m pytest`` there would be; ``--cold`` starts a fresh interpreter for each.
 
 Verdicts: ``caught`` (pytest failed: the first failing test is named, with the number of
 examples that test ran up to and including the first failing one), ``SURVIVED`` (everything

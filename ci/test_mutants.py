@@ -3,7 +3,8 @@
 * fast (every CI run): each mutant's original text occurs exactly once in its target file, so
   a code change that moves or rewrites a mutated line fails here instead of silently turning
   the mutant into a no-op; the catalog is well formed;
-* slow (``-m slow``, about 2.5 min on 2 cores): ``ci.mutation_runner`` applies every CPU mutant
+* slow (``-m slow``, about 1 min on 2 cores; in a whole run it starts at collection and goes on
+  beside the other tests, :class:`CpuMutantRun`): ``ci.mutation_runner`` applies every CPU mutant
   (model, plan, host, hopper-static, blackwell-static, harness) to a copy of the repository and
   runs its selection there, after checking the unmutated selections pass (each test once per
   option set: ``ci.mutation_runner.cpu_baselines``); every mutant must be caught and the working
