@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import os
 
-import pytest
-from hypothesis import HealthCheck, Phase, Verbosity, settings
+# torch's OpenMP threads sleep, not spin, while they wait for work (read when torch loads, so
+# before any import of it; the processes the tests start inherit it): the suite runs compiles,
+# mutant runs and workers beside this process, and on a 2-core machine that busy two spinning
+# threads make the CPU model's small matmuls up to 40 times slower
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, Phase, Verbosity, settings  # noqa: E402
 
 pytest_plugins = [
     "properties.perturb_plugin",  # --perturb=off|on|only
@@ -14,8 +20,11 @@ pytest_plugins = [
 
 # Hypothesis profiles; choose one with --hypothesis-profile (the hypothesis pytest plugin).
 settings.register_profile("dev", max_examples=20, deadline=None)
-# a quick deterministic look (the harness's own tests of file subjects run pytest with it)
+# a quick deterministic look (the harness's own tests of file subjects run pytest with it); a
+# failure is shrunk but not explained (the explain phase reruns the failing example under a line
+# tracer: 15 s of a 15.3 s failing run of the invalid-input property on Python 3.11)
 settings.register_profile("smoke", max_examples=3, derandomize=True, database=None, deadline=None,
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile(
     "ci",
@@ -180,6 +189,38 @@ def pytest_runtest_logreport(report):
 
 def pytest_collectreport(report):
     _note_skip(report)
+
+
+@pytest.fixture(scope="session")
+def static_builds(tmp_path_factory):
+    """The CuTe DSL static builds every test module of this process shares (ci.static_builds):
+    each compiled once, on first use."""
+    from ci.static_builds import StaticBuilds
+
+    return StaticBuilds(tmp_path_factory.mktemp("static_builds"))
+
+
+def pytest_collection_finish(session):
+    """The CPU mutant run (ci/test_mutants.py) starts in the background as soon as collection
+    selects it, with one job fewer than cores: it is independent of every other test, and the
+    tests before it leave a core idle most of the time. Not under pytest-xdist (the worker that
+    runs it is not known here) nor with --collect-only."""
+    config = session.config
+    if config.option.collectonly or os.environ.get("PYTEST_XDIST_WORKER") or getattr(config.option, "numprocesses", None):
+        return
+    for item in session.items:
+        start = getattr(getattr(item, "module", None), "start_cpu_mutant_run", None)
+        if item.name == "test_every_cpu_mutant_is_caught" and start is not None:
+            config._nvfp4_background = start(jobs=max(1, (os.cpu_count() or 1) - 1))
+            return
+
+
+def pytest_unconfigure(config):
+    """A background run still going (an interrupted run, or one stopped by -x) starts no further
+    mutant runs."""
+    run = getattr(config, "_nvfp4_background", None)
+    if run is not None:
+        run.close()
 
 
 def pytest_sessionfinish(session, exitstatus):

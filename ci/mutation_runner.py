@@ -3,7 +3,7 @@
     python -m ci.mutation_runner [--subject=cpu|all|model|plan|hopper|blackwell-static ...]
                                  [--mutant=NAME ...] [--section=all|sync] [--jobs=N] [--jobs-per-gpu=K] [--baseline]
                                  [--timeout=S] [--deadline=S] [--modes=plain,perturbed,sanitizer]
-                                 [--max-examples=N] [--markdown=PATH] [--json=PATH] [--keep] [--carry=PATH ...]
+                                 [--max-examples=N] [--markdown=PATH] [--json=PATH] [--keep] [--cold] [--carry=PATH ...]
     python -m ci.mutation_runner --sass-equivalence [--section=sync]   (CPU: cubin unchanged?)
 
 Concurrency / memory-safety mutants (``ci.mutants.SYNC_MUTANTS``, ``--section=sync``) carry a
@@ -23,7 +23,10 @@ mutant's pytest selection in that copy::
     python -m pytest -x -q -p no:cacheprovider -p ci.mutant_plugin --hypothesis-profile=ci SELECTION
 
 (``ci.mutant_plugin`` keeps the ci profile but skips shrinking, and logs every Hypothesis test
-case; ``properties/checks.py`` logs every checked example to ``NVFP4_EXAMPLE_LOG``).
+case; ``properties/checks.py`` logs every checked example to ``NVFP4_EXAMPLE_LOG``). The CPU
+subjects' runs are forks of one warm interpreter (``ci.warm_pytest``: torch, numpy, Hypothesis
+and pytest imported once, nothing of the project), each in its copy as a fresh
+``python -m pytest`` there would be; ``--cold`` starts a fresh interpreter for each.
 
 Verdicts: ``caught`` (pytest failed: the first failing test is named, with the number of
 examples that test ran up to and including the first failing one), ``SURVIVED`` (everything
@@ -287,10 +290,13 @@ def _baseline_name(subject: str, of: Mutant | None) -> str:
 
 
 def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: float, keep: bool,
-            files: list[str], mode: str = "plain", baseline_of: Mutant | None = None, gpu: str | None = None) -> Result:
+            files: list[str], mode: str = "plain", baseline_of: Mutant | None = None, gpu: str | None = None,
+            warm=None) -> Result:
     """One mutant (or, ``mutant=None``, the unmutated baseline of ``subject``; with
     ``baseline_of``, of that mutant's variant and mode) in a fresh copy; ``gpu``: the run's
-    ``CUDA_VISIBLE_DEVICES``."""
+    ``CUDA_VISIBLE_DEVICES``; ``warm``: a :class:`ci.warm_pytest.WarmPytest` that runs the pytest
+    runs of the CPU subjects (no environment of their own, no GPU) as forks of one warm
+    interpreter instead of fresh ones."""
     name = mutant.name if mutant else _baseline_name(subject, baseline_of)
     kind = mutant.kind if mutant else "no mutation: the selection must pass"
     tmp = Path(tempfile.mkdtemp(prefix=f"mutant-{name.strip('()').replace(' ', '-')}-"))
@@ -315,7 +321,13 @@ def run_one(mutant: Mutant | None, subject: str, *, carry: list[str], timeout: f
         )
         shown = " ".join(cmd[1:]).replace(sys.executable, "python")
         try:
-            proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
+            if warm is not None and cmd[1:3] == ["-m", "pytest"] and not extra_env and gpu is None:
+                code, stdout, stderr = warm.run(cmd[3:], tmp, env, timeout)
+                if code is None:
+                    raise subprocess.TimeoutExpired(cmd, timeout, stdout, stderr)
+                proc = subprocess.CompletedProcess(cmd, code, stdout, stderr)
+            else:
+                proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
             out = "".join((x or b"").decode(errors="replace") if isinstance(x, bytes) else (x or "")
                           for x in (e.stdout, e.stderr))
@@ -617,7 +629,8 @@ class _PriorityPool:
 
 def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str], timeout: float,
             keep: bool = False, log=print, deadline_s: float | None = None,
-            modes: tuple[str, ...] = MODES, jobs_per_gpu: int = 1, gpus: list[str] | None = None) -> list[Result]:
+            modes: tuple[str, ...] = MODES, jobs_per_gpu: int = 1, gpus: list[str] | None = None,
+            warm: bool = True, stop=None) -> list[Result]:
     """Run the mutants (and with ``baseline`` each subject unmutated, first; for the concurrency
     mutants each variant and verdict) ``jobs`` processes at a time.
 
@@ -632,7 +645,10 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
     (``ci.mutants.UNOBSERVABLE``) with their sanitizer tasks. ``deadline_s``: total wall budget; a
     run gets at most what is left, and runs that would start with less than 20 s left are
     reported as ``not-run``. GPU runs (:func:`task_needs_gpu`) get a GPU each from ``gpus``
-    (default: the visible ones, ``properties.gpu_pool``), at most ``jobs_per_gpu`` per GPU at once."""
+    (default: the visible ones, ``properties.gpu_pool``), at most ``jobs_per_gpu`` per GPU at once.
+    ``warm`` (where the platform can fork): the CPU subjects' pytest runs are forks of one warm
+    interpreter (:mod:`ci.warm_pytest`) rather than fresh ones. ``stop`` (a
+    :class:`threading.Event`): once set, runs not yet started are reported as ``not-run``."""
     import threading
 
     t0 = time.perf_counter()
@@ -659,6 +675,9 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
         if mode.startswith("sanitizer"):  # one sanitized process, plus the copy and the start
             limit = min(limit, SANITIZER_PROCESS_TIMEOUT + 20)
         name = m.name if m else _baseline_name(s, of)
+        if stop is not None and stop.is_set():
+            return [Result(name, s, m.kind if m else "", "not-run", mode=md, detail="stopped")
+                    for md in (("plain", "perturbed") if mode == PROPS else (mode,))]
         if deadline_s is not None:
             left = deadline_s - (time.perf_counter() - t0)
             if left < 20:
@@ -668,7 +687,8 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
                 log(f"[mutation] {name} [{mode}]: not run (deadline)")
                 return rs
             limit = min(limit, left)
-        r = run_one(m, s, carry=carry, timeout=limit, keep=keep, files=files, mode=mode, baseline_of=of, gpu=gpu)
+        r = run_one(m, s, carry=carry, timeout=limit, keep=keep, files=files, mode=mode, baseline_of=of, gpu=gpu,
+                    warm=server[0] if server and s in CPU_SUBJECTS else None)
         rs = r if isinstance(r, list) else [r]
         on = f", GPU {gpu}" if gpu is not None else ""
         for x in rs:
@@ -740,8 +760,17 @@ def run_all(mutants: list[Mutant], *, jobs: int, baseline: bool, carry: list[str
             results[m.name, "sanitizer"] = Result(m.name, m.subject, m.kind, "skipped", mode="sanitizer", detail=reason)
     for item in first + sync_tasks + other_tasks:
         submit(item)
-    pool.start()
-    pool.join()
+    server = []
+    if warm and hasattr(os, "fork") and any(m.subject in CPU_SUBJECTS and not m.variant for m in mutants):
+        from ci.warm_pytest import WarmPytest
+
+        server.append(WarmPytest())
+    try:
+        pool.start()
+        pool.join()
+    finally:
+        for w in server:
+            w.close()
     for f in futures:
         f.result()  # a task that raised
 
@@ -918,6 +947,8 @@ def main(argv=None) -> int:
     p.add_argument("--markdown", type=Path)
     p.add_argument("--json", type=Path)
     p.add_argument("--keep", action="store_true", help="keep the mutated copies")
+    p.add_argument("--cold", action="store_true",
+                   help="start every CPU run in a fresh interpreter (default: forks of one warm one, ci.warm_pytest)")
     a = p.parse_args(argv)
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     if a.section == "sync":
@@ -943,7 +974,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     results = run_all(mutants, jobs=a.jobs, baseline=a.baseline, carry=a.carry if a.carry is not None else [".device"],
                       timeout=a.timeout, keep=a.keep, log=log, deadline_s=a.deadline, modes=modes,
-                      jobs_per_gpu=a.jobs_per_gpu)
+                      jobs_per_gpu=a.jobs_per_gpu, warm=not a.cold)
     table = markdown(results)
     print(table)
     total = time.perf_counter() - start

@@ -12,7 +12,7 @@ blackwell_mono_mma_without_stage_wait)
 
 import pytest
 
-from profiling import sass, static_report
+from profiling import sass
 
 pytestmark = pytest.mark.compile
 
@@ -20,13 +20,10 @@ LABELS = ("bw-spec-t128x128x256-ab2-acc2", "bw-mono-t128x128x256-ab2-acc1")
 
 
 @pytest.fixture(scope="module")
-def instructions(tmp_path_factory):
+def instructions(static_builds):
     out = {}
     for label in LABELS:
-        report = static_report.build_report(
-            ["blackwell"], dump_dir=tmp_path_factory.mktemp("bw_mma"), match=label, isolate=False
-        )
-        (row,) = [r for r in report["variants"] if r["label"] == label]
+        row = static_builds.row("blackwell", label)
         out[label] = [i for i in sass.parse_sass(sass.disassemble(row["cubin"])) if i.function == row["function"]]
     return out
 

@@ -16,7 +16,7 @@ blackwell_mono_no_barrier_before_tmem_free, blackwell_spec_no_epilogue_barrier_b
 
 import pytest
 
-from profiling import sass, static_report
+from profiling import sass
 
 pytestmark = pytest.mark.compile
 
@@ -26,13 +26,10 @@ SYNC_FAMILIES = ("mbarrier_wait", "barrier_sync", "tmem_alloc", "tcgen05_commit"
 
 
 @pytest.fixture(scope="module")
-def instructions(tmp_path_factory):
+def instructions(static_builds):
     out = {}
     for label in LABELS:
-        report = static_report.build_report(
-            ["blackwell"], dump_dir=tmp_path_factory.mktemp("bw_sync"), match=label, isolate=False
-        )
-        (row,) = [r for r in report["variants"] if r["label"] == label]
+        row = static_builds.row("blackwell", label)
         out[label] = [i for i in sass.parse_sass(sass.disassemble(row["cubin"])) if i.function == row["function"]]
     return out
 

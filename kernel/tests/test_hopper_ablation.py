@@ -79,26 +79,19 @@ def test_production_entry_points_take_no_ablation():
 
 
 # ---- the ablated cubins, from their SASS (one compile each, about 2 s on a CPU) ---------------
-def _sass_getter(config, folder):
-    """part -> the kernel's instructions in ``config``'s build with that ablation (None:
-    production); one compile each, about 2 s on a CPU, cached."""
-    from profiling import sass
-
-    cache = {}
+def _sass_getter(config, static_builds):
+    """part -> the kernel's instructions in ``config``'s build (2 groups) with that ablation
+    (None: production); one compile each, about 2 s on a CPU, shared (ci.static_builds)."""
 
     def get(part):
-        if part not in cache:
-            build = launch.static_build(config, folder / str(part), num_groups=2,
-                                        ablation=None if part is None else Ablation(part))
-            cache[part] = sass.kernel_code(build["cubin"])
-        return cache[part]
+        return static_builds.code(config, 2, ablation=None if part is None else Ablation(part))
 
     return get
 
 
 @pytest.fixture(scope="module")
-def sass_of(tmp_path_factory):
-    return _sass_getter(SPLIT, tmp_path_factory.mktemp("ablate"))
+def sass_of(static_builds):
+    return _sass_getter(SPLIT, static_builds)
 
 
 def _count(code, mnemonic):
@@ -128,8 +121,8 @@ def test_register_x_parts_are_refused_elsewhere():
 
 
 @pytest.fixture(scope="module")
-def rs_sass_of(tmp_path_factory):
-    return _sass_getter(RS, tmp_path_factory.mktemp("ablate_rs"))
+def rs_sass_of(static_builds):
+    return _sass_getter(RS, static_builds)
 
 
 def _named_barriers(code):
@@ -183,8 +176,8 @@ def test_ablate_flag_adds_every_part_a_build_takes():
 
 
 @pytest.mark.compile
-def test_prepass_no_x_dequant_drops_the_x_decode(tmp_path_factory):
-    sass_of = _sass_getter(PRE, tmp_path_factory.mktemp("ablate_pre"))
+def test_prepass_no_x_dequant_drops_the_x_decode(static_builds):
+    sass_of = _sass_getter(PRE, static_builds)
     prod, code = sass_of(None), sass_of("no_x_dequant")
     assert _real_wgmma(code) == _real_wgmma(prod) > 0
     # the consumers' PRMT decode of X is gone; phase 1's Y decode (PRMT too) stays
@@ -204,12 +197,12 @@ def _stores(code):
 
 @pytest.mark.compile
 @pytest.mark.parametrize("label", [RS_LABEL, RS_LABEL + "_es"])
-def test_no_epilogue_drops_the_stores_and_keeps_the_wgmmas(label, tmp_path_factory):
+def test_no_epilogue_drops_the_stores_and_keeps_the_wgmmas(label, static_builds):
     """The ablated build writes no C (one store behind a never-true ``m < 0`` stays, so the
     compiler cannot drop the accumulators' wgmmas as dead code: without it the whole K loop
     vanished) and keeps every wgmma, X decode and Y decode of the production build."""
     config = next(c for c in DECLARED_VARIANTS if c.label == label)
-    sass_of = _sass_getter(config, tmp_path_factory.mktemp("ablate_epi"))
+    sass_of = _sass_getter(config, static_builds)
     prod, code = sass_of(None), sass_of("no_epilogue")
     assert _real_wgmma(code) == _real_wgmma(prod) > 0
     assert _count(code, "PRMT") > 0 and _count(code, "STS") == _count(prod, "STS") > 0  # Y's decode stays
@@ -218,11 +211,11 @@ def test_no_epilogue_drops_the_stores_and_keeps_the_wgmmas(label, tmp_path_facto
 
 
 @pytest.mark.compile
-def test_prepass_y_ring_parts_drop_the_copy_then_the_handshake(tmp_path_factory):
+def test_prepass_y_ring_parts_drop_the_copy_then_the_handshake(static_builds):
     """no_y_load: the Y boxes' TMA is gone (one TMA per X stage stays), every barrier wait and
     arrive stays; no_y_ring: the consumers' Y waits and releases are gone too; mma_only: both
     and X's decode."""
-    sass_of = _sass_getter(PRE, tmp_path_factory.mktemp("ablate_pre_ring"))
+    sass_of = _sass_getter(PRE, static_builds)
     prod = sass_of(None)
 
     def ops(code, opcode):
@@ -240,9 +233,9 @@ def test_prepass_y_ring_parts_drop_the_copy_then_the_handshake(tmp_path_factory)
 
 
 @pytest.mark.compile
-def test_no_prepass_drops_phase_one_decode_only(tmp_path_factory):
+def test_no_prepass_drops_phase_one_decode_only(static_builds):
     """no_prepass: phase 1's global Y loads and its decode are gone, the wgmmas and X's decode stay."""
-    sass_of = _sass_getter(PRE, tmp_path_factory.mktemp("ablate_pre_phase1"))
+    sass_of = _sass_getter(PRE, static_builds)
     prod, code = sass_of(None), sass_of("no_prepass")
     assert _real_wgmma(code) == _real_wgmma(prod) > 0
     ldg = lambda c: sum(i.mnemonic == "LDG" for i in c)
@@ -266,12 +259,12 @@ def test_uniform_split_is_for_the_balanced_schedule_only():
 
 
 @pytest.mark.compile
-def test_uniform_split_drops_the_split_search(tmp_path_factory):
+def test_uniform_split_drops_the_split_search(static_builds):
     """uniform_split: the balanced split's unrolled candidate search is gone from the producer
     warp (hundreds of instructions fewer); the wgmmas stay."""
     from kernel.hopper.variants import PHASE1_STAGED_CONFIG
 
-    sass_of = _sass_getter(PHASE1_STAGED_CONFIG, tmp_path_factory.mktemp("ablate_uniform"))
+    sass_of = _sass_getter(PHASE1_STAGED_CONFIG, static_builds)
     prod, code = sass_of(None), sass_of("uniform_split")
     assert _real_wgmma(code) == _real_wgmma(prod) > 0
     assert len(code) < len(prod) - 300, (len(code), len(prod))

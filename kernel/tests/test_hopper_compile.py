@@ -15,7 +15,7 @@ import pytest
 pytestmark = pytest.mark.compile
 
 from ci.ptx_convergence import check_ptx
-from kernel.hopper import DEFAULT_CONFIG, STATIC_MATRIX, compile_cache, compile_for, static_build
+from kernel.hopper import DEFAULT_CONFIG, STATIC_MATRIX, compile_cache, compile_for
 from kernel.hopper.variants import SPILL_ALLOWANCE
 
 
@@ -31,17 +31,14 @@ def _cuobjdump() -> str | None:
     return None
 
 
-def _compile_to_cubin(config, num_groups, tmp_path):
-    """A fresh compile (the cache would skip it) through the static report's hook."""
-    return static_build(config, tmp_path, num_groups=num_groups)["cubin"]
-
-
 @pytest.mark.parametrize("config", STATIC_MATRIX, ids=lambda c: c.label)
-def test_sass_has_hgmma_and_no_local_memory(config, tmp_path):
+def test_sass_has_hgmma_and_no_local_memory(config, static_builds):
     tool = _cuobjdump()
     if tool is None:
         pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
-    cubin = _compile_to_cubin(config, 8, tmp_path)
+    # through the static report's hook (static_build), not the JIT cache: a build of its own,
+    # cubin and PTX kept
+    cubin = static_builds.cubin(config, 8)
     sass = subprocess.run([tool, "--dump-sass", cubin], capture_output=True, text=True, check=True).stdout
     assert "HGMMA" in sass, "no wgmma in the SASS"
     lines = sass.splitlines()
@@ -95,13 +92,13 @@ def test_shape_sweep_compiles_once():
     assert compile_cache.stats.hits == 19
 
 
-def _kernel_without_spills(config, tmp_path):
+def _kernel_without_spills(config, static_builds):
     """``config``'s kernel instructions (8 groups), after checking it uses no stack or local
     memory (no spill stores or loads)."""
     from profiling import sass
 
-    build = static_build(config, tmp_path, num_groups=8)
-    ins = sass.kernel_code(build["cubin"])
+    build = static_builds.build(config, 8)
+    ins = static_builds.code(config, 8)
     usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
     if config.label not in SPILL_ALLOWANCE:
         assert usage.stack_bytes == 0 and usage.local_bytes == 0
@@ -110,7 +107,7 @@ def _kernel_without_spills(config, tmp_path):
 
 
 @pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.y_source == "prepass"])
-def test_prepass_variant_sass_structure(label, tmp_path):
+def test_prepass_variant_sass_structure(label, static_builds):
     """The prepass builds: phase 1 issues every item's loads of a chunk (PREPASS_BATCH items x
     two 128-bit loads and one scale word, predicated) before its decodes, claims the next chunk
     inside the loop (two claim atomics and one passed atomic) and stores whole 128-byte runs
@@ -122,7 +119,7 @@ def test_prepass_variant_sass_structure(label, tmp_path):
     from kernel.hopper.config import PREPASS_BATCH
 
     config = next(c for c in STATIC_MATRIX if c.label == label)
-    ins = _kernel_without_spills(config, tmp_path)
+    ins = _kernel_without_spills(config, static_builds)
     ops = [i.opcode for i in ins]
     # (y_tail64: both wgmma shapes per sub-block, test_tail64_variant_sass_structure)
     assert sum(o.startswith("HGMMA") for o in ops) == (32 if config.y_tail64 else 16)
@@ -148,7 +145,7 @@ def test_prepass_variant_sass_structure(label, tmp_path):
 
 
 @pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.y_tail64])
-def test_tail64_variant_sass_structure(label, tmp_path):
+def test_tail64_variant_sass_structure(label, static_builds):
     """y_tail64: per 64-K sub-block one branch of 4 HGMMA.64x64x16
     (a 64-row tile) and one of 4 HGMMA.64x128x16, each ending its own group (gsb0), into the
     same accumulator registers (the 64-wide one the first half); no null HGMMA (ptxas adds a
@@ -158,8 +155,8 @@ def test_tail64_variant_sass_structure(label, tmp_path):
     from profiling import sass
 
     config = next(c for c in STATIC_MATRIX if c.label == label)
-    build = static_build(config, tmp_path, num_groups=8)
-    ins = sass.kernel_code(build["cubin"])
+    build = static_builds.build(config, 8)
+    ins = static_builds.code(config, 8)
     usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
     assert usage.stack_bytes == 0 and usage.local_bytes == 0 and usage.registers <= config.launch_register_cap
     assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
@@ -174,7 +171,7 @@ def test_tail64_variant_sass_structure(label, tmp_path):
 
 
 @pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.epilogue == "smem"])
-def test_staged_epilogue_sass_structure(label, tmp_path):
+def test_staged_epilogue_sass_structure(label, static_builds):
     """epilogue="smem": the staged epilogue is in the SASS and its twin
     (the same config with epilogue="direct", a production variant) has none of it. Per tile and
     thread: ``mma_n / 16`` STSM.16.MT88.4 (stmatrix.x4.trans; one pass of 8 on the fastest tile,
@@ -190,14 +187,14 @@ def test_staged_epilogue_sass_structure(label, tmp_path):
     config = next(c for c in STATIC_MATRIX if c.label == label)
     twin = dataclasses.replace(config, epilogue="direct")
 
-    def code_of(cfg, name):
-        build = static_build(cfg, tmp_path / name, num_groups=8)
-        ins = sass.kernel_code(build["cubin"])
+    def code_of(cfg):
+        build = static_builds.build(cfg, 8)
+        ins = static_builds.code(cfg, 8)
         usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
         return ins, usage
 
-    ins, usage = code_of(config, "staged")
-    twin_ins, _ = code_of(twin, "direct")
+    ins, usage = code_of(config)
+    twin_ins, _ = code_of(twin)
     assert usage.registers <= config.launch_register_cap
     if config.label not in SPILL_ALLOWANCE:  # (an allowance: test_sass_has_hgmma_and_no_local_memory)
         assert usage.stack_bytes == 0 and usage.local_bytes == 0

@@ -14,7 +14,7 @@ import dataclasses
 
 import pytest
 
-from kernel.hopper import STATIC_MATRIX, static_build
+from kernel.hopper import STATIC_MATRIX
 from kernel.hopper.variants import SPLIT_WARP_CONFIG
 
 pytestmark = pytest.mark.compile
@@ -25,11 +25,8 @@ PDL_CONFIGS = [c for c in STATIC_MATRIX if c.pdl] + [dataclasses.replace(SPLIT_W
 GLOBAL = ("LDG", "STG", "ATOMG", "ATOM.", "REDG", "RED.", "LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UBLKCP", "UBLKRED", "CCTL")
 
 
-def _ops(config, tmp_path):
-    from profiling import sass
-
-    build = static_build(config, tmp_path, num_groups=8)
-    return [i.opcode for i in sass.kernel_code(build["cubin"])]
+def _ops(config, static_builds):
+    return [i.opcode for i in static_builds.code(config, 8)]
 
 
 def test_there_are_pdl_builds_to_check():
@@ -37,8 +34,8 @@ def test_there_are_pdl_builds_to_check():
 
 
 @pytest.mark.parametrize("config", PDL_CONFIGS, ids=[c.label for c in PDL_CONFIGS])
-def test_pdl_sass_wait_first(config, tmp_path):
-    ops = _ops(config, tmp_path)
+def test_pdl_sass_wait_first(config, static_builds):
+    ops = _ops(config, static_builds)
     waits = [n for n, o in enumerate(ops) if o.startswith("ACQBULK")]
     triggers = [n for n, o in enumerate(ops) if o.startswith("PREEXIT")]
     assert len(waits) == 1 and len(triggers) == 1, (waits, triggers)
@@ -46,5 +43,5 @@ def test_pdl_sass_wait_first(config, tmp_path):
     assert not early, f"global accesses before griddepcontrol.wait: {early}"
     assert any(o.startswith(GLOBAL) for o in ops[waits[0]:])
     twin = dataclasses.replace(config, pdl=False)
-    plain = _ops(twin, tmp_path / "twin")
+    plain = _ops(twin, static_builds)
     assert not any(o.startswith(("ACQBULK", "PREEXIT")) for o in plain)

@@ -90,23 +90,23 @@ RUNTIME_LABELS = (tuple(c.label for c in DECLARED_VARIANTS) if os.environ.get("N
 
 class _Builds(dict):
     """(label, build name) -> the kernel function's instructions, compiled on first use (so a
-    ``-k LABEL`` selection compiles only that variant)."""
+    ``-k LABEL`` selection compiles only that variant); the builds are the process's shared ones
+    (the production builds are the other static tests' too)."""
 
-    def __init__(self, folder):
+    def __init__(self, static_builds):
         super().__init__()
-        self.folder = folder
+        self.static_builds = static_builds
         self.configs = {c.label: c for c in DECLARED_VARIANTS}
 
     def __missing__(self, key):
         label, name = key
-        build = launch.static_build(self.configs[label], self.folder / name, perturbation=BUILDS[name])
-        self[key] = sass.kernel_code(build["cubin"])
+        self[key] = self.static_builds.code(self.configs[label], 8, perturbation=BUILDS[name])
         return self[key]
 
 
 @pytest.fixture(scope="module")
-def code(tmp_path_factory):
-    return _Builds(tmp_path_factory.mktemp("pert"))
+def code(static_builds):
+    return _Builds(static_builds)
 
 
 def _text(code):

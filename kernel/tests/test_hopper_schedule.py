@@ -96,12 +96,8 @@ def test_config_rules_accept_only_schedules_the_model_finds_safe(buffers, in_fli
 
 
 # ------------------------------------------------------------------------- SASS (CPU compile)
-def _code(config, tmp_path):
-    from kernel.hopper import static_build
-    from profiling import sass
-
-    build = static_build(config, tmp_path, num_groups=8)
-    return sass.kernel_code(build["cubin"])
+def _code(config, static_builds):
+    return static_builds.code(config, 8)
 
 
 def _k_loop(ins):
@@ -114,12 +110,12 @@ def _k_loop(ins):
 
 
 @pytest.mark.compile
-def test_in_flight_sass_structure(tmp_path):
+def test_in_flight_sass_structure(static_builds):
     """bench4's production build: every wgmma wait in the K loop leaves two groups in flight
     (WARPGROUP.DEPBAR.LE gsb0, 0x2; none laxer), one consumers' barrier (id 1, 256 threads) per
     sub-block where the two-buffer twin has two, and no local memory between its first and last wgmma
     (the spill allowance's values are stored before the K loop and loaded after it)."""
-    ins = _code(IN_FLIGHT_CONFIG, tmp_path / "w2")
+    ins = _code(IN_FLIGHT_CONFIG, static_builds)
     loop = _k_loop(ins)
     n_sub = IN_FLIGHT_CONFIG.tile_k // 64
     waits = [x.operands for x in loop if x.opcode.startswith("WARPGROUP.DEPBAR")]
@@ -128,7 +124,7 @@ def test_in_flight_sass_structure(tmp_path):
     assert len(bars) == n_sub - 1, [x.operands for x in loop if x.opcode.startswith("BAR")]
     mmas = [i for i, x in enumerate(ins) if x.opcode.startswith("HGMMA")]
     assert not [x for x in ins[mmas[0]:mmas[-1]] if x.opcode.startswith(("STL", "LDL"))]
-    twin = _k_loop(_code(dataclasses.replace(IN_FLIGHT_CONFIG, wgmma_in_flight=1, fp16_buffers=2), tmp_path / "twin"))
+    twin = _k_loop(_code(dataclasses.replace(IN_FLIGHT_CONFIG, wgmma_in_flight=1, fp16_buffers=2), static_builds))
     twin_bars = [x for x in twin if x.opcode.startswith("BAR.SYNC") and x.operands == "0x1, 0x100"]
     assert len(twin_bars) == 2 * n_sub - 1, len(twin_bars)
     assert [x.operands for x in twin if x.opcode.startswith("WARPGROUP.DEPBAR")] == ["gsb0, 0x1"] * n_sub + ["gsb0, 0x0"]

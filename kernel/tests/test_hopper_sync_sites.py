@@ -22,7 +22,7 @@ Every production variant (kernel.hopper.variants PRODUCTION_VARIANTS) is in the 
 import pytest
 
 from kernel.hopper.variants import PRODUCTION_VARIANTS, named_configs
-from profiling import sass, static_report
+from profiling import sass
 
 pytestmark = pytest.mark.compile
 
@@ -46,23 +46,23 @@ TMA_Y_RING = tuple(label for label in LABELS if CONFIGS[label].y_source == "prep
 
 
 class _Instructions(dict):
-    """label -> the kernel function's instructions, compiled on first use (so a selection of
-    some labels, ``-k LABEL`` or node ids, compiles only those variants)."""
+    """label -> the main kernel's instructions (``profiling.sass.kernel_code``: the function with
+    the most instructions, the static report's too), compiled on first use (so a selection of
+    some labels, ``-k LABEL`` or node ids, compiles only those variants), from the process's
+    shared builds."""
 
-    def __init__(self, folder):
+    def __init__(self, static_builds):
         super().__init__()
-        self.folder = folder
+        self.static_builds = static_builds
 
     def __missing__(self, label):
-        report = static_report.build_report(["hopper"], dump_dir=self.folder / label, label=label, isolate=False)
-        (row,) = report["variants"]
-        self[label] = [i for i in sass.parse_sass(sass.disassemble(row["cubin"])) if i.function == row["function"]]
+        self[label] = self.static_builds.code(CONFIGS[label])
         return self[label]
 
 
 @pytest.fixture(scope="module")
-def instructions(tmp_path_factory):
-    return _Instructions(tmp_path_factory.mktemp("h90_sync"))
+def instructions(static_builds):
+    return _Instructions(static_builds)
 
 
 def _groups_left(ins: sass.Instruction) -> int:

@@ -1,6 +1,6 @@
 """Structure the sm_100a cubins must show, checked on a CPU from the static report.
 
-Each variant of the matrix is compiled once per pytest session, on first use (the whole matrix:
+Each variant of the matrix is compiled once per pytest process, on first use (the whole matrix:
 about 15 s on 2 cores; a selection of some variants compiles only those). What SASS can prove here:
 instruction *sites* and their layout in the binary. It cannot prove which warp runs a site;
 the role checks below say what they do establish.
@@ -14,29 +14,27 @@ import pytest
 import kernel.blackwell as bw
 from ci.ptx_convergence import check_ptx
 from kernel.blackwell import config as cfg
-from profiling import static_report
 
 pytestmark = pytest.mark.compile
 
 
 class _Rows(dict):
-    """label -> the static report's row of that variant, compiled on first use."""
+    """label -> the static report's row of that variant, compiled on first use (the process's
+    shared builds, ci.static_builds)."""
 
-    def __init__(self, folder):
+    def __init__(self, static_builds):
         super().__init__()
-        self.folder = folder
+        self.static_builds = static_builds
 
     def __missing__(self, label):
-        report = static_report.build_report(["blackwell"], dump_dir=self.folder / label, label=label, isolate=False)
-        assert report["families"]["blackwell"] == "ok", report["families"]
-        (row,) = report["variants"]
+        row = self.static_builds.row("blackwell", label)
         self[label] = row
         return row
 
 
-@pytest.fixture(scope="session")
-def rows(tmp_path_factory):
-    return _Rows(tmp_path_factory.mktemp("bw_cubins"))
+@pytest.fixture(scope="module")
+def rows(static_builds):
+    return _Rows(static_builds)
 
 
 def _row(rows, config):

@@ -75,19 +75,18 @@ def test_launch_rows_are_relative_to_the_first_cta_start():
 
 @pytest.mark.compile
 @pytest.mark.parametrize("name", ["SPLIT_WARP_CONFIG", "IN_FLIGHT_CONFIG"])
-def test_the_stamps_leave_the_k_loop_alone(name, tmp_path):
+def test_the_stamps_leave_the_k_loop_alone(name, static_builds):
     """The timeline build of the default dispatch's two builds: the production build's wgmmas,
     no clock read between its first and last wgmma (nothing stamped inside the consumers' K
     loop), one plain 64-bit store per "last" stamp site, no stack or local memory beyond the plain
     build's and no local-memory access inside the K loop."""
     from kernel.hopper import variants as cfgmod
-    from kernel.hopper import static_build
     from profiling import sass
 
     config = getattr(cfgmod, name)
-    plain = sass.kernel_code(static_build(config, tmp_path / "plain")["cubin"])
-    build = static_build(config, tmp_path / "tl", perturbation=timeline_perturbation())
-    ins = sass.kernel_code(build["cubin"])
+    plain = static_builds.code(config)
+    build = static_builds.build(config, perturbation=timeline_perturbation())
+    ins = static_builds.code(config, perturbation=timeline_perturbation())
     ops = [i.opcode for i in ins]
     assert sum(o.startswith("HGMMA") for o in ops) == sum(i.opcode.startswith("HGMMA") for i in plain)
     mmas = [n for n, o in enumerate(ops) if o.startswith("HGMMA")]
@@ -99,7 +98,7 @@ def test_the_stamps_leave_the_k_loop_alone(name, tmp_path):
     assert sum(o.startswith("STG.E.64") for o in ops) == lasts
     assert sum(o.startswith("ATOMG.E.CAS.64") for o in ops) >= 3
     usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
-    (plain_usage,) = [u for u in sass.resource_usage(static_build(config, tmp_path / "plain")["cubin"])
+    (plain_usage,) = [u for u in sass.resource_usage(static_builds.cubin(config))
                       if u.function == plain[0].function]
     assert (usage.stack_bytes, usage.local_bytes) == (plain_usage.stack_bytes, plain_usage.local_bytes)
     assert not [n for n, o in enumerate(ops) if o.startswith(("STL", "LDL")) and mmas[0] < n < mmas[-1]]
