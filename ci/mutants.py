@@ -720,6 +720,10 @@ _SYNC_EDITS = (
      "empty-range check of early_x_stages dropped): the balanced split leaves CTAs idle once a launch "
      "has more tiles than SMs, nothing consumes their stages and the producer's tail waits forever",
      _KP, "        if t_begin >= t_end:\n            pre = cutlass.Int32(0)\n", "", ("prod",)),
+    ("snake_odd_round_off_by_one", "snake split off by one: in odd rounds each CTA takes the tile after its "
+     "own (mixed-K problems: one tile of the round never computed, another twice)", "kernel/device_schedule.py",
+     "    return j * ctas + cta + (j % 2) * (ctas - 1 - 2 * cta)\n",
+     "    return j * ctas + cta + (j % 2) * (ctas - 2 * cta)\n", ("prod",)),
     ("lean_split_wrong_lane", "warp-searched split read from the wrong lane: the shuffles take the "
      "next lane's candidate, not the lowest feasible one", "kernel/device_schedule.py",
      "        src = low % 32\n", "        src = (low + 1) % 32\n", ("prod",)),
