@@ -79,7 +79,7 @@ class ProducerMixin:
             fs, fc, ts, _tc = self.share
             # the snake split (the slots' K differ: ts < 0) is entry snake_tile(..) of the list of
             # every tile; chosen by arithmetic, not a branch (a branch here costs 1-4 % on the
-            # H100: results row D5)
+            # H100: results row D6)
             snake = cutlass.Int32(ts < 0)
             light_list = cutlass.Int32(tile >= fc) * (1 - snake)
             idx = fs + tile
@@ -113,8 +113,9 @@ class ProducerMixin:
 
     def balanced_setup(self, m_sizes: cute.Tensor, total, slots):
         """y_tail64, the producer warp: this CTA's share of the balanced split
-        (kernel.plan.balanced_share; the snake split's when the slots' K differ), kept on ``self`` while the warp's code is traced (``locate``
-        and ``tile_range`` read it) and stored at ``slots`` (4 x int32, lane 0) for the consumers
+        (kernel.plan.balanced_share; the snake split's when the slots' K differ), kept on ``self``
+        while the warp's code is traced (``locate`` and ``tile_range`` read it) and stored at
+        ``slots`` (4 x int32, lane 0) for the consumers
         (``balanced_read``, after phase 1's completion barrier). Returns the tile range. Traced
         inline (a plain method: an attribute set in a run-time branch's own body would be carried
         out of it)."""
