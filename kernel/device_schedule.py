@@ -277,10 +277,8 @@ def snake_share(total: cutlass.Int32, ctas: cutlass.Int32, cta: cutlass.Int32):
     """The share of CTA ``cta`` in the snake split (kernel.plan.snake_count), in the balanced
     share's four words: (cta, its tile count, -1, 0); the -1 (a balanced share has no negative
     word) tells ``locate`` to map entry j through :func:`snake_tile`."""
-    r = total // ctas
-    rem = total - r * ctas
-    off = cta + (r % 2) * (ctas - 1 - 2 * cta)
-    return cta, r + cutlass.Int32(off < rem), cutlass.Int32(-1), cutlass.Int32(0)
+    r = total // ctas  # rounds every CTA completes; round r exists for this CTA when its tile does
+    return cta, r + cutlass.Int32(snake_tile(ctas, cta, r) < total), cutlass.Int32(-1), cutlass.Int32(0)
 
 
 @cute.jit

@@ -253,9 +253,8 @@ def snake_count(total: int, ctas: int, cta: int) -> int:
     """Tiles of CTA ``cta`` in the snake split of ``total`` tiles over ``ctas`` CTAs: round r
     gives CTA c the tile r * ctas + c (r even) or r * ctas + ctas - 1 - c (r odd), while it
     exists (kernel.device_schedule.snake_share)."""
-    r, rem = divmod(total, ctas)
-    off = cta + (r % 2) * (ctas - 1 - 2 * cta)
-    return r + int(off < rem)
+    r = total // ctas  # rounds every CTA completes; round r exists for this CTA when its tile does
+    return r + int(snake_tile(ctas, cta, r) < total)
 
 
 def snake_tile(ctas: int, cta: int, j: int) -> int:
