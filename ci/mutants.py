@@ -546,6 +546,18 @@ _PHASE1_PASSED_STAMP = (
     f"{_I24}if cutlass.const_expr(self.timeline):\n"
     f"{_I28}self.timeline_point(\"phase1_passed\")  # the grid barrier's spin ended\n"
 )
+# the consumer warps' phase-1 decode in kernel.py's prepass branch, verbatim (the role branch
+# the two mutants below edit around)
+_PHASE1_DECODE_BRANCH = (
+    f"{_I20}if cutlass.const_expr(not self.ablates(\"prepass\")):\n"
+    f"{_I24}# (the ablation, profiling only: no item decoded, the Y boxes read stale rows)\n"
+    f"{_I24}chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base,\n"
+    f"{' ' * 60}first_claim)\n"
+    f"{_I20}if cutlass.const_expr(self.timeline):\n"
+    f"{_I24}if tidx == 0:\n"
+    f"{_I28}if chunks >= 0:  # its chunks' stores issued\n"
+    f"{_I32}self.timeline_point(\"phase1_decoded\")\n"
+)
 _SYNC_EDITS = (
     # (name, kind, target, original, replacement, variant keys)
     ("no_proxy_fence", "fence removed: no generic->async proxy fence between the consumers' fp16 "
@@ -634,11 +646,12 @@ _SYNC_EDITS = (
     ("phase1_barrier_at_role_sites", "phase 1's completion barrier at two sites, one per warp role: "
      "bar.sync is barrier.sync.aligned, undefined unless every thread of the CTA executes the same "
      "instruction", _K,
-     f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n"
-     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
+     f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I16}else:\n" + _PHASE1_DECODE_BRANCH
+     + f"{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
      + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n",
      f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}self.completion_barrier(tidx)\n"
-     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
+     f"{_I16}else:\n" + _PHASE1_DECODE_BRANCH
+     + f"{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
      + f"{_I20}self.completion_barrier(tidx)\n", ("prod",)),
     ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
      "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K1,
@@ -655,9 +668,9 @@ _SYNC_EDITS = (
     ("phase1_wait_after_barrier", "wait moved: thread 0's completion wait after phase 1's completion "
      "barrier, so the producer warp's TMA reads of the workspace are not ordered after the acquire of "
      "every chunk (a Y box may be loaded before its rows are written)", _K,
-     f"{_I16}else:\n{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
-     + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n",
-     _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n"
+     _PHASE1_DECODE_BRANCH + f"{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n"
+     + _PHASE1_PASSED_STAMP + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n",
+     _PHASE1_DECODE_BRANCH + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n"
      f"{_I16}if tidx == 0:\n{_I20}passed = self.prepass_wait(ws, chunks)\n", ("prod",)),
     ("phase1_claim_not_reset", "counter not reset: the last CTA through phase 1 leaves the claim counter "
      "at its final value, so the next call's claims all lie past the chunk count (no chunk decoded, "

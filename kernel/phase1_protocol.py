@@ -5,7 +5,8 @@ workspace from the CTA that decoded it to every CTA whose phase 2 reads it, thro
 counters (kernel/hopper/workspace.py):
 
 * **claim**: thread 0 of a CTA takes chunk ``atom.add(CLAIM, 1)``; every chunk is taken once;
-* **publish**: every thread proxy-fences its stores of the chunk, the CTA passes a barrier, and
+* **publish**: every decoding thread (the consumer warps; the producer warp decodes nothing)
+  proxy-fences its stores of the chunk, the decoding warps pass a barrier, and
   thread 0 counts the chunk done with a release (``fence.acq_rel`` + ``red.release`` on DONE);
 * **acquire**: thread 0 waits (``ld.acquire``) until DONE reaches the chunk count, then the CTA
   passes phase 1's completion barrier; only after it does the producer warp TMA-load the
@@ -96,8 +97,12 @@ class Reset:  # the last CTA through read the counters back after its reset
 class Launch:
     chunks: int
     ctas: int
-    warps: int = 9  # every warp of the CTA decodes (the prepass build: 8 consumer warps, 1 producer)
-    producer_warp: int = 8
+    warps: int = 9  # the prepass build: 8 consumer warps, then 1 producer warp
+    producer_warp: int = 8  # it decodes no chunk: warps 0 .. producer_warp - 1 do
+
+    @property
+    def decode_warps(self) -> int:
+        return self.producer_warp
 
 
 def check(launch: Launch, events) -> list[int]:
@@ -128,7 +133,7 @@ def check(launch: Launch, events) -> list[int]:
         elif isinstance(e, Barrier):
             pass
         elif isinstance(e, Publish):
-            for w in range(launch.warps):
+            for w in range(launch.decode_warps):
                 if read(e.cta, w, FENCED) < e.it + 1:
                     report("phase1_publish_unfenced", 0, w, e.cta)
             published += 1
@@ -179,7 +184,8 @@ class Run:
     hung: bool = False  # every warp left blocks on a barrier or the completion wait
 
 
-_STEP, _BARRIER = "step", "barrier"
+# phase 1's chunk barrier (its decoding warps) and its completion barrier (every warp)
+_STEP, _BARRIER, _COMPLETION = "step", "barrier", "completion"
 
 
 def simulate(launch: Launch, seed: int, mutation: str | None = None, counters: Counters | None = None,
@@ -214,6 +220,11 @@ def simulate(launch: Launch, seed: int, mutation: str | None = None, counters: C
             yield _STEP
 
     def warp(cta, w):
+        if w == launch.producer_warp:  # it decodes nothing (its first X stages: not the protocol's)
+            yield _COMPLETION
+            emit(Read(cta, w))
+            yield _STEP
+            return
         if w == 0:
             slots[cta][0] = claim(cta)
             yield _STEP
@@ -239,16 +250,14 @@ def simulate(launch: Launch, seed: int, mutation: str | None = None, counters: C
             yield from completion(cta)
         if w == 0:
             emit(CompletionArrive(cta))
-        yield _BARRIER
+        yield _COMPLETION
         if w == 0 and mutation == "wait_after_barrier":
             yield from completion(cta)
-        if w == launch.producer_warp:
-            emit(Read(cta, w))
-            yield _STEP
 
     programs = {(cta, w): warp(cta, w) for cta in range(launch.ctas) for w in range(launch.warps)}
     state: dict[tuple[int, int], object] = {key: _STEP for key in programs}  # what each warp waits for
-    arrived = {cta: set() for cta in range(launch.ctas)}
+    arrived = {(cta, b): set() for cta in range(launch.ctas) for b in (_BARRIER, _COMPLETION)}
+    expected = {_BARRIER: launch.decode_warps, _COMPLETION: launch.warps}
     rng = random.Random(seed)
     for _ in range(max_steps):
         runnable = [k for k, s in state.items()
@@ -262,15 +271,15 @@ def simulate(launch: Launch, seed: int, mutation: str | None = None, counters: C
         except StopIteration:
             del state[key]
             continue
-        if got == _BARRIER:
-            cta = key[0]
-            arrived[cta].add(key[1])
-            state[key] = _BARRIER
-            if len(arrived[cta]) == launch.warps:  # the barrier completes: every warp goes on
-                emit(Barrier(cta))
-                for w in arrived[cta]:
-                    state[cta, w] = _STEP
-                arrived[cta] = set()
+        if got in (_BARRIER, _COMPLETION):
+            bar = key[0], got
+            arrived[bar].add(key[1])
+            state[key] = got
+            if len(arrived[bar]) == expected[got]:  # the barrier completes: its warps go on
+                emit(Barrier(key[0]))
+                for w in arrived[bar]:
+                    state[key[0], w] = _STEP
+                arrived[bar] = set()
         else:
             state[key] = got
     raise RuntimeError(f"no end after {max_steps} steps")

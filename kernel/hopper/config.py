@@ -99,6 +99,9 @@ MBARRIER_BYTES = 8  # one mbarrier object in shared memory
 # epilogue="smem": named barrier 4 + w syncs consumer warpgroup w's 128 threads around its staging
 # buffer (0: the CTA-wide barrier, 1: the consumers' Y barrier)
 EPILOGUE_BARRIER_ID0 = 4
+# y_source="prepass": named barrier 2 syncs phase 1's decoding threads (the consumer warps; the
+# producer warp issues its first tile's X stages meanwhile) around each chunk
+PHASE1_BARRIER_ID = 2
 # epilogue="smem": columns of C per consumer warpgroup (its 64-row wgmma M slice, swapped), so a
 # staging row is 128 bytes: eight 16-byte chunks
 EPILOGUE_WG_COLS = 64
@@ -178,6 +181,12 @@ class HopperConfig:
     def consumer_threads(self) -> int:
         """Threads of the warpgroups that issue wgmma and hold the accumulators."""
         return 128 * self.consumer_warpgroups
+
+    @property
+    def phase1_threads(self) -> int:
+        """``y_source="prepass"``: the threads that decode phase 1's chunks, the consumer
+        warpgroups (the producer warp issues the first tile's X stages meanwhile)."""
+        return self.consumer_threads
 
     @property
     def dequant_threads(self) -> int:
@@ -481,9 +490,9 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_source='prepass' takes schedule='contiguous' or 'balanced' (with y_tail64)")
         if config.prepass_chunk not in PREPASS_CHUNK_SPLITS:
             p.append(f"y_source='prepass' needs prepass_chunk in {PREPASS_CHUNK_SPLITS}, got {config.prepass_chunk!r}")
-        if (config.threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
+        if (config.phase1_threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
             p.append(f"phase 1 stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
-                     f"{config.threads // 32} warps need more than its {config.fp16_buffers} buffers")
+                     f"{config.phase1_threads // 32} warps need more than its {config.fp16_buffers} buffers")
     elif config.prepass_chunk:
         p.append("prepass_chunk is for y_source='prepass' only")
     if not _is_bool(config.y_tail64):

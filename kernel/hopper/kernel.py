@@ -21,8 +21,9 @@ Warp roles, in warp order (``HopperConfig.threads``):
   TMA box per operand from per-group tensor maps (kernel/tensor_maps.py; rows past M/N
   zero-filled, raw rows 128-byte swizzled) plus one cp.async.bulk per 128-row scale block.
 
-``y_source="prepass"``: before the tile loop every thread of every CTA decodes the groups' Y
-rows (A, swapped) once into a global fp16 workspace (phase 1, kernel/hopper/phase1.py;
+``y_source="prepass"``: before the tile loop the consumer warps of every CTA decode the groups' Y
+rows (A, swapped) once into a global fp16 workspace, while the producer warp issues its first
+tile's X stages (phase 1, kernel/hopper/phase1.py;
 kernel/hopper/workspace.py: layout, and why its completion barrier cannot deadlock); the tile
 loop then has a ring of raw X (+ scales) and a ring of fp16 Y boxes loaded by TMA, and the
 consumers decode only X (``produce_prepass_q`` / ``consume_x_regs_y_ring``). ``y_tail64`` runs a
@@ -321,18 +322,13 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
             y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
-            if cutlass.const_expr(self.ablates("prepass")):
-                # (ablation, profiling only: no item decoded, the Y boxes read stale rows)
-                chunks = cutlass.Int32(0)
-            else:
-                chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base, first_claim)
-            if cutlass.const_expr(self.timeline):
-                if tidx == 0:
-                    if chunks >= 0:  # its chunks' stores issued
-                        self.timeline_point("phase1_decoded")
+            if cutlass.const_expr(self.checks):
+                self.p1_chunks = self.prepass_chunk_count(m_sizes)  # the checker's phase-1 rules
+            chunks = cutlass.Int32(0)
             if cutlass.const_expr(self.ablates("phase2")):
                 # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
                 if warp_idx < self.producer_warp:
+                    chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base, first_claim)
                     if tidx == 0:
                         self.prepass_reset_if_last(ws, self.prepass_wait(ws, chunks))
                 cute.arch.barrier()
@@ -341,11 +337,20 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                 # comes after the CTA's tiles)
                 passed = cutlass.Int32(0)
                 if warp_idx >= self.producer_warp:
-                    # the split (y_tail64, searched over the warp's lanes), the first tile's X
-                    # stages and the maps, after the warp's phase-1 chunks
+                    # the producer warp decodes no chunk: from the kernel's start, the split
+                    # (y_tail64, searched over the warp's lanes), the maps and the first tile's X
+                    # stages, while the consumer warps decode phase 1's chunks
                     self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
                                           cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
                 else:
+                    if cutlass.const_expr(not self.ablates("prepass")):
+                        # (the ablation, profiling only: no item decoded, the Y boxes read stale rows)
+                        chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base,
+                                                            first_claim)
+                    if cutlass.const_expr(self.timeline):
+                        if tidx == 0:
+                            if chunks >= 0:  # its chunks' stores issued
+                                self.timeline_point("phase1_decoded")
                     if tidx == 0:
                         passed = self.prepass_wait(ws, chunks)
                         if cutlass.const_expr(self.timeline):

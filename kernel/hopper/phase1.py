@@ -45,8 +45,13 @@ class Phase1Mixin:
         slot_addr = slots + (it % 2) * 4
         if tidx == 0:
             st_shared_u32(slot_addr, claimed)
-        cute.arch.barrier()
+        self.phase1_barrier()
         return ld_shared_u32(slot_addr)
+
+    def phase1_barrier(self):
+        """Phase 1's CTA barrier: the decoding threads only (named barrier
+        ``PHASE1_BARRIER_ID``; the producer warp does not decode). Traced inline."""
+        cute.arch.barrier(barrier_id=cfgmod.PHASE1_BARRIER_ID, number_of_threads=self.config.phase1_threads)
 
     def claim_chunk(self, ws, check: bool = True):
         """Thread 0: claim the next chunk (``atom.add`` on the claim word); returns its index (at
@@ -86,14 +91,14 @@ class Phase1Mixin:
         div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
         chunk = (items + (div - 1)) // div
         chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
-        chunk = cutlass.min(chunk, cutlass.Int32((threads or self.threads) * batch))
+        chunk = cutlass.min(chunk, cutlass.Int32((threads or self.config.phase1_threads) * batch))
         return chunk, (items + (chunk - 1)) // chunk
 
     @cute.jit
     def prepass_decode_scaled(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
                               ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32,
                               first_claim: cutlass.Int32):
-        """The prepass builds, every thread of every CTA: phase 1 with a chunk
+        """The prepass builds, every decoding thread (the consumer warps) of every CTA: phase 1 with a chunk
         of clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items,
         chosen at run time; thread t of a chunk takes items t, t + threads, ... and issues the
         loads of all of them before decoding any (one asm block). Thread 0 claims the next
@@ -102,13 +107,12 @@ class Phase1Mixin:
         Returns the number of chunks; the completion wait is ``prepass_wait`` (thread 0), then
         a CTA barrier. The deadlock argument of kernel.hopper.workspace is unchanged: a CTA
         claims only while running, and decodes every chunk it claimed before it waits."""
-        threads = self.threads
+        threads = self.config.phase1_threads
         batch = cfgmod.PREPASS_BATCH
         # per group: first item, first workspace row (registers for the whole loop)
         bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
         chunk, chunks = self.prepass_chunking(items)
         if cutlass.const_expr(self.checks):
-            self.p1_chunks = chunks  # the checker's phase-1 rules (kernel.hopper.harness)
             if tidx == 0:
                 self.check_phase1_claim(first_claim)
         pitch = cutlass.Int64(kmax * 2)
@@ -131,7 +135,7 @@ class Phase1Mixin:
             self.fence_chunk_stores(it)
             if tidx == 0:
                 st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
-            cute.arch.barrier()
+            self.phase1_barrier()
             if tidx == 0:
                 self.publish_chunk(ws, it)
             it = it + 1
@@ -167,6 +171,13 @@ class Phase1Mixin:
                 store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
                                     self.config.operand_exp_shift)
             copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
+
+    @cute.jit
+    def prepass_chunk_count(self, m_sizes: cute.Tensor):
+        """Phase 1's chunk count (what ``prepass_decode_scaled`` computes), for any thread."""
+        _b, _r, _c, items, _k = self.prepass_groups(m_sizes)
+        _chunk, chunks = self.prepass_chunking(items)
+        return chunks
 
     @cute.jit
     def prepass_groups(self, m_sizes: cute.Tensor):
@@ -230,7 +241,7 @@ class Phase1Mixin:
     def completion_barrier(self, tidx):
         """Phase 1's completion barrier, one ``bar.sync`` that every thread of the CTA executes:
         thread 0 arrives after its completion wait, the producer warp after its work before the
-        barrier; the workspace reads come after it. Traced inline."""
+        barrier (it decodes no chunk); the workspace reads come after it. Traced inline."""
         self.mark_phase1_completion_arrive(tidx)
         cute.arch.barrier()
 

@@ -218,7 +218,8 @@ class ProducerMixin:
 
     @cute.jit
     def producer_x_first(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total, t_begin, share_slots):
-        """The producer warp before phase 1's completion barrier (after its phase-1 chunks):
+        """The producer warp from the kernel's start to phase 1's completion barrier (it decodes no
+        chunk; the consumer warps do, meanwhile):
         (``y_tail64``) the balanced split, stored for everyone (``balanced_setup``), then the
         workspace's tensor map acquired (written by the host, never in a launch: its acquire
         need not wait for phase 1), then the first tile's map acquired and its X stages issued

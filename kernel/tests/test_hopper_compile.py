@@ -111,7 +111,8 @@ def test_prepass_variant_sass_structure(label, static_builds):
     """The prepass builds: phase 1 issues every item's loads of a chunk (PREPASS_BATCH items x
     two 128-bit loads and one scale word, predicated) before its decodes, claims the next chunk
     inside the loop (two claim atomics and one passed atomic) and stores whole 128-byte runs
-    (8 per item batch); its completion barrier is ONE instruction that every thread executes
+    (8 per item batch) between named barriers of its decoding threads; its completion barrier is
+    ONE instruction that every thread executes
     (bar.sync is barrier.sync.aligned: reached from two role sites it is undefined in PTX, and
     compute-sanitizer synccheck aborts the launch on it); the producer's first X stages (TMA box
     and scale bulk copy) come before that barrier and every Y box after it; no other CTA
@@ -131,15 +132,25 @@ def test_prepass_variant_sass_structure(label, static_builds):
     staged = config.mma_n // 16 if config.epilogue == "smem" else 0
     assert sum(o.startswith("STG.E.128") for o in ops) == 8 * PREPASS_BATCH + staged
     assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 3
-    # after the chunk loop's release add: one CTA barrier, the completion barrier (the producer's
-    # early X stages and thread 0's spin before it, both roles' work after it; the staged
-    # epilogue's per-warpgroup barriers, 128 threads, are not CTA barriers)
+    # phase 1's chunk barriers are the named barrier of its decoding threads only (the producer
+    # warp decodes nothing); after the chunk loop's release add: one CTA barrier, the completion
+    # barrier (thread 0's spin before it, both roles' tile work after it; the staged epilogue's
+    # per-warpgroup barriers, 128 threads, are not CTA barriers)
+    from kernel.hopper.config import PHASE1_BARRIER_ID
+
+    named = f"{PHASE1_BARRIER_ID:#x},{config.phase1_threads:#x}"
     red = next(n for n, o in enumerate(ops) if o.startswith("REDG"))
+    chunk_bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and ins[n].operands.replace(" ", "") == named]
+    assert chunk_bars and max(chunk_bars) < red, chunk_bars
     bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and n > red
             and not (staged and ins[n].operands.replace(" ", "").endswith(",0x80"))]
     assert len(bars) == 1 and bars[0] < next(n for n, o in enumerate(ops) if o.startswith("HGMMA")), bars
-    early = [o for o in ops[red:bars[0]] if o.startswith(("UTMALDG", "UBLKCP"))]
-    assert {o.split(".")[0] for o in early} == {"UTMALDG", "UBLKCP"}, early
+    assert ins[bars[0]].operands.replace(" ", "") == "0x0", ins[bars[0]].operands
+    # the producer's first X stages (TMA box and scale bulk copy) before the completion barrier,
+    # outside phase 1's chunk loop (the producer warp issues them while the consumers decode)
+    early = [n for n, o in enumerate(ops[:bars[0]]) if o.startswith(("UTMALDG", "UBLKCP"))]
+    assert {ops[n].split(".")[0] for n in early} == {"UTMALDG", "UBLKCP"}, early
+    assert not [n for n in early if min(chunk_bars) < n < max(chunk_bars)], (early, chunk_bars)
     spins = [n for n, o in enumerate(ops) if o.startswith("LDG.E.STRONG.GPU")]
     assert spins and min(spins) < bars[0], spins
 

@@ -18,8 +18,9 @@ from kernel.perturbation import CHECK_RULES, PHASE1_CLAIM_MAP_CHUNKS
 from kernel.phase1_protocol import (MUTATIONS, Acquire, Barrier, Claim, CompletionArrive, Counters, Fence, Launch,
                                     Publish, Read, Reset, record, simulate)
 
-# 3 chunks, 2 CTAs of 2 warps (warp 1 the producer): CTA 0 decodes chunks 0 and 2, CTA 1 chunk 1
-L = Launch(chunks=3, ctas=2, warps=2, producer_warp=1)
+# 3 chunks, 2 CTAs of 3 warps (warps 0 and 1 decode, warp 2 the producer): CTA 0 decodes chunks
+# 0 and 2, CTA 1 chunk 1
+L = Launch(chunks=3, ctas=2, warps=3, producer_warp=2)
 PHASE1_RULES = {name for name, _, _ in CHECK_RULES if name.startswith("phase1_")}
 
 
@@ -30,7 +31,7 @@ def valid():
         Barrier(0), Barrier(1), Publish(1, 0), Publish(0, 0),
         Claim(0, 4), Fence(0, 1, 1), Fence(0, 0, 1), Barrier(0), Publish(0, 1),
         Acquire(1, 3), CompletionArrive(1), Acquire(0, 3), Reset(0, 0, 0, 0), CompletionArrive(0),
-        Barrier(1), Barrier(0), Read(1, 1), Read(0, 1),
+        Barrier(1), Barrier(0), Read(1, 2), Read(0, 2),
     ]
 
 
@@ -51,11 +52,11 @@ def test_the_valid_launch_is_clean():
 
 @pytest.mark.parametrize("trace, first", [
     # the completion wait one chunk short
-    (edited(replace={Acquire(1, 3): Acquire(1, 2)}), (1, 1, 0)),
+    (edited(replace={Acquire(1, 3): Acquire(1, 2)}), (1, 2, 0)),
     # a chunk counted done without its release (nothing published for it)
-    (edited(drop=[Publish(1, 0)]), (1, 1, 1)),
+    (edited(drop=[Publish(1, 0)]), (1, 2, 2)),
     # thread 0 of CTA 0 waits after it arrived at the completion barrier
-    (edited(move=(Acquire(0, 3), CompletionArrive(0))), (0, 1, 0)),
+    (edited(move=(Acquire(0, 3), CompletionArrive(0))), (0, 2, 0)),
 ], ids=["wait_one_short", "publish_relaxed", "wait_after_barrier"])
 def test_a_read_before_every_chunk_was_acquired_is_rejected(trace, first):
     r = record(L, trace)
