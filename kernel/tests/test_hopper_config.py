@@ -218,7 +218,7 @@ def test_prepass_smem_arithmetic_and_label():
         (dict(_PRE, prepass_chunk=0), "needs prepass_chunk in"),
         (dict(_PRE, prepass_chunk=3), "needs prepass_chunk in"),
         (dict(_RS, prepass_chunk=1), "prepass_chunk is for y_source='prepass' only"),
-        (dict(_PRE, fp16_buffers=2), "stages 4096 bytes per warp in the Y ring"),
+        (dict(_PRE, tile_m=64, fp16_buffers=3), "stages 4096 bytes per warp in the Y ring"),
         (dict(_RS, y_source="global"), "y_source must be 'smem_decode' or 'prepass'"),
         (dict(_RS, y_tail64=True, schedule="balanced"), "y_tail64 needs y_source='prepass'"),
         (dict(_PRE, y_tail64=True), "schedule='balanced' and y_tail64 go together"),
@@ -230,6 +230,14 @@ def test_prepass_smem_arithmetic_and_label():
 def test_prepass_rules(kwargs, words):
     problems = config_problems(HopperConfig(**kwargs))
     assert any(words in p for p in problems), problems
+
+
+def test_phase1_staging_counts_the_decoding_warps_only():
+    """Phase 1 stages one 4096-byte slot block per decoding warp in the Y ring: the consumer
+    warps (8 with two warpgroups), not the producer warp, so two 16 KB Y buffers hold them."""
+    pre = HopperConfig(**dict(_PRE, fp16_buffers=2))
+    assert pre.phase1_threads == pre.consumer_threads == 256 < pre.threads
+    assert not [p for p in config_problems(pre) if "bytes per warp" in p]
 
 
 def test_prepass_takes_no_shared_memory_decode_ablation():
