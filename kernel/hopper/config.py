@@ -95,6 +95,10 @@ PREPASS_BATCH = 4
 PREPASS_STAGED_WARP_BYTES = 32 * 128  # phase 1's staged stores: one 128-byte item slot per lane
 PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (1, 2, 4)
+# X stages of the first tile the producer warp issues before phase 1's completion barrier (while
+# the consumer warps decode): one; each more one's loads queue ahead of phase 1's own
+# (docs/results.md, row D8: 2 and 4 measured slower)
+PREPASS_EARLY_X_STAGES = 1
 MBARRIER_BYTES = 8  # one mbarrier object in shared memory
 # epilogue="smem": named barrier 4 + w syncs consumer warpgroup w's 128 threads around its staging
 # buffer (0: the CTA-wide barrier, 1: the consumers' Y barrier)

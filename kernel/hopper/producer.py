@@ -210,8 +210,8 @@ class ProducerMixin:
     @cute.jit
     def early_x_stages(self, k_f, t_begin, t_end):
         """X stages of the CTA's first tile (K ``k_f``) that go out before phase 1's completion
-        barrier: all of its K tiles up to the ring's depth, none for a CTA without tiles."""
-        pre = cutlass.min(k_f // self.config.tile_k, cutlass.Int32(self.stages))
+        barrier: ``PREPASS_EARLY_X_STAGES`` (at most its K tiles), none for a CTA without tiles."""
+        pre = cutlass.min(k_f // self.config.tile_k, cutlass.Int32(min(cfgmod.PREPASS_EARLY_X_STAGES, self.stages)))
         if t_begin >= t_end:
             pre = cutlass.Int32(0)
         return pre
@@ -258,7 +258,7 @@ class ProducerMixin:
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
                           t_begin, t_end, t_step, total):
         """The prepass producer after phase 1's completion barrier (in ``kernel``, one
-        instruction for every thread): the first tile's X stages (up to ``num_ab_stages``; they
+        instruction for every thread): the first tile's early X stages (``early_x_stages``; they
         read only B and its scales) went out before it (``producer_x_first``, which also acquired
         the workspace's map) and the ring state steps past them here; then per tile and K tile the
         raw X stage and the tile's fp16 Y boxes. (The first tile's origin is computed again here
