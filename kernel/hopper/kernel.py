@@ -419,15 +419,10 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                 y_blocks = (y_lim + 127) // 128
                 k_tiles = k // cfg.tile_k
                 for kt in range(k_tiles):
-                    self.delay("producer", "acquire", "before")
-                    self.producer_acquire(pipe, state)
-                    self.delay("producer", "acquire", "after")
-                    stage = raw_base + state.index * self.raw_stage_bytes
-                    self.poison_stage_before_fill(lane, stage)
+                    stage, mbar = self.open_raw_stage(lane, pipe, state, raw_base)
                     kbyte = cutlass.Int64(kt * (cfg.tile_k // 2))
                     sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
                     if cutlass.const_expr(cfg.loader != "cp_async"):
-                        mbar = pipe.producer_get_barrier(state).toint()
                         if cutlass.const_expr(cfg.loader == "tma"):
                             # rows past the operand's end are zero-filled (never stored)
                             if lane == 0:
@@ -444,9 +439,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                         self.load_rows_cp_async(pw, lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, self.mma_n)
                         self.load_sf_cp_async(pw, lane, stage + self.off_sfx, sfx_ptr, x_row0, x_blocks, rest_k, sf_k, self.mma_m)
                         self.load_sf_cp_async(pw, lane, stage + self.off_sfy, sfy_ptr, y_row0, y_blocks, rest_k, sf_k, self.mma_n)
-                    self.delay("producer", "issue", "before")
-                    self.producer_commit(pipe, state)
-                    self.delay("producer", "issue", "after")
+                    self.close_raw_stage(pipe, state)
                     state.advance()
             self.delay("producer", "tail", "before")
             self.producer_tail(pipe, state)

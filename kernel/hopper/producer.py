@@ -325,17 +325,29 @@ class ProducerMixin:
         scale blocks from ``sfx_ptr``, the tile's X scales, read once per tile: a table read
         here would be a round trip per stage); the caller advances ``state``."""
         cfg = self.config
+        stage, mbar = self.open_raw_stage(lane, pipe, state, raw_base)
+        sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
+        if lane == 0:
+            self.tma_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
+        self.load_sf_bulk(lane, 1, stage + self.off_sfx, sfx_ptr, n0, (n + 127) // 128,
+                          cutlass.Int64(k // 64), sf_k, mbar, self.mma_m)
+        self.close_raw_stage(pipe, state)
+
+    def open_raw_stage(self, lane, pipe, state, raw_base):
+        """The producer, before filling raw stage ``state``: wait until it is free (the acquire
+        and its delay sites), poison it in the harness builds; returns the stage's shared
+        address and its full barrier's (what TMA and bulk copies complete; unused by cp.async).
+        Traced inline."""
         self.delay("producer", "acquire", "before")
         self.producer_acquire(pipe, state)
         self.delay("producer", "acquire", "after")
         stage = raw_base + state.index * self.raw_stage_bytes
         self.poison_stage_before_fill(lane, stage)
-        sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
-        mbar = pipe.producer_get_barrier(state).toint()
-        if lane == 0:
-            self.tma_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), n0, mbar)
-        self.load_sf_bulk(lane, 1, stage + self.off_sfx, sfx_ptr, n0, (n + 127) // 128,
-                          cutlass.Int64(k // 64), sf_k, mbar, self.mma_m)
+        return stage, pipe.producer_get_barrier(state).toint()
+
+    def close_raw_stage(self, pipe, state):
+        """The producer, after issuing raw stage ``state``'s copies: commit it (and its delay
+        sites); the caller advances ``state``. Traced inline."""
         self.delay("producer", "issue", "before")
         self.producer_commit(pipe, state)
         self.delay("producer", "issue", "after")
