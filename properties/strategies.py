@@ -95,6 +95,9 @@ MULTI_ROUND_SHARE = 4
 MULTI_ROUND_LAYOUTS = ("separate", "views", "packed_c", "leaderboard")
 # its K: at most this (one 256-K tile of the kernels), so its extra tiles cost little
 MULTI_ROUND_MAX_K = 256
+# about half of its draws of two or more groups alternate K and K + MULTI_ROUND_MAX_K (one 256-K
+# tile more) over the groups, so the balanced grid deals their tiles in the snake order
+# (kernel.plan.snake_tile), odd rounds included
 
 
 @dataclass(frozen=True)
@@ -129,11 +132,17 @@ def multi_round_sizes(draw, constraints: KernelConstraints, limits: SizeLimits, 
     groups are all *light* (M <= tile_m / 2: one half-height tile per N block, the balanced
     schedule's light tiles), all full (the last M block holds more than tile_m / 2 rows) or
     mixed (1 or 2 full M blocks, then a light one); N ragged inside its last block; K at most
-    :data:`MULTI_ROUND_MAX_K`. On a balanced grid most of them leave CTAs idle (the split hands
-    out whole runs of tiles; see grid_shape)."""
+    :data:`MULTI_ROUND_MAX_K`, or, in about half of the draws of two or more groups, K and
+    K + :data:`MULTI_ROUND_MAX_K` alternating over the groups (the snake split). On a
+    balanced grid most of them leave CTAs idle (the split hands out whole runs of tiles; see
+    grid_shape)."""
     gran = constraints.k_granularity
     k = gran * draw(st.integers(1, max(1, MULTI_ROUND_MAX_K // gran)))
     groups = draw(st.integers(1, min(limits.max_groups, constraints.max_groups)))
+    # the groups' K: one K, or K and K + MULTI_ROUND_MAX_K alternating from a drawn first
+    mixed_k = groups >= 2 and draw(st.booleans())
+    first_long = draw(st.integers(0, 1)) if mixed_k else 0
+    ks = [k + (MULTI_ROUND_MAX_K if mixed_k and (g + first_long) % 2 else 0) for g in range(groups)]
     ctas, tm, tn = planner.ctas, planner.tile_m, planner.tile_n
     rounds = draw(st.integers(2, 4))
     target = draw(st.integers(ctas * (rounds - 1) + 1, ctas * rounds))
@@ -151,7 +160,7 @@ def multi_round_sizes(draw, constraints: KernelConstraints, limits: SizeLimits, 
             m = (m_blocks - 1) * tm + draw(st.integers(1, tm // 2))
         n_blocks = -(-per_group // m_blocks)
         n = n_blocks * tn - draw(st.integers(0, tn - 1))
-        sizes.append((m, n, k, 1))
+        sizes.append((m, n, ks[len(sizes)], 1))
     return tuple(sizes)
 
 
@@ -212,7 +221,7 @@ def corner_examples(constraints: KernelConstraints, seed: int = 0,
     return examples
 
 
-MULTI_ROUND_CORNERS = ("light_tiles_idle_ctas", "three_rounds_mixed_tiles")
+MULTI_ROUND_CORNERS = ("light_tiles_idle_ctas", "three_rounds_mixed_tiles", "three_rounds_mixed_k")
 
 
 def multi_round_corners(constraints: KernelConstraints, planner: GridPlanner) -> dict[str, tuple]:
@@ -222,7 +231,9 @@ def multi_round_corners(constraints: KernelConstraints, planner: GridPlanner) ->
       of a small MoE step), T > C tiles in all, T the smallest count for which the balanced split
       of T light tiles over C CTAs (kernel.plan.balanced_share) leaves a CTA without a tile;
     * ``three_rounds_mixed_tiles``: up to 3 groups of one full and one light M block per N block,
-      more than 2 C tiles, so a contiguous grid runs at least three rounds."""
+      more than 2 C tiles, so a contiguous grid runs at least three rounds;
+    * ``three_rounds_mixed_k``: the same tiles with K, K + 256, K over the groups (one group: K), so a
+      balanced grid deals them in the snake order, an odd round included."""
     gran, g_max = constraints.k_granularity, constraints.max_groups
     k = gran * max(1, MULTI_ROUND_MAX_K // gran)
     ctas, tm, tn = planner.ctas, planner.tile_m, planner.tile_n
@@ -238,7 +249,9 @@ def multi_round_corners(constraints: KernelConstraints, planner: GridPlanner) ->
     groups = min(3, g_max)
     n_blocks = -(-(2 * ctas + 1) // (2 * groups))
     mixed_sizes = tuple((tm + max(1, tm // 4 - g), n_blocks * tn - 5 * g, k, 1) for g in range(groups))
-    return {"light_tiles_idle_ctas": light_sizes, "three_rounds_mixed_tiles": mixed_sizes}
+    mixed_k = tuple((m, n, k + (MULTI_ROUND_MAX_K if g % 2 else 0), l) for g, (m, n, _, l) in enumerate(mixed_sizes))
+    return {"light_tiles_idle_ctas": light_sizes, "three_rounds_mixed_tiles": mixed_sizes,
+            "three_rounds_mixed_k": mixed_k}
 
 
 @dataclass(frozen=True)

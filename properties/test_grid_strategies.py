@@ -25,7 +25,8 @@ from kernel import model
 from kernel.family import FAMILIES
 from kernel import plan as plan_module
 from properties.checks import SubjectCheckFailed, check_example
-from properties.strategies import MULTI_ROUND_CORNERS, corner_examples, examples, grid_shape
+from properties.strategies import (MULTI_ROUND_CORNERS, MULTI_ROUND_MAX_K, corner_examples, examples,
+                                   grid_shape)
 from properties.subjects import resolve_subject
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,8 +82,21 @@ def test_draws_pass_one_round_of_the_grid(variant):
         example = find(examples(variant), lambda e: holds(_shape(variant, e)), settings=FIND)
         shape = _shape(variant, example)
         assert holds(shape), (what, example, shape)
-        # kept cheap: K is one 256-K tile at most
-        assert all(k <= 256 for _, _, k, _ in example.sizes) or shape.tiles <= ctas, example
+        # kept cheap: K is one 256-K tile at most (one more where the groups' K differ)
+        assert all(k <= 256 + MULTI_ROUND_MAX_K for _, _, k, _ in example.sizes) or shape.tiles <= ctas, example
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=_ids)
+def test_draws_pass_one_round_with_groups_of_different_k(variant):
+    """Multi-round draws whose groups' K differ: on the prepass build's balanced grid these run
+    the snake split (kernel.plan.LaunchPlan.k_uniform false), odd rounds included."""
+    ctas = variant.planner.ctas
+
+    def mixed_rounds(e) -> bool:  # groups with tiles whose K tiles differ, past one round
+        return not variant.planner.plan(e.sizes).k_uniform and _shape(variant, e).tiles > ctas
+
+    example = find(examples(variant), mixed_rounds, settings=FIND)
+    assert mixed_rounds(example), example
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=_ids)
@@ -96,8 +110,13 @@ def test_corners_pass_one_round_of_the_grid(variant):
         assert light.idle_ctas > 0, light
     mixed = _shape(variant, corners["three_rounds_mixed_tiles"])
     assert mixed.tiles > 2 * ctas and mixed.rounds >= 3 and mixed.light_tiles > 0, mixed
+    mixed_k = corners["three_rounds_mixed_k"]
+    plan = variant.planner.plan(mixed_k.sizes)
+    assert _shape(variant, mixed_k).tiles > 2 * ctas and not plan.k_uniform, mixed_k
+    if variant.planner.schedule == "balanced":  # the snake split: some CTA runs an odd round
+        assert max(len(plan.cta_tiles(c)) for c in range(plan.num_ctas)) >= 2, mixed_k
     for name in MULTI_ROUND_CORNERS:
-        assert all(k <= 256 for _, _, k, _ in corners[name].sizes)
+        assert all(k <= 256 + MULTI_ROUND_MAX_K for _, _, k, _ in corners[name].sizes)
     # without a planner (a subject whose plan is unknown) there are none
     assert not set(MULTI_ROUND_CORNERS) & set(corner_examples(variant.constraints))
 
