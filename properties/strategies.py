@@ -142,7 +142,8 @@ def multi_round_sizes(draw, constraints: KernelConstraints, limits: SizeLimits, 
     # the groups' K: one K, or K and K + MULTI_ROUND_MAX_K alternating from a drawn first
     mixed_k = groups >= 2 and draw(st.booleans())
     first_long = draw(st.integers(0, 1)) if mixed_k else 0
-    ks = [k + (MULTI_ROUND_MAX_K if mixed_k and (g + first_long) % 2 else 0) for g in range(groups)]
+    extra = gran * max(1, MULTI_ROUND_MAX_K // gran)  # one 256-K tile, in whole granules
+    ks = [k + (extra if mixed_k and (g + first_long) % 2 else 0) for g in range(groups)]
     ctas, tm, tn = planner.ctas, planner.tile_m, planner.tile_n
     rounds = draw(st.integers(2, 4))
     target = draw(st.integers(ctas * (rounds - 1) + 1, ctas * rounds))
@@ -232,7 +233,7 @@ def multi_round_corners(constraints: KernelConstraints, planner: GridPlanner) ->
       of T light tiles over C CTAs (kernel.plan.balanced_share) leaves a CTA without a tile;
     * ``three_rounds_mixed_tiles``: up to 3 groups of one full and one light M block per N block,
       more than 2 C tiles, so a contiguous grid runs at least three rounds;
-    * ``three_rounds_mixed_k``: the same tiles with K, K + 256, K over the groups (one group: K), so a
+    * ``three_rounds_mixed_k``: the same tiles with K, 2 K, K over the groups (one group: K), so a
       balanced grid deals them in the snake order, an odd round included."""
     gran, g_max = constraints.k_granularity, constraints.max_groups
     k = gran * max(1, MULTI_ROUND_MAX_K // gran)
@@ -249,7 +250,7 @@ def multi_round_corners(constraints: KernelConstraints, planner: GridPlanner) ->
     groups = min(3, g_max)
     n_blocks = -(-(2 * ctas + 1) // (2 * groups))
     mixed_sizes = tuple((tm + max(1, tm // 4 - g), n_blocks * tn - 5 * g, k, 1) for g in range(groups))
-    mixed_k = tuple((m, n, k + (MULTI_ROUND_MAX_K if g % 2 else 0), l) for g, (m, n, _, l) in enumerate(mixed_sizes))
+    mixed_k = tuple((m, n, 2 * k if g % 2 else k, l) for g, (m, n, _, l) in enumerate(mixed_sizes))
     return {"light_tiles_idle_ctas": light_sizes, "three_rounds_mixed_tiles": mixed_sizes,
             "three_rounds_mixed_k": mixed_k}
 
