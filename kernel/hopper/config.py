@@ -109,6 +109,10 @@ PHASE1_BARRIER_ID = 2
 # epilogue="smem": columns of C per consumer warpgroup (its 64-row wgmma M slice, swapped), so a
 # staging row is 128 bytes: eight 16-byte chunks
 EPILOGUE_WG_COLS = 64
+# producer_warpgroup: the registers per thread setmaxnreg leaves the producer warpgroup and gives
+# the two consumer warpgroups (4 x 32 x 40 + 8 x 32 x 232 = 64512 of the SM's 65536)
+PRODUCER_WARPGROUP_REGS = 40
+CONSUMER_WARPGROUP_REGS = 232
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,11 @@ class HopperConfig:
     # retired before the barrier of sub-block g. X's fragments of three sub-blocks are live at once
     # (SPILL_ALLOWANCE in kernel/hopper/variants.py)
     wgmma_in_flight: int = 1
+    # label suffix "_pwg" (y_source="prepass" with 2 consumer warpgroups only): the producer warp
+    # sits in a warpgroup of its own (three more warps that only pass the CTA-wide barriers) that
+    # hands its registers to the consumers with setmaxnreg: PRODUCER_WARPGROUP_REGS for it,
+    # CONSUMER_WARPGROUP_REGS for each consumer thread (a 256-row Y tile's 128 accumulators fit)
+    producer_warpgroup: bool = False
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -201,7 +210,8 @@ class HopperConfig:
 
     @property
     def producer_threads(self) -> int:
-        return 32 * self.producer_warps
+        """The producer warps' threads (with ``producer_warpgroup``: their whole warpgroup)."""
+        return 128 if self.producer_warpgroup else 32 * self.producer_warps
 
     @property
     def threads(self) -> int:
@@ -229,7 +239,7 @@ class HopperConfig:
     @property
     def register_cap(self) -> int:
         """Registers per thread the wgmma (consumer) warps may use."""
-        return self.launch_register_cap
+        return CONSUMER_WARPGROUP_REGS if self.producer_warpgroup else self.launch_register_cap
 
     @property
     def acc_regs_per_thread(self) -> int:
@@ -258,6 +268,7 @@ class HopperConfig:
         sched += "_t64" if self.y_tail64 else ""
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_pdl" if self.pdl else ""
+        sched += "_pwg" if self.producer_warpgroup else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -499,6 +510,11 @@ def config_problems(config: HopperConfig) -> list[str]:
                      f"{config.phase1_threads // 32} warps need more than its {config.fp16_buffers} buffers")
     elif config.prepass_chunk:
         p.append("prepass_chunk is for y_source='prepass' only")
+    if not _is_bool(config.producer_warpgroup):
+        p.append(f"producer_warpgroup must be a bool, got {config.producer_warpgroup!r}")
+    elif config.producer_warpgroup and (config.y_source != "prepass" or config.consumer_warpgroups != 2
+                                        or config.producer_warps != 1):
+        p.append("producer_warpgroup needs y_source='prepass', 2 consumer warpgroups and 1 producer warp")
     if not _is_bool(config.y_tail64):
         p.append(f"y_tail64 must be a bool, got {config.y_tail64!r}")
     elif config.y_tail64:

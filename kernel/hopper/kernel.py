@@ -340,8 +340,9 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                     # the producer warp decodes no chunk: from the kernel's start, the split
                     # (y_tail64, searched over the warp's lanes), the maps and the first tile's X
                     # stages, while the consumer warps decode phase 1's chunks
-                    self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
-                                          cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
+                    if self.is_producer(warp_idx):
+                        self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
+                                              cutlass.Int32(0) if self.tail64 else t_begin, share_slots)
                 else:
                     if cutlass.const_expr(not self.ablates("prepass")):
                         # (the ablation, profiling only: no item decoded, the Y boxes read stale rows)
@@ -367,13 +368,18 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                 # cap spilled one)
                 total = m_prefix[G]
                 if warp_idx >= self.producer_warp:
-                    if cutlass.const_expr(self.tail64):
-                        p_begin, p_end, p_step = self.balanced_read(total, share_slots)  # producer_x_first's
-                    else:
-                        p_begin, p_end, p_step = self.tile_range(total)
-                    self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
-                                           p_begin, p_end, p_step, total)
+                    # (producer_warpgroup: setmaxnreg at the start of each role's last branch, which
+                    # no other role's code joins again: ptxas ignores it before a join)
+                    self.give_registers(False)
+                    if self.is_producer(warp_idx):
+                        if cutlass.const_expr(self.tail64):
+                            p_begin, p_end, p_step = self.balanced_read(total, share_slots)  # producer_x_first's
+                        else:
+                            p_begin, p_end, p_step = self.tile_range(total)
+                        self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base,
+                                               sy_base, p_begin, p_end, p_step, total)
                 else:
+                    self.give_registers(True)
                     if cutlass.const_expr(self.tail64):
                         c_begin, c_end, c_step = self.balanced_read(total, share_slots)
                     else:

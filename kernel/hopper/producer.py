@@ -111,6 +111,24 @@ class ProducerMixin:
             n_block * self.config.tile_n,
         )
 
+    def is_producer(self, warp_idx):
+        """Whether warp ``warp_idx`` (one at or past ``producer_warp``) issues the loads: every
+        one of them (a Python True), or with ``producer_warpgroup`` the first of that warpgroup
+        only (the other three pass the CTA-wide barriers and exit). Traced inline."""
+        if self.config.producer_warpgroup:
+            return warp_idx == self.producer_warp
+        return True
+
+    def give_registers(self, consumer: bool):
+        """``producer_warpgroup``: setmaxnreg, each warpgroup at the start of its role: the producer
+        warpgroup down to PRODUCER_WARPGROUP_REGS, the consumers up to CONSUMER_WARPGROUP_REGS
+        (nothing otherwise). Traced inline."""
+        if self.config.producer_warpgroup:
+            if consumer:
+                cute.arch.warpgroup_reg_alloc(cfgmod.CONSUMER_WARPGROUP_REGS)
+            else:
+                cute.arch.warpgroup_reg_dealloc(cfgmod.PRODUCER_WARPGROUP_REGS)
+
     def balanced_setup(self, m_sizes: cute.Tensor, total, slots):
         """y_tail64, the producer warp: this CTA's share of the balanced split
         (kernel.plan.balanced_share; the snake split's when the slots' K differ), kept on ``self``

@@ -86,6 +86,14 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     ),
     # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
     PHASE1_STAGED_CONFIG,
+    # tile shape: the prepass pipeline with a 256-row Y tile (wgmma 64x256, each decoded X fragment
+    # used for twice the rows), its 128 accumulators per thread from a producer warpgroup's
+    # registers (setmaxnreg); contiguous schedule (the 64-row tail tiles halve 128-row ones only)
+    HopperConfig(
+        tile_m=256, tile_n=128, tile_k=256, num_ab_stages=3, consumer_warpgroups=2, swapped=True,
+        dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=4, prepass_chunk=1,
+        epilogue="smem", producer_warpgroup=True,
+    ),
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

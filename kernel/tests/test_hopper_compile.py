@@ -155,6 +155,26 @@ def test_prepass_variant_sass_structure(label, static_builds):
     assert spins and min(spins) < bars[0], spins
 
 
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.producer_warpgroup])
+def test_producer_warpgroup_variant_moves_registers(label, static_builds):
+    """producer_warpgroup: 384 threads; the producer warpgroup gives registers back
+    (USETMAXREG.DEALLOC) and the consumers take them (USETMAXREG.TRY_ALLOC), both after phase 1's
+    completion barrier (ptxas drops setmaxnreg before a point where the roles' code joins again:
+    the kernel would then run at the launch's 168 registers and spill); 0 spills with the
+    accumulators of the 256-row Y tile (128 per thread)."""
+    config = next(c for c in STATIC_MATRIX if c.label == label)
+    build = static_builds.build(config, 8)
+    assert build["threads_per_cta"] == 384 and config.acc_regs_per_thread == 128
+    ins = _kernel_without_spills(config, static_builds)
+    ops = [i.opcode for i in ins]
+    dealloc = [n for n, o in enumerate(ops) if o.startswith("USETMAXREG.DEALLOC")]
+    alloc = [n for n, o in enumerate(ops) if o.startswith("USETMAXREG.TRY_ALLOC")]
+    assert len(dealloc) == 1 and len(alloc) == 1, [o for o in ops if "MAXREG" in o]
+    cta_bars = [n for n, i in enumerate(ins) if i.opcode.startswith("BAR.SYNC") and i.operands.replace(" ", "") == "0x0"]
+    assert cta_bars and min(dealloc + alloc) > max(cta_bars), (dealloc, alloc, cta_bars)
+    assert min(alloc) < min(n for n, o in enumerate(ops) if o.startswith("HGMMA"))
+
+
 @pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.y_tail64])
 def test_tail64_variant_sass_structure(label, static_builds):
     """y_tail64: per 64-K sub-block one branch of 4 HGMMA.64x64x16

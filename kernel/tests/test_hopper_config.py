@@ -232,6 +232,21 @@ def test_prepass_rules(kwargs, words):
     assert any(words in p for p in problems), problems
 
 
+def test_producer_warpgroup_rules_and_budget():
+    """producer_warpgroup: the prepass build with two consumer warpgroups only; 384 threads, the
+    consumers' register cap is what setmaxnreg gives them (232), not the 288-thread launch's 168."""
+    wide = dict(_PRE, tile_m=256, fp16_buffers=4, num_ab_stages=3, epilogue="smem")
+    with_wg = HopperConfig(**wide, producer_warpgroup=True)
+    assert with_wg.threads == 384 and with_wg.register_cap == 232 and not config_problems(with_wg)
+    assert with_wg.label.endswith("_pwg")
+    assert HopperConfig(**wide).register_cap == 168
+    for bad in (dict(_RS, producer_warpgroup=True), dict(_PRE, consumer_warpgroups=1, producer_warpgroup=True),
+                dict(_PRE, producer_warps=2, producer_warpgroup=True)):
+        assert any("producer_warpgroup needs" in p for p in config_problems(HopperConfig(**bad))), bad
+    assert any("producer_warpgroup must be a bool" in p
+               for p in config_problems(HopperConfig(**dict(_PRE, producer_warpgroup=1))))
+
+
 def test_phase1_staging_counts_the_decoding_warps_only():
     """Phase 1 stages one 4096-byte slot block per decoding warp in the Y ring: the consumer
     warps (8 with two warpgroups), not the producer warp, so two 16 KB Y buffers hold them."""

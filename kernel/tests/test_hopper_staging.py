@@ -18,9 +18,9 @@ from kernel.hopper import staging
 from kernel.hopper.config import EPILOGUE_WG_COLS, SMEM_CAPACITY_BYTES, epilogue_stage_rows, smem_bytes
 from kernel.hopper.variants import DECLARED_VARIANTS
 
-# the two staging geometries (the fastest tile's, the prepass tile's); the other staged variants
-# are these tiles with other options, the same epilogue (test below; a pdl build stages exactly
-# as its twin without it)
+# the three staging geometries (the fastest tile's, the prepass tile's, the 256-row Y tile's); the
+# other staged variants are these tiles with other options, the same epilogue (test below; a pdl
+# build stages exactly as its twin without it)
 STAGED = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and c.wgmma_in_flight == 1 and not c.pdl
           and not c.prepass_split_warp]
 
@@ -97,10 +97,13 @@ def test_staging_rows_and_bytes():
     assert [c.label for c in STAGED] == [
         "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es",
         "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t64_es",
+        "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xs_es_pwg",
     ]
-    fast, t64 = STAGED
+    fast, t64, wide = STAGED
     assert epilogue_stage_rows(fast) == 128 and smem_bytes(fast)["epilogue_staging"] == 32768
     assert epilogue_stage_rows(t64) == 64 and smem_bytes(t64)["epilogue_staging"] == 16384
+    # the 256-row Y tile: half of its 256 rows of C per pass (two passes)
+    assert epilogue_stage_rows(wide) == 128 and smem_bytes(wide)["epilogue_staging"] == 32768
     for c in STAGED:
         assert smem_bytes(c)["total"] <= SMEM_CAPACITY_BYTES
     # a pdl build stages as its twin without pdl; the split-warp build as its one-lane twin
