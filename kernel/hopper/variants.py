@@ -61,8 +61,6 @@ SPILL_ALLOWANCE: dict[str, tuple[int, str]] = {
 EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     # stages and tile_k: DEFAULT_CONFIG with 128-K stages, 5 of them
     HopperConfig(tile_k=128, num_ab_stages=5),
-    # tile shape and consumer warpgroups: 128x256 with 2 warpgroups (2 stages fit)
-    HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2),
     # the 64-row swapped tile (small per-group M)
     HopperConfig(tile_m=64, tile_n=128, swapped=True, num_ab_stages=4),
     # DEFAULT_CONFIG swapped with 2 consumer warpgroups
@@ -86,9 +84,11 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     ),
     # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
     PHASE1_STAGED_CONFIG,
-    # tile shape: the prepass pipeline with a 256-row Y tile (wgmma 64x256, each decoded X fragment
-    # used for twice the rows), its 128 accumulators per thread from a producer warpgroup's
-    # registers (setmaxnreg); contiguous schedule (the 64-row tail tiles halve 128-row ones only)
+    # tile shape and consumer warpgroups: the prepass pipeline with a 256-row Y tile (wgmma 64x256,
+    # each decoded X fragment used for twice the rows), its 128 accumulators per thread from a
+    # producer warpgroup's registers (setmaxnreg); contiguous schedule (the 64-row tail tiles halve
+    # 128-row ones only). The 256-wide tile on the simplest pipeline was slower than the default on
+    # every shape (docs/results.md, row D3)
     HopperConfig(
         tile_m=256, tile_n=128, tile_k=256, num_ab_stages=3, consumer_warpgroups=2, swapped=True,
         dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=4, prepass_chunk=1,
