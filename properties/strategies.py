@@ -150,7 +150,7 @@ def multi_round_sizes(draw, constraints: KernelConstraints, limits: SizeLimits, 
     kind = draw(st.sampled_from(("light", "full", "mixed")))
     per_group = -(-target // groups)
     sizes = []
-    for _ in range(groups):
+    for g in range(groups):
         if kind == "light":
             m_blocks, m = 1, draw(st.integers(1, tm // 2))
         elif kind == "full":
@@ -161,7 +161,7 @@ def multi_round_sizes(draw, constraints: KernelConstraints, limits: SizeLimits, 
             m = (m_blocks - 1) * tm + draw(st.integers(1, tm // 2))
         n_blocks = -(-per_group // m_blocks)
         n = n_blocks * tn - draw(st.integers(0, tn - 1))
-        sizes.append((m, n, ks[len(sizes)], 1))
+        sizes.append((m, n, ks[g], 1))
     return tuple(sizes)
 
 
