@@ -84,14 +84,15 @@ class Phase1Mixin:
         wait_geq_acquire_gpu(ws + DONE_WORD, target)
         self.mark_phase1_acquired(target)
 
-    def prepass_chunking(self, items, threads=None, batch: int = cfgmod.PREPASS_BATCH):
+    def prepass_chunking(self, items, batch: int = cfgmod.PREPASS_BATCH):
         """Phase 1's run-time chunk (``prepass_chunk`` = F > 0): clamp(ceil(items / (F x grid)),
-        PREPASS_MIN_CHUNK, threads x ``batch``) items, and the number of chunks. Traced inline."""
+        PREPASS_MIN_CHUNK, phase1_threads x ``batch``) items, and the number of chunks. Traced
+        inline."""
         num_ctas, _, _ = cute.arch.grid_dim()
         div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
         chunk = (items + (div - 1)) // div
         chunk = cutlass.max(chunk, cutlass.Int32(cfgmod.PREPASS_MIN_CHUNK))
-        chunk = cutlass.min(chunk, cutlass.Int32((threads or self.config.phase1_threads) * batch))
+        chunk = cutlass.min(chunk, cutlass.Int32(self.config.phase1_threads * batch))
         return chunk, (items + (chunk - 1)) // chunk
 
     @cute.jit
