@@ -88,6 +88,11 @@ SM_SUBPARTITION_REGISTERS = 16384
 # registers the wgmma warps need besides their accumulators (descriptors, tile geometry,
 # epilogue addressing); the compile of every declared variant checks 0 spills
 MMA_OVERHEAD_REGS = 24
+# x_operand="regs": one decoded wgmma A fragment (64 x 64 fp16 over a warpgroup's 128 threads);
+# one is live per wgmma group in flight, and the next sub-block's is decoded beside them. (The
+# prepass pipeline's 256-row Y tile at 288 threads: 128 accumulators + 24 + 2 x 16 = 184 against
+# 168; ptxas spilled 32 instructions in its K loop, docs/results.md row D9)
+X_FRAGMENT_REGS = 16
 # y_source="prepass": phase 1's items per thread per chunk at most (all loaded before any is
 # decoded), the smallest chunk (items) the run-time choice may take, and the choices of
 # ``prepass_chunk``
@@ -244,6 +249,13 @@ class HopperConfig:
     @property
     def acc_regs_per_thread(self) -> int:
         return self.mma_m * self.mma_n // self.consumer_threads
+
+    @property
+    def mma_regs_per_thread(self) -> int:
+        """Registers a wgmma warp needs: its accumulators, MMA_OVERHEAD_REGS and, with X in
+        registers, X_FRAGMENT_REGS per fragment live (wgmma_in_flight + 1)."""
+        x_regs = X_FRAGMENT_REGS * (self.wgmma_in_flight + 1) if self.x_operand == "regs" else 0
+        return self.acc_regs_per_thread + MMA_OVERHEAD_REGS + x_regs
 
     @property
     def label(self) -> str:
@@ -562,11 +574,13 @@ def config_problems(config: HopperConfig) -> list[str]:
             f"({config.mma_m}x{config.mma_n} over {config.consumer_threads} threads), "
             f"limit {MAX_ACC_REGS_PER_THREAD}"
         )
-    need = config.acc_regs_per_thread + MMA_OVERHEAD_REGS
+    need = config.mma_regs_per_thread
     if need > config.register_cap:
+        x_regs = need - config.acc_regs_per_thread - MMA_OVERHEAD_REGS
         p.append(
             f"{config.threads} threads leave {config.register_cap} registers per thread; the wgmma "
-            f"warps need {config.acc_regs_per_thread} accumulators + {MMA_OVERHEAD_REGS} = {need}"
+            f"warps need {config.acc_regs_per_thread} accumulators + {MMA_OVERHEAD_REGS}"
+            + (f" + {x_regs} for the X fragments in flight" if x_regs else "") + f" = {need}"
         )
     sm = smem_bytes(config)
     if sm["total"] > SMEM_CAPACITY_BYTES:

@@ -114,8 +114,10 @@ def test_register_cap_budgets_whole_warpgroups():
     assert HopperConfig().register_cap == 255  # 160 threads
     assert HopperConfig(tile_n=256, consumer_warpgroups=2, num_ab_stages=2).register_cap == 168  # 288
     split = HopperConfig(roles="split", dequant_warpgroups=2, fp16_buffers=4, **_RS)
-    # 17 warps: 5 on a sub-partition leave 96 registers (64 accumulators + overhead fit)
-    assert split.threads == 256 + 256 + 32 and split.register_cap == 96 and not config_problems(split)
+    # 17 warps: 5 on a sub-partition leave 96 registers: 64 accumulators + 24 + two X fragments
+    # of 16 do not fit (ptxas for sm_90a: 96 registers, a 96-byte stack, 120 spill instructions)
+    assert split.threads == 256 + 256 + 32 and split.register_cap == 96
+    assert any("= 120" in p and "X fragments" in p for p in config_problems(split))
     one = HopperConfig(roles="split", dequant_warpgroups=1, fp16_buffers=4, **_RS)
     assert one.threads == 256 + 128 + 32 and one.register_cap == 128 and not config_problems(one)
 
@@ -240,6 +242,10 @@ def test_producer_warpgroup_rules_and_budget():
     assert with_wg.threads == 384 and with_wg.register_cap == 232 and not config_problems(with_wg)
     assert with_wg.label.endswith("_pwg")
     assert HopperConfig(**wide).register_cap == 168
+    # without the producer warpgroup the 256-row tile's consumers need 128 accumulators + 24 + two
+    # X fragments of 16 = 184 registers: more than the 288-thread cap (ptxas spilled in its K loop)
+    assert with_wg.mma_regs_per_thread == 184
+    assert any("184" in p and "X fragments" in p for p in config_problems(HopperConfig(**wide)))
     for bad in (dict(_RS, producer_warpgroup=True), dict(_PRE, consumer_warpgroups=1, producer_warpgroup=True),
                 dict(_PRE, producer_warps=2, producer_warpgroup=True)):
         assert any("producer_warpgroup needs" in p for p in config_problems(HopperConfig(**bad))), bad

@@ -19,7 +19,7 @@ from kernel.hopper.variants import DECLARED_VARIANTS
 EXTRA = (
     HopperConfig(swapped=True, consumer_warpgroups=2, num_ab_stages=5, dequant="prmt", loader="tma", x_operand="regs"),
     HopperConfig(swapped=True, consumer_warpgroups=2, num_ab_stages=4, dequant="prmt", loader="tma", x_operand="regs",
-                 roles="split", dequant_warpgroups=2, fp16_buffers=3),
+                 roles="split", dequant_warpgroups=1, fp16_buffers=3),
 )
 
 
