@@ -5,7 +5,7 @@ declared kernel variant, each with a ``skip_reason`` when it cannot run on this 
 
 * ``model``: the CPU model (kernel.model), always runnable;
 * ``hopper`` / ``blackwell``: the CuTe DSL kernels; ``scope="production"`` (the default) gives the
-  family's production variants (at most three, what a kernel engineer runs after every change),
+  family's production variants (what a kernel engineer runs after every change),
   ``scope="all"`` the whole declared matrix (production, then experimental);
 * ``auto``: ``hopper`` on sm_90, ``blackwell`` on sm_100, ``model`` elsewhere;
 * a path to a ``.py`` file defining ``custom_kernel(data)``, optionally ``CONSTRAINTS``

@@ -10,10 +10,12 @@ from kernel.hopper.variants import (
     DEFAULT_CONFIG,
     EXPERIMENTAL_VARIANTS,
     FASTEST_CONFIG,
+    FEW_TILES_CONFIG,
     IN_FLIGHT_CONFIG,
     PRODUCTION_VARIANTS,
     SPLIT_WARP_CONFIG,
     STATIC_MATRIX,
+    WIDE_Y_CONFIG,
 )
 from kernel.hopper.launch import (
     ARCH,
@@ -34,6 +36,8 @@ __all__ = [
     "ARCH",
     "EXPERIMENTAL_VARIANTS",
     "FASTEST_CONFIG",
+    "FEW_TILES_CONFIG",
+    "WIDE_Y_CONFIG",
     "IN_FLIGHT_CONFIG",
     "SPLIT_WARP_CONFIG",
     "PIPELINE",

@@ -6,7 +6,7 @@ shapes, no autotuning.
 :class:`Features`, computed from the sizes and the GPU's SM count (the kernel runs one persistent
 CTA per SM; :func:`device_sms` reads the count at run time, :data:`DEFAULT_SMS` without a GPU):
 
-* ``tiles``: 128 x 128 output tiles (the tile of every build the rule picks); ``rounds`` = tiles
+* ``tiles``: 128 x 128 output tiles (the in-flight and prepass builds' tile); ``rounds`` = tiles
   / SMs; ``tail``: how full the last round is, in (0, 1] (1: every SM busy to the end);
 * ``k_max``: the largest K (the longest tile); ``groups``: the group count; ``m_max``,
   ``m_mean`` (over groups with work) and ``m_ratio`` = m_max / m_mean (how uneven the groups are).
@@ -23,7 +23,7 @@ shape of at most 1.94 rounds with K <= 3584 (the ten leaderboard test shapes, be
 shape, a Mixtral decode step) by 3 to 66 %; the prepass build won every shape with K >= 4096 (bench3
 at 0.91 rounds by 10 %) and the many-round shapes with K = 2048 (bench2 at 5.5 rounds by 43 %,
 a DeepSeek down projection at 14 rounds by 8 %), where the decode done once per call is shared by
-many tiles. :data:`DEFAULT_RULE` has one clause, the box around the in-flight build's wins
+many tiles. :data:`DEFAULT_RULE`'s last clause is the box around the in-flight build's wins
 (rounds <= :data:`IN_FLIGHT_MAX_ROUNDS`, K <= :data:`IN_FLIGHT_MAX_K`, each the midpoint between
 the nearest shapes each build won), and the prepass build as the fallback. Over the 24 shapes it
 costs 0.5 % (geomean) against the fastest build per shape; the one shape it misses (32 groups,
@@ -32,6 +32,15 @@ way by 43 %. The same sweep on an H200 (row D2, 2026-12-06) finds the same thres
 split there (0.4 % from the faster build in geomean). ``--analyze`` on a sweep's JSON reports which build wins each shape and which feature
 thresholds separate the winners, so a sweep on another GPU (other SM count, other clocks) can move
 them.
+
+Two clauses come before it (rows D14, D15: an H100, 2026-12-06). Below half a round
+(:data:`FEW_TILES_MAX_ROUNDS`) the in-flight build on 64-row X tiles (``FEW_TILES_CONFIG``, one
+consumer warpgroup) won all ten leaderboard test shapes, by 6 to 22 % (lbtest1 7.43 -> 6.51 us),
+and lost bench4 (0.97 rounds), a ragged one-round shape and the decode shapes: a tile of half the
+MMA is faster only while the doubled tile count leaves SMs free. For groups of thousands of rows
+over several rounds (:data:`WIDE_Y_MIN_M_MEAN`, :data:`WIDE_Y_MIN_ROUNDS`) the prepass pipeline with
+a 256-row Y tile (``WIDE_Y_CONFIG``) won both dense single groups by 7 and 9 %; it lost every
+shape of small groups (bench1-3, MoE: it has no tail tiles, and half the tiles).
 """
 
 from __future__ import annotations
@@ -41,9 +50,10 @@ from dataclasses import dataclass, fields
 from typing import Iterable, Sequence
 
 from kernel.hopper.config import HopperConfig
-from kernel.hopper.variants import DECLARED_VARIANTS, IN_FLIGHT_CONFIG, SPLIT_WARP_CONFIG
+from kernel.hopper.variants import (DECLARED_VARIANTS, FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, SPLIT_WARP_CONFIG,
+                                     WIDE_Y_CONFIG)
 
-# the output tile (N x M) of every build the rule can pick
+# the output tile (N x M) the features count in (the builds' own tiles differ: 64 x 128, 128 x 256)
 TILE = 128
 # SMs a machine without a GPU plans for (H100 SXM and H200 have 132)
 DEFAULT_SMS = 132
@@ -187,10 +197,26 @@ IN_FLIGHT_MAX_ROUNDS = 2.3
 # ... with K at most this (between 3584, won by the in-flight build, and 4096, bench3's, lost)
 IN_FLIGHT_MAX_K = 3840
 
+# The region measured faster on 64-row X tiles (FEW_TILES_CONFIG, row D15): at most this many rounds
+# (between 0.15, the largest it won, and 0.70, the smallest it lost), with the in-flight clause's K
+FEW_TILES_MAX_ROUNDS = 0.42
+# The region of the 256-row Y tile (WIDE_Y_CONFIG, row D14): groups of this many rows on average
+# (between 256, bench3's, lost, and 4096, the dense groups', won) ...
+WIDE_Y_MIN_M_MEAN = 2176
+# ... and this many rounds of 128 x 128 tiles, so that its half as many tiles still make two rounds
+# (it won at 7.76 rounds; with one round its halved tile count leaves SMs idle: bench3 +60 %)
+WIDE_Y_MIN_ROUNDS = 4.0
+
 # What ``custom_kernel(data)`` runs when no config is given (kernel.hopper.launch.default_config).
 # Every config it can return is a production variant (the main job runs them).
 DEFAULT_RULE = DispatchRule(
     (
+        Clause(FEW_TILES_CONFIG.label,
+               (Bound("rounds", hi=FEW_TILES_MAX_ROUNDS), Bound("k_max", hi=IN_FLIGHT_MAX_K)),
+               "less than half a round: twice the tiles of half the MMA each keep more SMs busy"),
+        Clause(WIDE_Y_CONFIG.label,
+               (Bound("m_mean", lo=WIDE_Y_MIN_M_MEAN), Bound("rounds", lo=WIDE_Y_MIN_ROUNDS)),
+               "groups of thousands of rows: each decoded X fragment feeds 256 rows"),
         Clause(IN_FLIGHT_CONFIG.label,
                (Bound("rounds", hi=IN_FLIGHT_MAX_ROUNDS), Bound("k_max", hi=IN_FLIGHT_MAX_K)),
                "few rounds with little K: too few tiles share the decode the prepass does once per call"),

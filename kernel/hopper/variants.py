@@ -42,12 +42,27 @@ PHASE1_STAGED_CONFIG = HopperConfig(
 )
 # ... and by its 32 lanes together (production on bench1-3)
 SPLIT_WARP_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_split_warp=True)
+# IN_FLIGHT_CONFIG on 64-row X tiles with one consumer warpgroup: twice the tiles, each with half
+# the MMA and half the X decode (Y's decode per tile is the same), for problems of less than half
+# a round of 128 x 128 tiles, where SMs would otherwise idle (the leaderboard's test shapes)
+FEW_TILES_CONFIG = replace(IN_FLIGHT_CONFIG, tile_n=64, consumer_warpgroups=1)
+# The prepass pipeline with a 256-row Y tile (wgmma 64x256: each decoded X fragment feeds twice the
+# rows), its 128 accumulators per thread from a producer warpgroup's registers (setmaxnreg), the
+# contiguous schedule (the 64-row tail tiles halve 128-row ones only): half the X decode per FLOP,
+# for groups of thousands of rows (dense GEMMs)
+WIDE_Y_CONFIG = HopperConfig(
+    tile_m=256, tile_n=128, tile_k=256, num_ab_stages=3, consumer_warpgroups=2, swapped=True,
+    dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=4, prepass_chunk=1,
+    epilogue="smem", producer_warpgroup=True,
+)
 
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
     DEFAULT_CONFIG,
     IN_FLIGHT_CONFIG,
     SPLIT_WARP_CONFIG,
+    FEW_TILES_CONFIG,
+    WIDE_Y_CONFIG,
 )
 
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
@@ -84,16 +99,6 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     ),
     # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
     PHASE1_STAGED_CONFIG,
-    # tile shape and consumer warpgroups: the prepass pipeline with a 256-row Y tile (wgmma 64x256,
-    # each decoded X fragment used for twice the rows), its 128 accumulators per thread from a
-    # producer warpgroup's registers (setmaxnreg); contiguous schedule (the 64-row tail tiles halve
-    # 128-row ones only). The 256-wide tile on the simplest pipeline was slower than the default on
-    # every shape (docs/results.md, row D3)
-    HopperConfig(
-        tile_m=256, tile_n=128, tile_k=256, num_ab_stages=3, consumer_warpgroups=2, swapped=True,
-        dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=4, prepass_chunk=1,
-        epilogue="smem", producer_warpgroup=True,
-    ),
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

@@ -188,7 +188,7 @@ def test_split_register_x_pairs_sub_blocks_with_one_dequant_warpgroup_only():
 
 
 def test_prepass_smem_arithmetic_and_label():
-    from kernel.hopper import PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG
+    from kernel.hopper import PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG, WIDE_Y_CONFIG
     from kernel.hopper.config import raw_stage_layout, y_box_tx_bytes
 
     pre = HopperConfig(**_PRE)
@@ -201,9 +201,10 @@ def test_prepass_smem_arithmetic_and_label():
     assert smem_bytes(pre) == {"barriers": 200, "raw_stages": 73728, "dequant_buffers": 131072, "total": 208072}
     assert config_problems(HopperConfig(**dict(_PRE, fp16_buffers=9))) == []
     assert any("shared memory" in p for p in config_problems(HopperConfig(**dict(_PRE, fp16_buffers=10))))
-    # the one production variant with a prepass: mixed 128/64-row tiles, C staged, the split
-    # searched by a warp (kernel.hopper.dispatch DEFAULT_RULE's choice on bench1-3 and its fallback)
-    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [SPLIT_WARP_CONFIG]
+    # the production variants with a prepass: mixed 128/64-row tiles, C staged, the split searched
+    # by a warp (kernel.hopper.dispatch DEFAULT_RULE's choice on bench1-3 and its fallback), and the
+    # 256-row Y tile of the dense groups
+    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [SPLIT_WARP_CONFIG, WIDE_Y_CONFIG]
     assert SPLIT_WARP_CONFIG.label == "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64_es"
     assert sum("_prec" in c.label for c in DECLARED_VARIANTS) == sum(c.y_source == "prepass" for c in DECLARED_VARIANTS)
 

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from kernel.hopper import DECLARED_VARIANTS, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG, config_problems
+from kernel.hopper import (DECLARED_VARIANTS, FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG,
+                           WIDE_Y_CONFIG, config_problems)
 from kernel.hopper import dispatch
 from kernel.hopper.dispatch import DEFAULT_RULE, Bound, Clause, DispatchRule, by_label, features
 from oracle import leaderboard as lb
@@ -18,9 +19,12 @@ H100_PCIE_SMS = 114
 
 IN = IN_FLIGHT_CONFIG.label
 SW = SPLIT_WARP_CONFIG.label
+FT = FEW_TILES_CONFIG.label
+WY = WIDE_Y_CONFIG.label
 # The rule's choice on every suite shape at 132 SMs, written from the documented thresholds
-# (IN_FLIGHT_CONFIG for rounds <= 2.3 and K <= 3840, SPLIT_WARP_CONFIG otherwise) and each
-# shape's tiles (128 x 128) and largest K, worked out by hand:
+# (FEW_TILES_CONFIG for rounds <= 0.42 and K <= 3840; WIDE_Y_CONFIG for a mean M >= 2176 over
+# >= 4 rounds; IN_FLIGHT_CONFIG for rounds <= 2.3 and K <= 3840; SPLIT_WARP_CONFIG otherwise) and
+# each shape's tiles (128 x 128), largest K and mean M, worked out by hand:
 EXPECTED = {
     "bench1": SW,  # 352 tiles: 2.67 rounds
     "bench2": SW,  # 728 tiles: 5.52 rounds
@@ -30,13 +34,13 @@ EXPECTED = {
     "moe_dsv3_down": SW,  # 1904 tiles
     "moe_2048x1408_up": SW,  # 748 tiles: 5.67 rounds
     "moe_mixtral_up": SW,  # 616 tiles
-    "dense_4096": SW,  # 1024 tiles
-    "dense_dsv3_shared": SW,  # 1024 tiles
-    "decode_dsv3_up": SW,  # 1024 tiles (32 groups x 1 x 32)
+    "dense_4096": WY,  # 1024 tiles: 7.76 rounds, M 4096
+    "dense_dsv3_shared": WY,  # 1024 tiles, M 4096
+    "decode_dsv3_up": SW,  # 1024 tiles (32 groups x 1 x 32), mean M 8
     "decode_mixtral_down": IN,  # 256 tiles: 1.94 rounds, K 3584
     "ragged_n2880": IN,  # 92 tiles: 0.70 rounds, K 2048
     "ragged_mixed": SW,  # 154 tiles: 1.17 rounds, but K 7168
-    **{f"lbtest{i}": IN for i in range(1, 11)},  # 3 to 20 tiles, K at most 768
+    **{f"lbtest{i}": FT for i in range(1, 11)},  # 3 to 20 tiles (at most 0.15 rounds), K at most 768
 }
 
 
@@ -92,8 +96,9 @@ def test_the_sm_count_is_a_parameter():
 
 
 def test_the_choice_follows_features_not_shapes():
-    """Any problem in the region gets the in-flight build, one group or many, and a problem next
-    to one inside with more K or more rounds does not."""
+    """Any problem in the in-flight region gets the in-flight build, one group or many, and a
+    problem next to one inside with more K or more rounds does not; below 0.42 rounds the 64-row
+    X tiles, and groups of thousands of rows over 4 rounds or more the 256-row Y tile."""
     one_group = [(512, 4096, 1024, 1)]  # 4 x 32 = 128 tiles, K 1024
     assert DEFAULT_RULE.choose(one_group, sms=H100_SMS) == IN_FLIGHT_CONFIG
     near = [(127, 4096, 1536, 1), (383, 4096, 1536, 1)]  # bench4's tiles with other M
@@ -103,8 +108,20 @@ def test_the_choice_follows_features_not_shapes():
     # 303 tiles = 2.295 rounds on 132 SMs is inside, 304 (2.303) is not
     assert DEFAULT_RULE.choose([(128, 128 * 303, 1536, 1)], sms=H100_SMS) == IN_FLIGHT_CONFIG
     assert DEFAULT_RULE.choose([(128, 128 * 304, 1536, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
-    # a single tiny group is inside
-    assert DEFAULT_RULE.choose([(1, 1, 256, 1)], sms=H100_SMS) == IN_FLIGHT_CONFIG
+    # a single tiny group has too few tiles: the 64-row X tiles; 55 tiles = 0.4167 rounds too, 56 not
+    assert DEFAULT_RULE.choose([(1, 1, 256, 1)], sms=H100_SMS) == FEW_TILES_CONFIG
+    assert DEFAULT_RULE.choose([(128, 128 * 55, 1024, 1)], sms=H100_SMS) == FEW_TILES_CONFIG
+    assert DEFAULT_RULE.choose([(128, 128 * 56, 1024, 1)], sms=H100_SMS) == IN_FLIGHT_CONFIG
+    # ... unless its K is past the in-flight builds' bound
+    assert DEFAULT_RULE.choose([(128, 128 * 10, 4096, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
+    # dense: a mean M of 2176 rows over 4 rounds or more; fewer rows or fewer rounds do not
+    assert DEFAULT_RULE.choose([(2176, 128 * 31, 2048, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG  # 17 x 31 = 527: 3.99
+    assert DEFAULT_RULE.choose([(2176, 128 * 32, 2048, 1)], sms=H100_SMS) == WIDE_Y_CONFIG  # 544 tiles: 4.12
+    assert DEFAULT_RULE.choose([(2175, 128 * 32, 7168, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
+    assert DEFAULT_RULE.choose([(4096, 128 * 16, 7168, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG  # 512 tiles: 3.88
+    # the mean over groups: two of 4096 rows and one of 64 (mean 2752) still take it
+    assert DEFAULT_RULE.choose([(4096, 4096, 4096, 1), (4096, 4096, 4096, 1), (64, 4096, 4096, 1)],
+                               sms=H100_SMS) == WIDE_Y_CONFIG
 
 
 def test_rules_take_declared_labels_and_the_first_clause_wins():
@@ -119,6 +136,11 @@ def test_rules_take_declared_labels_and_the_first_clause_wins():
     assert rule.configs() == [IN_FLIGHT_CONFIG, SPLIT_WARP_CONFIG]
     assert DEFAULT_RULE.describe()[-1] == f"otherwise -> {SW}"
     assert all(c in PRODUCTION_VARIANTS for c in DEFAULT_RULE.configs())
+    # and the production variants are what the rule can pick, plus the simplest pipeline (the
+    # mutant catalog's reference): nothing the main job runs is unreachable from custom_kernel
+    from kernel.hopper import DEFAULT_CONFIG
+
+    assert set(PRODUCTION_VARIANTS) == set(DEFAULT_RULE.configs()) | {DEFAULT_CONFIG}
 
 
 def _shape_like(value) -> bool:
@@ -176,7 +198,8 @@ def test_the_leaderboard_tool_and_the_production_path_pick_todays_builds():
         assert launch.PIPELINE.hooks.choose(launch.PER_SHAPE, data) == want
         assert launch.PIPELINE.hooks.choose(SPLIT_WARP_CONFIG, data) is SPLIT_WARP_CONFIG
     assert [get_shape(f"bench{i}").sizes for i in range(1, 5)] == [c.sizes for c in lb.BENCHMARK_CASES]
-    assert launch.default_config(([], [], [], [(8, 8, 256, 1)])) == IN_FLIGHT_CONFIG  # a few tiles, little K
+    assert launch.default_config(([], [], [], [(8, 8, 256, 1)])) == FEW_TILES_CONFIG  # one tile, little K
+    assert launch.default_config(([], [], [], [(128, 128 * 100, 256, 1)])) == IN_FLIGHT_CONFIG  # 0.76 rounds
     for malformed in (None, (), ([], [], []), ([], [], [], [7]), ([], [], [], [("a", 1, 2, 3)])):
         assert launch.default_config(malformed) == DEFAULT_RULE.fallback
     assert all(c in DECLARED_VARIANTS for c in DEFAULT_RULE.configs())

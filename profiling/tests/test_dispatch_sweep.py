@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from kernel.hopper import DEFAULT_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG
+from kernel.hopper import (DEFAULT_CONFIG, FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG,
+                           WIDE_Y_CONFIG)
 from kernel.hopper.dispatch import features
 from profiling import dispatch_sweep as ds
 from profiling.shape_suite import SUITE
@@ -29,9 +30,10 @@ def _doc(in_flight_wins):
 
 def test_the_builds_it_times():
     assert ds._builds("production", []) == list(PRODUCTION_VARIANTS)
-    assert ds._builds("rule", []) == [SPLIT_WARP_CONFIG, IN_FLIGHT_CONFIG]
+    rule = [SPLIT_WARP_CONFIG, FEW_TILES_CONFIG, WIDE_Y_CONFIG, IN_FLIGHT_CONFIG]
+    assert ds._builds("rule", []) == rule
     extra = ds._builds("rule", [DEFAULT_CONFIG.label, SW])
-    assert extra == [SPLIT_WARP_CONFIG, IN_FLIGHT_CONFIG, DEFAULT_CONFIG]
+    assert extra == rule + [DEFAULT_CONFIG]
 
 
 def test_the_report_finds_the_separating_thresholds():
