@@ -148,7 +148,8 @@ def test_acc_model_is_the_tiled_mma_fragment():
     from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
     from cutlass.cute.runtime import from_dlpack
 
-    config = STAGED[0]
+    (config,) = [c for c in STAGED if c.tile_m == 128 and not c.y_tail64]  # the 128 x 128 tile, two warpgroups
+    assert config.consumer_warpgroups == 2 and config.mma_n == 128
     wgs, n_acc = config.consumer_warpgroups, config.acc_regs_per_thread
 
     @cute.jit
