@@ -35,7 +35,7 @@ them.
 
 Two clauses come before it (rows D14, D15: an H100, 2026-12-06). Below half a round
 (:data:`FEW_TILES_MAX_ROUNDS`) the in-flight build on 64-row X tiles (``FEW_TILES_CONFIG``, one
-consumer warpgroup) won all ten leaderboard test shapes, by 6 to 22 % (lbtest1 7.43 -> 6.51 us),
+consumer warpgroup) won all ten leaderboard test shapes, by 7 to 22 % (lbtest1 7.43 -> 6.51 us),
 and lost bench4 (0.97 rounds), a ragged one-round shape and the decode shapes: a tile of half the
 MMA is faster only while the doubled tile count leaves SMs free. For groups of thousands of rows
 over several rounds (:data:`WIDE_Y_MIN_M_MEAN`, :data:`WIDE_Y_MIN_ROUNDS`) the prepass pipeline with
