@@ -29,10 +29,10 @@ DequantDtype = Literal["fp16"]
 Schedule = Literal["contiguous", "strided", "balanced"]
 # How the producer warp moves packed FP4 rows and scale blocks into a stage:
 #   "cp_async":  16-byte cp.async per lane (LDGSTS), completion through cp.async.mbarrier.arrive;
-#   "bulk_rows": one cp.async.bulk (copy engine) per operand row, completion by transaction bytes.
+#   (one cp.async.bulk per operand row was measured slower on every shape: docs/results.md, rows 10, D16)
 #   "tma":       one 2-D TMA box per operand (per-group tensor maps, kernel.tensor_maps) and one
 #                cp.async.bulk per scale block, from one thread; rows land 128-byte swizzled.
-Loader = Literal["cp_async", "bulk_rows", "tma"]
+Loader = Literal["cp_async", "tma"]
 # How the consumers turn packed FP4 + E4M3 scales into fp16 operands (kernel/hopper/ptx.py):
 #   "shift": one inline-asm block per 32-K unit, per fp16 pair two shifts + two masks + mul;
 #   "prmt":  byte-permute decode (sign/magnitude spread once per word, one prmt per pair) and
@@ -251,11 +251,14 @@ class HopperConfig:
         return self.mma_m * self.mma_n // self.consumer_threads
 
     @property
+    def x_fragment_regs(self) -> int:
+        """With X in registers: X_FRAGMENT_REGS per fragment live (wgmma_in_flight + 1); else 0."""
+        return X_FRAGMENT_REGS * (self.wgmma_in_flight + 1) if self.x_operand == "regs" else 0
+
+    @property
     def mma_regs_per_thread(self) -> int:
-        """Registers a wgmma warp needs: its accumulators, MMA_OVERHEAD_REGS and, with X in
-        registers, X_FRAGMENT_REGS per fragment live (wgmma_in_flight + 1)."""
-        x_regs = X_FRAGMENT_REGS * (self.wgmma_in_flight + 1) if self.x_operand == "regs" else 0
-        return self.acc_regs_per_thread + MMA_OVERHEAD_REGS + x_regs
+        """Registers a wgmma warp needs: its accumulators, MMA_OVERHEAD_REGS and its X fragments."""
+        return self.acc_regs_per_thread + MMA_OVERHEAD_REGS + self.x_fragment_regs
 
     @property
     def label(self) -> str:
@@ -447,8 +450,8 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"operand_exp_shift must be 0 or -14, got {config.operand_exp_shift}")
     if config.schedule not in ("contiguous", "strided", "balanced"):
         p.append(f"schedule must be 'contiguous', 'strided' or 'balanced', got {config.schedule!r}")
-    if config.loader not in ("cp_async", "bulk_rows", "tma"):
-        p.append(f"loader must be 'cp_async', 'bulk_rows' or 'tma', got {config.loader!r}")
+    if config.loader not in ("cp_async", "tma"):
+        p.append(f"loader must be 'cp_async' or 'tma', got {config.loader!r}")
     if config.loader == "tma" and config.tile_k != 256:
         p.append(f"loader='tma' needs tile_k 256 (128-byte rows for the 128-byte swizzle), got {config.tile_k}")
     if config.dequant not in ("shift", "prmt"):
@@ -576,7 +579,7 @@ def config_problems(config: HopperConfig) -> list[str]:
         )
     need = config.mma_regs_per_thread
     if need > config.register_cap:
-        x_regs = need - config.acc_regs_per_thread - MMA_OVERHEAD_REGS
+        x_regs = config.x_fragment_regs
         p.append(
             f"{config.threads} threads leave {config.register_cap} registers per thread; the wgmma "
             f"warps need {config.acc_regs_per_thread} accumulators + {MMA_OVERHEAD_REGS}"

@@ -17,7 +17,7 @@ Warp roles, in warp order (``HopperConfig.threads``):
   and run wgmma;
 * producer warps (1..4): per tile and K stage, wait for a free raw stage and load it:
   ``loader="cp_async"`` 16-byte cp.async per lane (rows split over the producer warps, rows past
-  M/N copy the last valid row), ``"bulk_rows"`` one cp.async.bulk per row, ``"tma"`` one 2-D
+  M/N copy the last valid row), ``"tma"`` one 2-D
   TMA box per operand from per-group tensor maps (kernel/tensor_maps.py; rows past M/N
   zero-filled, raw rows 128-byte swizzled) plus one cp.async.bulk per 128-row scale block.
 
@@ -428,16 +428,12 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                     stage, mbar = self.open_raw_stage(lane, pipe, state, raw_base)
                     kbyte = cutlass.Int64(kt * (cfg.tile_k // 2))
                     sf_k = cutlass.Int64(kt * (cfg.tile_k // 64))
-                    if cutlass.const_expr(cfg.loader != "cp_async"):
-                        if cutlass.const_expr(cfg.loader == "tma"):
-                            # rows past the operand's end are zero-filled (never stored)
-                            if lane == 0:
-                                self.tma_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), x_row0, mbar)
-                            if lane == 1:
-                                self.tma_rows(stage + self.off_y, tm_y, kt * (cfg.tile_k // 2), y_row0, mbar)
-                        else:
-                            self.load_rows_bulk(lane, stage + self.off_x, x_ptr, x_row0, x_lim, row_bytes, kbyte, mbar, self.mma_m)
-                            self.load_rows_bulk(lane, stage + self.off_y, y_ptr, y_row0, y_lim, row_bytes, kbyte, mbar, self.mma_n)
+                    if cutlass.const_expr(cfg.loader == "tma"):
+                        # rows past the operand's end are zero-filled (never stored)
+                        if lane == 0:
+                            self.tma_rows(stage + self.off_x, tm_x, kt * (cfg.tile_k // 2), x_row0, mbar)
+                        if lane == 1:
+                            self.tma_rows(stage + self.off_y, tm_y, kt * (cfg.tile_k // 2), y_row0, mbar)
                         self.load_sf_bulk(lane, 0, stage + self.off_sfx, sfx_ptr, x_row0, x_blocks, rest_k, sf_k, mbar, self.mma_m)
                         self.load_sf_bulk(lane, 16, stage + self.off_sfy, sfy_ptr, y_row0, y_blocks, rest_k, sf_k, mbar, self.mma_n)
                     else:

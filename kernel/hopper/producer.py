@@ -171,13 +171,6 @@ class ProducerMixin:
         return first, end, step
 
     @cute.jit
-    def load_rows_bulk(self, lane, dst, src_ptr, row0, lim, row_bytes, kbyte, mbar, rows: cutlass.Constexpr):
-        for i in cutlass.range_constexpr(rows // 32):
-            r = lane + 32 * i
-            grow = cutlass.min(row0 + r, lim - 1)
-            bulk_copy_g2s(dst + r * self.pitch, src_ptr + cutlass.Int64(grow) * row_bytes + kbyte, self.config.tile_k // 2, mbar)
-
-    @cute.jit
     def load_sf_bulk(self, lane, lane0: cutlass.Constexpr, dst, sf_ptr, row0, blocks, rest_k, sf_k, mbar,
                      rows: cutlass.Constexpr):
         """One cp.async.bulk per 128-row scale block (lane ``lane0 + b`` copies block b)."""

@@ -80,8 +80,6 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     HopperConfig(tile_m=64, tile_n=128, swapped=True, num_ab_stages=4),
     # DEFAULT_CONFIG swapped with 2 consumer warpgroups
     HopperConfig(tile_m=128, tile_n=128, swapped=True, consumer_warpgroups=2, num_ab_stages=3),
-    # loader: DEFAULT_CONFIG with one cp.async.bulk per row
-    HopperConfig(loader="bulk_rows"),
     # dequant: DEFAULT_CONFIG with the byte-permute decode
     HopperConfig(dequant="prmt"),
     # loader: the prmt tile with TMA loads (X still dequantized into shared memory)

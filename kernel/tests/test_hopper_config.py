@@ -136,7 +136,7 @@ _PRE = dict(_RS, y_source="prepass", fp16_buffers=8, prepass_chunk=1)
         (dict(fp16_buffers=3), "takes 2 fp16 buffers"),
         (dict(loader="tma", tile_k=128, num_ab_stages=5), "needs tile_k 256"),
         (dict(producer_warps=3), "producer_warps must be 1, 2 or 4"),
-        (dict(producer_warps=2, loader="bulk_rows"), "needs loader='cp_async'"),
+        (dict(producer_warps=2, loader="tma"), "needs loader='cp_async'"),
         (dict(roles="weird"), "roles must be"),
         (dict(loader="tma", dequant="prmt", x_operand="regs"), "64-row wgmma A fragment"),  # wg1, mma_m 128
         # 64 rows of Y = 128 units over 256 threads: units would be left unwritten

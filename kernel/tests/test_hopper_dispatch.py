@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from kernel.hopper import (DECLARED_VARIANTS, FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG,
-                           WIDE_Y_CONFIG, config_problems)
+from kernel.hopper import (DECLARED_VARIANTS, DEFAULT_CONFIG, FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS,
+                           SPLIT_WARP_CONFIG, WIDE_Y_CONFIG, config_problems)
 from kernel.hopper import dispatch
 from kernel.hopper.dispatch import DEFAULT_RULE, Bound, Clause, DispatchRule, by_label, features
 from oracle import leaderboard as lb
@@ -138,8 +138,6 @@ def test_rules_take_declared_labels_and_the_first_clause_wins():
     assert all(c in PRODUCTION_VARIANTS for c in DEFAULT_RULE.configs())
     # and the production variants are what the rule can pick, plus the simplest pipeline (the
     # mutant catalog's reference): nothing the main job runs is unreachable from custom_kernel
-    from kernel.hopper import DEFAULT_CONFIG
-
     assert set(PRODUCTION_VARIANTS) == set(DEFAULT_RULE.configs()) | {DEFAULT_CONFIG}
 
 
