@@ -501,12 +501,12 @@ MUTANTS: tuple[Mutant, ...] = (
 
 
 # ------------------------------------------------------------- concurrency / memory safety
-# Synchronization and memory-safety bugs of the sm_90a pipelines, each on the default
-# variant and on the fastest one (TMA loads, wgmma A from registers) when the edited code is
-# compiled into that variant; loader-specific edits only where their loader is. ci.mutation_runner
-# judges each three ways: the plain property, the perturbed property (seeded delays at every
-# sync site, poison on release, guarded device tables) and compute-sanitizer over fixed ragged
-# cases. ``--section=sync`` selects them.
+# Synchronization and memory-safety bugs of the sm_90a pipelines, each on the default variant,
+# on the fastest one (TMA loads, wgmma A from registers) and on the production builds, where the
+# edited code is compiled into that variant (its SASS changes); loader-specific edits only where
+# their loader is. ci.mutation_runner judges each three ways: the plain property, the perturbed
+# property (seeded delays at every sync site, poison on release, guarded device tables) and
+# compute-sanitizer over fixed ragged cases. ``--section=sync`` selects them.
 SYNC_VARIANTS = {
     "default": "h90_m128n128k256_s3_wg1_fp16",
     "rs": "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs",
@@ -519,6 +519,14 @@ SYNC_VARIANTS = {
     # buffers indexed by the sub-block and one barrier per sub-block; the rest of its pipeline is
     # rs's code
     "w2": "h90_m128n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_w2_es_pdl",
+    # the production build the default dispatch runs below half a round of tiles: w2's code on
+    # 64-row X tiles with one consumer warpgroup (the in-flight mainloop, rs's TMA producer and
+    # contiguous schedule, one staged-epilogue warpgroup)
+    "few": "h90_m128n64k256_s3_wg1_b4_swap_fp16_tma_prmt_rs_w2_es_pdl",
+    # the production build for groups of thousands of rows over several rounds: prod's phase 1, Y
+    # ring and staged epilogue with a 256-row Y tile, a producer warpgroup (setmaxnreg), the
+    # contiguous schedule (no 64-row tail tiles, no balanced or warp-searched split)
+    "wide": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xs_es_pwg",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -563,11 +571,11 @@ _SYNC_EDITS = (
     ("no_proxy_fence", "fence removed: no generic->async proxy fence between the consumers' fp16 "
      "stores and the wgmma that reads them (cooperative)", _K,
      f'{_I32}self.fence_fp16_stores(buf)\n{_I32}self.delay("consumer", "fence", "after")',
-     f'{_I32}self.delay("consumer", "fence", "after")', ("default", "rs", "w2")),
+     f'{_I32}self.delay("consumer", "fence", "after")', ("default", "rs", "w2", "few")),
     ("no_publish_barrier", "barrier removed: the named barrier that publishes the fp16 buffers "
      "before wgmma (and ends the raw stage's reads before its release)", _K,
      f'{_I32}consumers.arrive_and_wait()\n{_I32}self.delay("consumer", "bar_dequant", "after")',
-     f'{_I32}self.delay("consumer", "bar_dequant", "after")', ("default", "rs", "w2")),
+     f'{_I32}self.delay("consumer", "bar_dequant", "after")', ("default", "rs", "w2", "few")),
     ("no_reuse_barrier", "barrier removed: an fp16 buffer rewritten before every warp retired the "
      "wgmma that reads it", _K,
      f'{_I32}self.delay("consumer", "bar_reuse", "before")\n'
@@ -576,37 +584,37 @@ _SYNC_EDITS = (
     ("stage_released_early", "release moved: the raw stage handed back to the producer after the "
      "first sub-block, while the later sub-blocks still read it", _K,
      f"{_I28}if cutlass.const_expr(sb == self.n_sub - 1):\n{_I32}self.poison_released_stage(tidx, stage, wtid)",
-     f"{_I28}if cutlass.const_expr(sb == 0):\n{_I32}self.poison_released_stage(tidx, stage, wtid)", ("default", "rs")),
+     f"{_I28}if cutlass.const_expr(sb == 0):\n{_I32}self.poison_released_stage(tidx, stage, wtid)", ("default", "rs", "few")),
     ("wgmma_wait_lax", "wgmma wait too lax: one group more left in flight (wait_group(2), w2: 3) lets the "
      "wgmma that read the buffer about to be rewritten stay in flight", _K,
      f'{_I28}self.wait_group(cfg.wgmma_in_flight)\n',
-     f'{_I28}self.wait_group(cfg.wgmma_in_flight + 1)\n', ("default", "rs", "w2")),
+     f'{_I28}self.wait_group(cfg.wgmma_in_flight + 1)\n', ("default", "rs", "w2", "few")),
     ("in_flight_three_buffers", "ring too short for two groups in flight: sub-block 3 rewrites buffer 0, "
      "which the wgmma three sub-blocks back may still read in another warp", _K,
      f"{_I28}buf = sb % self.fp16_buffers\n",
-     f"{_I28}buf = sb % (self.fp16_buffers - 1)\n", ("w2",)),
+     f"{_I28}buf = sb % (self.fp16_buffers - 1)\n", ("w2", "few")),
     ("consumer_wrong_parity", "wrong mbarrier phase: the consumers' raw-stage state starts with the "
      "producer's parity (the first waits pass on empty stages)", _K,
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)\n"
      "                for tile in range(t_begin, t_end, t_step):",
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)\n"
-     "                for tile in range(t_begin, t_end, t_step):", ("default", "rs")),
+     "                for tile in range(t_begin, t_end, t_step):", ("default", "rs", "few")),
     ("producer_ring_short", "ring wrap off by one: the producer's stage ring wraps one stage early", _K,
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)\n"
      "            for tile in range(t_begin, p_end, t_step):",
      "state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages - 1)\n"
-     "            for tile in range(t_begin, p_end, t_step):", ("default", "rs")),
+     "            for tile in range(t_begin, p_end, t_step):", ("default", "rs", "few")),
     ("producer_tail_missing", "producer tail missing: the producer warp exits without waiting for "
      "the consumers to release its last stages", _K,
      '            self.delay("producer", "tail", "before")\n'
      '            self.producer_tail(pipe, state)',
-     '            self.delay("producer", "tail", "before")', ("default", "rs")),
+     '            self.delay("producer", "tail", "before")', ("default", "rs", "few")),
     ("no_acc_reset_fence", "accumulator reused for the next tile without the wgmma fence after its "
      "reset (the first wgmma may read stale accumulators)", _K,
      "                    self.reset_accumulator(acc)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
      "                    self.wgmma_fence()\n                    for kt in range(k_tiles):",
      "                    self.reset_accumulator(acc)\n                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)\n"
-     "                    for kt in range(k_tiles):", ("default", "rs")),
+     "                    for kt in range(k_tiles):", ("default", "rs", "few")),
     # the same bug as no_acc_reset_fence (no wgmma fence between the accumulator reset and the
     # tile's first wgmma), written as the fence moved above the reset: the cubin is production's
     # instruction for instruction (EQUIVALENT), the proof that ptxas orders the reset itself
@@ -625,15 +633,15 @@ _SYNC_EDITS = (
      "warp early (the producer refills a stage a warp still reads)", _K,
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.raw_release_warps),\n                tx_count",
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.raw_release_warps - 1),\n                tx_count",
-     ("rs",)),
+     ("rs", "few", "wide")),
     ("tx_count_short", "wrong transaction count: the full barrier expects 512 bytes fewer than the "
      "copies bring (the consumers may read the last scale block before it lands)", _K,
-     "                tx_count=self.tx_bytes,", "                tx_count=self.tx_bytes - 512,", ("rs",)),
+     "                tx_count=self.tx_bytes,", "                tx_count=self.tx_bytes - 512,", ("rs", "few", "wide")),
     ("tensormap_acquire_missing", "tensor-map acquire missing: TMA may read a tensor map before its "
      "bytes (written before the launch) are visible to the tensormap proxy", _K,
      "                    if lane == 0:\n                        self.acquire_map(tm_x)\n"
      "                    if lane == 1:\n                        self.acquire_map(tm_y)",
-     "                    pass", ("rs",)),
+     "                    pass", ("rs", "few")),
     ("no_fragment_fence", "wgmma fence removed: the register A fragment just written may not be "
      "ordered before the wgmma that reads it", _K,
      f"{_I32}self.wgmma_fence()  # the fragment registers were just written\n", "", ("rs",)),
@@ -642,7 +650,7 @@ _SYNC_EDITS = (
     ("phase1_wait_one_short", "completion barrier one chunk early: thread 0 lets its CTA through when "
      "all but one of phase 1's chunks are decoded (a Y box may be loaded before its rows are written)", _K1,
      "        self.acquire_chunks(ws, chunks)\n",
-     "        self.acquire_chunks(ws, chunks - 1)\n", ("prod",)),
+     "        self.acquire_chunks(ws, chunks - 1)\n", ("prod", "wide")),
     ("phase1_barrier_at_role_sites", "phase 1's completion barrier at two sites, one per warp role: "
      "bar.sync is barrier.sync.aligned, undefined unless every thread of the CTA executes the same "
      "instruction", _K,
@@ -652,70 +660,70 @@ _SYNC_EDITS = (
      f"{_I42}cutlass.Int32(0) if self.tail64 else t_begin, share_slots)\n{_I20}self.completion_barrier(tidx)\n"
      f"{_I16}else:\n" + _PHASE1_DECODE_BRANCH
      + f"{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n" + _PHASE1_PASSED_STAMP
-     + f"{_I20}self.completion_barrier(tidx)\n", ("prod",)),
+     + f"{_I20}self.completion_barrier(tidx)\n", ("prod", "wide")),
     ("phase1_no_global_proxy_fence", "fence removed: phase 1's generic stores to the fp16 workspace are "
      "not ordered before the async proxy (other CTAs' TMA loads of those rows)", _K1,
      f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n"
      f"{_I12}self.fence_chunk_stores(it)\n",
-     f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n", ("prod",)),
+     f"{_I12}# this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)\n", ("prod", "wide")),
     # phase 1's chunk hand-off and counters (kernel.phase1_protocol MUTATIONS: the same edits, on
     # the CPU twin of the checker's phase-1 rules)
     ("phase1_publish_relaxed", "release removed: a phase-1 chunk is counted done with a relaxed add (no "
      "fence.acq_rel, no red.release), so a CTA that acquires the count is not ordered after the chunk's "
      "workspace stores", _K1,
      f"{_I16}self.publish_chunk(ws, it)\n",
-     f"{_I16}atom_add_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(1))\n", ("prod",)),
+     f"{_I16}atom_add_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(1))\n", ("prod", "wide")),
     ("phase1_wait_after_barrier", "wait moved: thread 0's completion wait after phase 1's completion "
      "barrier, so the producer warp's TMA reads of the workspace are not ordered after the acquire of "
      "every chunk (a Y box may be loaded before its rows are written)", _K,
      _PHASE1_DECODE_BRANCH + f"{_I20}if tidx == 0:\n{_I24}passed = self.prepass_wait(ws, chunks)\n"
      + _PHASE1_PASSED_STAMP + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n",
      _PHASE1_DECODE_BRANCH + _PHASE1_BARRIER_COMMENT + f"{_I16}self.completion_barrier(tidx)\n"
-     f"{_I16}if tidx == 0:\n{_I20}passed = self.prepass_wait(ws, chunks)\n", ("prod",)),
+     f"{_I16}if tidx == 0:\n{_I20}passed = self.prepass_wait(ws, chunks)\n", ("prod", "wide")),
     ("phase1_claim_not_reset", "counter not reset: the last CTA through phase 1 leaves the claim counter "
      "at its final value, so the next call's claims all lie past the chunk count (no chunk decoded, "
      "the completion wait never ends)", _K1,
-     f"{_I12}store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))\n", "", ("prod",)),
+     f"{_I12}store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))\n", "", ("prod", "wide")),
     ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
      "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _KP,
      f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
      f"{_I8}fence_proxy_async_global()\n",
-     f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n", ("prod",)),
+     f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n", ("prod", "wide")),
     ("staged_slots_no_proxy_fence", "fence removed: phase 1's generic writes to its staging slots (the "
      "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K1,
      f"{_I8}# the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n"
      f"{_I8}cute.arch.fence_proxy(\"async.shared\", space=\"cta\")\n",
-     f"{_I8}pass  # the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n", ("prod",)),
+     f"{_I8}pass  # the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n", ("prod", "wide")),
     ("staged_copy_no_entry_sync", "warp barrier removed: phase 1's staged copy reads other lanes' "
      "slots with no bar.warp.sync after their writes", "kernel/hopper/ptx.py",
-     '"bar.warp.sync 0xffffffff;", "and.b32 c, $4, 7;"', '"and.b32 c, $4, 7;"', ("prod",)),
+     '"bar.warp.sync 0xffffffff;", "and.b32 c, $4, 7;"', '"and.b32 c, $4, 7;"', ("prod", "wide")),
     ("y_ring_wait_lax", "wgmma wait too lax: wait_group(2) before releasing a Y ring buffer lets the "
      "wgmma that reads it stay in flight while the producer refills it", _KC,
      f"{_I20}self.wait_group(in_flight)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
      f"{_I20}if cutlass.const_expr(sb >= in_flight):\n{_I20}    self.warp_release(y_pipe, retire_state)",
      f"{_I20}self.wait_group(in_flight + 1)\n{_I20}self.delay(\"consumer\", \"wgmma_wait\", \"after\")\n"
-     f"{_I20}if cutlass.const_expr(sb >= in_flight):\n{_I20}    self.warp_release(y_pipe, retire_state)", ("prod",)),
+     f"{_I20}if cutlass.const_expr(sb >= in_flight):\n{_I20}    self.warp_release(y_pipe, retire_state)", ("prod", "wide")),
     ("y_ring_empty_count_short", "wrong arrive count: the Y ring's empty barrier completes one warp "
      "early (the producer refills a Y buffer a warp's wgmma still reads)", _K,
      "y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))\n",
-     "y_pipe = self.y_ring(storage, self.consumer_warps - 1, (1, 1, 1, 1))\n", ("prod",)),
+     "y_pipe = self.y_ring(storage, self.consumer_warps - 1, (1, 1, 1, 1))\n", ("prod", "wide")),
     ("y_ring_tx_count_short", "wrong transaction count: the Y ring's full barrier expects 1024 bytes "
      "fewer than a Y box brings (wgmma may read the box's last rows before they land)", _KP,
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
      "            tx_count=self.y_tx_bytes,\n",
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
-     "            tx_count=self.y_tx_bytes - 1024,\n", ("prod",)),
+     "            tx_count=self.y_tx_bytes - 1024,\n", ("prod", "wide")),
     ("tile_wait_lax", "accumulators read in flight: the tile's last wait is wait_group(1), so the "
      "epilogue may read accumulators the last wgmma group still writes", _KC,
      f"{_I12}self.wait_group(0)\n{_I12}for _r in cutlass.range_constexpr(in_flight):",
-     f"{_I12}self.wait_group(1)\n{_I12}for _r in cutlass.range_constexpr(in_flight):", ("prod",)),
+     f"{_I12}self.wait_group(1)\n{_I12}for _r in cutlass.range_constexpr(in_flight):", ("prod", "wide")),
     ("epilogue_no_publish_barrier", "barrier removed: the staged epilogue reads its staging buffer "
      "before every thread of the warpgroup has written its stmatrix part", _KE,
-     "        bar.arrive_and_wait()  # the whole pass is in the buffer\n", "", ("prod",)),
+     "        bar.arrive_and_wait()  # the whole pass is in the buffer\n", "", ("prod", "few", "wide")),
     ("epilogue_no_reuse_barrier", "barrier removed: the staged epilogue rewrites its staging buffer "
      "(next pass or tile) before every thread has read the previous one", _KE,
      "        bar.arrive_and_wait()  # the warpgroup's reads of the buffer (previous pass or tile) are done\n",
-     "", ("prod",)),
+     "", ("prod", "few", "wide")),
     # a hang on the first launch: both halves of every consumer warpgroup wait for good, at the
     # first epilogue barrier of their first tile (what the isolation's run-phase limit reports)
     ("epilogue_barrier_per_warp_pair", "divergent barrier (a hang): the staged epilogue's named barrier "
@@ -724,7 +732,7 @@ _SYNC_EDITS = (
      "        bar = pipeline.NamedBarrier(barrier_id=cfgmod.EPILOGUE_BARRIER_ID0 + wg, num_threads=128)\n",
      "        bar = pipeline.NamedBarrier(barrier_id=cfgmod.EPILOGUE_BARRIER_ID0\n"
      "                                    + cute.arch.make_warp_uniform(cute.arch.warp_idx()) // 2, num_threads=128)\n",
-     ("prod",)),
+     ("prod", "few", "wide")),
     ("balanced_share_skips_a_light_tile", "balanced schedule off by one: the CTAs of the second kind "
      "start their light run one entry late (one light tile is never computed, one twice)",
      "kernel/device_schedule.py",
@@ -732,7 +740,7 @@ _SYNC_EDITS = (
     ("idle_cta_early_x_stages", "a CTA without tiles issues X stages before phase 1 ends (the "
      "empty-range check of early_x_stages dropped): the balanced split leaves CTAs idle once a launch "
      "has more tiles than SMs, nothing consumes their stages and the producer's tail waits forever",
-     _KP, "        if t_begin >= t_end:\n            pre = cutlass.Int32(0)\n", "", ("prod",)),
+     _KP, "        if t_begin >= t_end:\n            pre = cutlass.Int32(0)\n", "", ("prod", "wide")),
     ("snake_odd_round_off_by_one", "snake split off by one: in odd rounds each CTA takes the tile after its "
      "own (mixed-K problems: one tile of the round never computed, another twice)", "kernel/device_schedule.py",
      "    return j * ctas + cta + (j % 2) * (ctas - 1 - 2 * cta)\n",
@@ -743,7 +751,7 @@ _SYNC_EDITS = (
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",
-     "        if end > total_tiles + 1:\n            end = total_tiles + 1", ("default", "rs")),
+     "        if end > total_tiles + 1:\n            end = total_tiles + 1", ("default", "rs", "few", "wide")),
 )
 
 
@@ -924,12 +932,22 @@ UNOBSERVABLE = {
         "is in both; the same bug written as the fence moved above the reset "
         "(hopper_sync_acc_reset_after_fence__*) compiles to production's cubin (EQUIVALENT)"
     ),
+    "hopper_sync_no_acc_reset_fence__few": (
+        "ptxas orders the reset itself: the mutant's SASS differs from production only by the "
+        "WARPGROUP.ARRIVE before the accumulator zeroing; the ARRIVE of the fragment fence, between "
+        "the zeroing and the tile's first HGMMA, is in both"
+    ),
     "hopper_sync_producer_tail_missing__default": (
         "cluster size 1: the tail only keeps a CTA alive while cluster peers may still signal its "
         "barriers; here the CTA's shared memory lives until its consumers exit, and they wait for "
         "every stage the producer filled"
     ),
     "hopper_sync_producer_tail_missing__rs": (
+        "cluster size 1: the tail only keeps a CTA alive while cluster peers may still signal its "
+        "barriers; here the CTA's shared memory lives until its consumers exit, and they wait for "
+        "every stage the producer filled"
+    ),
+    "hopper_sync_producer_tail_missing__few": (
         "cluster size 1: the tail only keeps a CTA alive while cluster peers may still signal its "
         "barriers; here the CTA's shared memory lives until its consumers exit, and they wait for "
         "every stage the producer filled"

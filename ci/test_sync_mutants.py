@@ -14,10 +14,11 @@ from ci.mutants import EQUIVALENT, PERTURBED_PROPERTY, SYNC_MUTANTS, SYNC_VARIAN
 
 
 def test_at_least_ten_sync_mutants_on_each_whole_pipeline():
-    """default, rs and prod: ten or more each (their whole pipelines); w2: the edits of what only
-    that build has (it shares the rest with rs)."""
+    """default, rs, prod, few and wide: ten or more each (their whole pipelines); w2: the edits of
+    what only that build has (it shares the rest with rs)."""
     per_variant = {k: [m for m in SYNC_MUTANTS if m.variant == v] for k, v in SYNC_VARIANTS.items()}
-    assert all(len(per_variant[k]) >= 10 for k in ("default", "rs", "prod")), {k: len(v) for k, v in per_variant.items()}
+    assert all(len(per_variant[k]) >= 10 for k in ("default", "rs", "prod", "few", "wide")), \
+        {k: len(v) for k, v in per_variant.items()}
     assert len(per_variant["w2"]) >= 3
     from kernel.hopper import DECLARED_VARIANTS
 
@@ -42,6 +43,39 @@ def test_the_prod_mutants_target_what_the_default_dispatch_runs():
     for bug in ("phase1_wait_one_short", "y_ring_empty_count_short", "staged_slots_no_proxy_fence",
                 "epilogue_no_publish_barrier", "balanced_share_skips_a_light_tile"):
         assert f"hopper_sync_{bug}__prod" in names
+
+
+def test_every_production_build_has_sync_mutants():
+    """Every build the default dispatch may run (kernel.hopper PRODUCTION_VARIANTS, and whatever
+    DEFAULT_RULE returns) is a SYNC_VARIANTS key's variant with concurrency mutants that change its
+    SASS (none of them all recorded equivalent): a new production build fails here until the
+    catalog targets it."""
+    from kernel.hopper import PRODUCTION_VARIANTS
+    from kernel.hopper.dispatch import DEFAULT_RULE
+
+    builds = {c.label for c in PRODUCTION_VARIANTS} | {c.label for c in DEFAULT_RULE.configs()}
+    assert builds <= set(SYNC_VARIANTS.values()), sorted(builds - set(SYNC_VARIANTS.values()))
+    for label in builds:
+        live = [m for m in SYNC_MUTANTS if m.variant == label and m.name not in EQUIVALENT]
+        assert len(live) >= 3, (label, [m.name for m in live])
+
+
+def test_the_few_tiles_and_wide_y_mutants_target_their_dispatch_builds():
+    """"few" and "wide" are the builds of the default dispatch's two clauses before its last
+    (64-row X tiles below half a round; the 256-row Y tile for groups of thousands of rows), each
+    with the mutants of the code it compiles: few the in-flight mainloop, the TMA producer and the
+    staged epilogue; wide phase 1, the Y ring, the staged epilogue and the idle CTA's early X
+    stages."""
+    from kernel.hopper import FEW_TILES_CONFIG, WIDE_Y_CONFIG
+
+    assert (SYNC_VARIANTS["few"], SYNC_VARIANTS["wide"]) == (FEW_TILES_CONFIG.label, WIDE_Y_CONFIG.label)
+    names = {m.name for m in SYNC_MUTANTS}
+    for bug in ("in_flight_three_buffers", "no_publish_barrier", "tx_count_short", "tensormap_acquire_missing",
+                "epilogue_no_reuse_barrier"):
+        assert f"hopper_sync_{bug}__few" in names
+    for bug in ("phase1_wait_one_short", "y_ring_empty_count_short", "staged_slots_no_proxy_fence",
+                "epilogue_no_publish_barrier", "idle_cta_early_x_stages", "tile_wait_lax"):
+        assert f"hopper_sync_{bug}__wide" in names
 
 
 def test_mutant_patterns_select_by_shell_pattern():
