@@ -633,10 +633,10 @@ _SYNC_EDITS = (
      "warp early (the producer refills a stage a warp still reads)", _K,
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.raw_release_warps),\n                tx_count",
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.raw_release_warps - 1),\n                tx_count",
-     ("rs", "few", "wide")),
+     ("rs", "prod", "w2", "few", "wide")),
     ("tx_count_short", "wrong transaction count: the full barrier expects 512 bytes fewer than the "
      "copies bring (the consumers may read the last scale block before it lands)", _K,
-     "                tx_count=self.tx_bytes,", "                tx_count=self.tx_bytes - 512,", ("rs", "few", "wide")),
+     "                tx_count=self.tx_bytes,", "                tx_count=self.tx_bytes - 512,", ("rs", "prod", "w2", "few", "wide")),
     ("tensormap_acquire_missing", "tensor-map acquire missing: TMA may read a tensor map before its "
      "bytes (written before the launch) are visible to the tensormap proxy", _K,
      "                    if lane == 0:\n                        self.acquire_map(tm_x)\n"
