@@ -54,19 +54,19 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
     those of ``parts`` when given (e.g. ``["no_epilogue"]``)."""
     from kernel.hopper.ablation import PARTS
     from kernel.hopper.config import HopperConfig, check_config
-    from kernel.hopper.variants import named_configs
+    from kernel.hopper.variants import resolve_config
 
     if parts is not None:
         unknown = [p for p in parts if p not in PARTS]
         if unknown or not ablate:
             raise SystemExit(f"--parts takes --ablate and parts of {', '.join(PARTS)}; got {', '.join(parts)}")
 
-    by_label = named_configs()
     out = []
     for label in variants:
-        if label not in by_label:
-            raise SystemExit(f"unknown variant {label!r}; known: {', '.join(by_label)}")
-        out.append(by_label[label])
+        try:
+            out.append(resolve_config(label))
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
     for text in configs:
         out.append(HopperConfig(**json.loads(text)))
     for c in out:
@@ -85,28 +85,21 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
 
 
 def labelled_builds(variants: Sequence[str]) -> dict[str, Build]:
-    """``LABEL`` or ``LABEL~PART`` (a declared Hopper label, or
-    HopperConfig fields as JSON; and the ablation part its build leaves out) -> its Build, keyed by the text given
+    """``LABEL`` or ``LABEL~PART`` (a declared Hopper label, ``LABEL:field=value,...`` or
+    HopperConfig fields as JSON: kernel.hopper.variants.resolve_config; and the ablation part its
+    build leaves out) -> its Build, keyed by the text given
     (profiling.k_slope, profiling.timeline). Raises ValueError naming an unknown label; an
     ablation the config cannot take raises UnsupportedConfigError (check_ablation)."""
-    from kernel.hopper.variants import named_configs
+    from kernel.hopper.variants import resolve_config
 
-    from kernel.hopper.config import HopperConfig, check_config
-
-    configs = named_configs()
     builds = {}
     for text in variants:
-        label, _, part = text.partition("~")
-        if label.startswith("{"):  # HopperConfig fields as JSON, as profiling.ablation --config
-            config = HopperConfig(**json.loads(label))
-            check_config(config)
-            configs[label] = config
-        if label not in configs:
-            raise ValueError(f"unknown variant {label!r}")
+        spec, _, part = text.partition("~")
+        config = resolve_config(spec)
         ablation = Ablation(part) if part else None
         if ablation is not None:
-            check_ablation(configs[label], ablation)
-        builds[text] = Build(configs[label], ablation)
+            check_ablation(config, ablation)
+        builds[text] = Build(config, ablation)
     return builds
 
 

@@ -1,7 +1,7 @@
 """Time every Hopper production build on every shape of the suite, to set the dispatch rule.
 
     python3 -m profiling.dispatch_sweep [--shapes suite|quick|NAMES] [--variants production|rule]
-        [--variant LABEL ...] [--samples N] [--budget-s S] [--json OUT.json]
+        [--variant LABEL[:field=value,...] ...] [--samples N] [--budget-s S] [--json OUT.json]
     python3 -m profiling.dispatch_sweep --quick --json OUT.json     # = --shapes quick --variants rule
     python3 -m profiling.dispatch_sweep --analyze OUT.json          # no GPU needed
 
@@ -19,7 +19,9 @@ run tells what a compile costs on its machine.
 
 ``--variants``: ``production`` (default) every production build (kernel.hopper.PRODUCTION_VARIANTS);
 ``rule`` the builds the dispatch rule can pick (DEFAULT_RULE.configs()); ``--variant`` adds
-declared labels (experimental builds). Cost: one compile per (build, group count): the suite has
+a build: a declared label, or a declared variant with fields changed, so a pipeline-stage or
+buffer-count variant is timed beside its base in one run without declaring it
+(``--variant 'LABEL:num_ab_stages=4,fp16_buffers=3'``; kernel.hopper.variants.resolve_config). Cost: one compile per (build, group count): the suite has
 six group counts, --quick's shapes five.
 
 :func:`analyze` (``--analyze``, also printed after a sweep) reports, from the JSON alone: the
@@ -48,12 +50,15 @@ SCHEMA = 1
 
 
 def _builds(variants: str, extra: Sequence[str]) -> list:
+    """The production or rule builds, then each ``--variant`` (kernel.hopper.variants.resolve_config:
+    a declared label, ``LABEL:field=value,...`` or JSON fields)."""
     from kernel.hopper import PRODUCTION_VARIANTS
-    from kernel.hopper.dispatch import DEFAULT_RULE, by_label
+    from kernel.hopper.dispatch import DEFAULT_RULE
+    from kernel.hopper.variants import resolve_config
 
     base = list(PRODUCTION_VARIANTS) if variants == "production" else DEFAULT_RULE.configs()
-    for label in extra:
-        base.append(by_label(label))
+    for spec in extra:
+        base.append(resolve_config(spec))
     return list(dict.fromkeys(base))
 
 
@@ -311,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--shapes", default="suite", help="suite (default), quick, shape families or names, comma-separated")
     p.add_argument("--variants", choices=("production", "rule"), default="production",
                    help="production: every production build; rule: the builds the dispatch rule can pick")
-    p.add_argument("--variant", action="append", default=[], help="also time this declared label (repeatable)")
+    p.add_argument("--variant", action="append", default=[], help="also time this build: a declared LABEL, or LABEL:field=value,... (repeatable)")
     p.add_argument("--quick", action="store_true", help="--shapes quick --variants rule")
     p.add_argument("--samples", type=int, default=15, help="graph replays per timing (median)")
     p.add_argument("--budget-s", type=float, default=0.0, help="start no new shape after this many seconds (0: none)")

@@ -43,7 +43,7 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, fl
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profiling.k_slope", description=__doc__.split("\n\n")[0])
     p.add_argument("--variant", action="append", required=True,
-                   help="a declared Hopper label, or a config's fields as JSON (repeatable)")
+                   help="a declared Hopper label, LABEL:field=value,..., or a config's fields as JSON (repeatable)")
     p.add_argument("--shape", default="bench4", help="a standard shape: its M per group and N are kept")
     p.add_argument("--ks", default="512,1536,3072,6144", help="comma-separated K values (multiples of 256)")
     p.add_argument("--samples", type=int, default=15)

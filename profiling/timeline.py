@@ -169,7 +169,7 @@ def per_cta_path(folder: Path, shape: str, label: str) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profiling.timeline", description=__doc__.split("\n\n")[0])
     p.add_argument("--variant", action="append", required=True,
-                   help="a declared Hopper label, or LABEL~PART for its ablated build (repeatable)")
+                   help="a declared Hopper label, LABEL:field=value,... (that variant with fields changed), each with ~PART for its ablated build (repeatable)")
     p.add_argument("--shape", default="bench4", help="a standard shape (profiling.floors)")
     p.add_argument("--launches", type=int, default=20, help="launches measured (back to back, rotated inputs)")
     p.add_argument("--graph", action="store_true",

@@ -9,9 +9,10 @@ compiled by the CPU tests (kernel/tests/test_hopper_compile.py) and the static r
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+from dataclasses import fields, replace
 
-from kernel.hopper.config import HopperConfig
+from kernel.hopper.config import HopperConfig, check_config
 
 # The simplest pipeline (cp.async loads, shift decode, one consumer warpgroup; the mutant
 # catalog's "default variant"). ``custom_kernel(data)`` without a config does not run it: it runs
@@ -106,3 +107,49 @@ STATIC_MATRIX: tuple[HopperConfig, ...] = DECLARED_VARIANTS
 def named_configs() -> dict[str, HopperConfig]:
     """Label -> config of every declared variant."""
     return {c.label: c for c in DECLARED_VARIANTS}
+
+
+def _field_value(base: HopperConfig, name: str, text: str, spec: str):
+    """``text`` as the type of ``base``'s field ``name`` (int, bool or str)."""
+    current = getattr(base, name)
+    if isinstance(current, bool):
+        if text.lower() in ("true", "1"):
+            return True
+        if text.lower() in ("false", "0"):
+            return False
+        raise ValueError(f"{spec!r}: {name} takes true or false, got {text!r}")
+    if isinstance(current, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"{spec!r}: {name} takes an integer, got {text!r}") from None
+    return text
+
+
+def resolve_config(spec: str) -> HopperConfig:
+    """The config a command line names: a declared label; ``LABEL:field=value[,field=value...]``,
+    that variant with some fields changed (``h90_m256n128k256_s3_..._pwg:num_ab_stages=4,fp16_buffers=3``:
+    a pipeline-stage variant to time beside it without declaring it); or every field as JSON
+    (``{"tile_m": 128, ...}``). The result is checked (config_problems): an unknown label or field,
+    a value of the wrong type, or a config the kernel cannot build raises ValueError naming it."""
+    if spec.startswith("{"):
+        config = HopperConfig(**json.loads(spec))
+    else:
+        label, _, changes = spec.partition(":")
+        declared = named_configs()
+        if label not in declared:
+            raise ValueError(f"unknown variant {label!r}; declared Hopper variants: {', '.join(declared)}")
+        config = declared[label]
+        names = {f.name for f in fields(HopperConfig)}
+        edits = {}
+        for item in filter(None, changes.split(",")):
+            name, eq, text = item.partition("=")
+            name = name.strip()
+            if not eq or name not in names:
+                raise ValueError(f"{spec!r}: {item!r} is not FIELD=VALUE with a HopperConfig field "
+                                 f"({', '.join(sorted(names))})")
+            edits[name] = _field_value(config, name, text.strip(), spec)
+        config = replace(config, **edits)
+    check_config(config)
+    return config
+

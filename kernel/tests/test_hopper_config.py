@@ -326,3 +326,37 @@ def test_in_flight_and_pdl_twins_are_declared():
     assert IN_FLIGHT_CONFIG == dataclasses.replace(FASTEST_STAGED_PDL_CONFIG, wgmma_in_flight=2, fp16_buffers=4,
                                                    num_ab_stages=3)
     assert {FASTEST_STAGED_CONFIG, FASTEST_STAGED_PDL_CONFIG, IN_FLIGHT_CONFIG} <= set(DECLARED_VARIANTS)
+
+
+def test_a_command_line_names_a_declared_variant_or_one_with_fields_changed():
+    """kernel.hopper.variants.resolve_config: a label is its declared config; LABEL:field=value,...
+    is that config with those fields (typed as the field: int, bool, str); JSON gives every field."""
+    from dataclasses import asdict, replace
+    import json
+
+    from kernel.hopper.variants import DECLARED_VARIANTS, resolve_config
+
+    for config in DECLARED_VARIANTS:
+        assert resolve_config(config.label) == config
+    base = DECLARED_VARIANTS[1]
+    assert resolve_config(f"{base.label}:num_ab_stages=4, pdl=false") == replace(base, num_ab_stages=4, pdl=False)
+    assert resolve_config(f"{DECLARED_VARIANTS[0].label}:dequant=prmt") == replace(DECLARED_VARIANTS[0], dequant="prmt")
+    assert resolve_config(json.dumps(asdict(base))) == base
+
+
+@pytest.mark.parametrize("suffix, says", [
+    ("", "unknown variant .no_such_label."),
+    (":stages=4", "not FIELD=VALUE"),
+    (":num_ab_stages", "not FIELD=VALUE"),
+    (":num_ab_stages=four", "takes an integer"),
+    (":pdl=maybe", "takes true or false"),
+    (":num_ab_stages=9", "shared memory|smem|bytes"),
+    (":dequant=fast", "dequant"),
+])
+def test_a_config_it_cannot_name_or_build_is_refused_with_the_reason(suffix, says):
+    from kernel.hopper.variants import IN_FLIGHT_CONFIG, resolve_config
+
+    spec = ("no_such_label" if not suffix else IN_FLIGHT_CONFIG.label + suffix)
+    with pytest.raises(ValueError, match=says):
+        resolve_config(spec)
+
