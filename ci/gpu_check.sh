@@ -3,7 +3,7 @@
 # Correctness of kernel variants on the GPU (the family the GPU runs: Hopper on sm_90). LABELs are
 # declared variant labels (python3 -m pytest --list-variants); none: the production variants.
 # Steps, each under its own timeout, logs and summary.md under $OUT (default ./gpu-out):
-#   smoke       only when SMOKE=MODULE (ci.prepass_smoke, ci.schedule_smoke, ci.cluster_y_smoke,
+#   smoke       only when SMOKE=MODULE (ci.prepass_smoke, ci.schedule_smoke,
 #               ci.epilogue_smoke) on the LABELs: bit-identity against the build each derives
 #               from, repeated launches, two streams; a broken protocol hangs and is killed by
 #               T_SMOKE, and then nothing else runs
@@ -11,7 +11,7 @@
 #               (the main kernel-vs-oracle property, the corners, invalid problems, seen shapes)
 #   perturbed   the perturbed property alone (--perturb=only; with the step above: --perturb=on):
 #               seeded delays at every sync site and the happens-before checker
-#   gpu_tests   python3 -m pytest -m gpu kernel/tests (chained launches, stream-K, two-CTA, timeline)
+#   gpu_tests   python3 -m pytest -m gpu kernel/tests (fixed named cases, chained PDL launches, timeline stamps)
 #   sanitize    compute-sanitizer synccheck and racecheck on each LABEL (ci.sanitize, ragged and
 #               empty-group cases)
 #   bound       only when BOUND=1: ci.bound_check, how close the kernel comes to the error bound

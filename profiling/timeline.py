@@ -27,8 +27,7 @@ full, where in a graph the next launch's start overlaps the previous one's tail.
 
 ``--per-cta DIR`` also writes one CSV per variant (``timeline_<shape>_<label>.csv``): a row per
 CTA with the work the host plan gave it (``modelled``: the schedule's cost model, quarter units
-x K tiles, as ``kernel.plan``'s balanced and stream-K splits count it; ``work``: its tiles or
-stream-K pieces) and each point's median over the launches, in us after the launch's first CTA
+x K tiles, as ``kernel.plan``'s balanced split counts it; ``work``: its tiles) and each point's median over the launches, in us after the launch's first CTA
 start. A CTA that ends late against what it was given is the schedule's model failing, not the
 CTA's work; ``profiling.timeline_plot`` draws it.
 

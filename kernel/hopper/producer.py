@@ -46,7 +46,7 @@ from kernel.hopper.harness import HB_MAP_WS, HB_MAPS, HB_OUT_RAW, HB_OUT_Y  # no
 
 @cute.jit
 def if_lane0_store_share(slots: cutlass.Int32, share):
-    """Lane 0 stores the int32 of a balanced share (y_tail64: four; stream_k: six) at shared
+    """Lane 0 stores the int32 of a balanced share (y_tail64: four) at shared
     address ``slots``."""
     if cute.arch.lane_idx() == 0:
         for i in cutlass.range_constexpr(len(share)):
