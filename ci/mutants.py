@@ -583,8 +583,8 @@ _SYNC_EDITS = (
      f'{_I32}self.delay("consumer", "bar_reuse", "before")', ("default", "rs")),
     ("stage_released_early", "release moved: the raw stage handed back to the producer after the "
      "first sub-block, while the later sub-blocks still read it", _K,
-     f"{_I28}if cutlass.const_expr(sb == self.n_sub - 1):\n{_I32}self.poison_released_stage(tidx, stage, wtid)",
-     f"{_I28}if cutlass.const_expr(sb == 0):\n{_I32}self.poison_released_stage(tidx, stage, wtid)", ("default", "rs", "few")),
+     f"{_I28}if cutlass.const_expr(sb == self.n_sub - 1):\n{_I32}self.poison_released_stage(tidx, stage)",
+     f"{_I28}if cutlass.const_expr(sb == 0):\n{_I32}self.poison_released_stage(tidx, stage)", ("default", "rs", "few")),
     ("wgmma_wait_lax", "wgmma wait too lax: one group more left in flight (wait_group(2), w2: 3) lets the "
      "wgmma that read the buffer about to be rewritten stay in flight", _K,
      f'{_I28}self.wait_group(cfg.wgmma_in_flight)\n',

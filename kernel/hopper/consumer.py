@@ -353,18 +353,17 @@ class ConsumerMixin:
             *(dst + (((4 * a + j) ^ r8) << 4) for j in range(4)),
         )
 
-    def y_rs_units(self, tidx, stage, y_dst, y_sf_row0, sb: int, threads: int | None = None) -> list:
+    def y_rs_units(self, tidx, stage, y_dst, y_sf_row0, sb: int) -> list:
         """x_operand="regs": this thread's (row, a) units of Y for one sub-block, Y's units shared
-        by ``threads`` threads (default: every dequantizing thread; 128 with ``y_per_warpgroup``,
-        ``tidx`` then the index inside the warpgroup)."""
-        threads = threads or self.dequant_threads
+        by every dequantizing thread."""
+        threads = self.dequant_threads
         return [self.y_rs_unit(tidx + u * threads, stage, y_dst, y_sf_row0, sb)
                 for u in range(self.mma_n * 2 // threads)]
 
-    def dequant_y_rs(self, tidx, stage, y_dst, y_sf_row0, sb: int, threads: int | None = None):
+    def dequant_y_rs(self, tidx, stage, y_dst, y_sf_row0, sb: int):
         """x_operand="regs": this thread's units of Y (:meth:`y_rs_units`), in the fragment's K
         order, two units per inline-asm block (the accumulators share the register budget)."""
-        units = self.y_rs_units(tidx, stage, y_dst, y_sf_row0, sb, threads)
+        units = self.y_rs_units(tidx, stage, y_dst, y_sf_row0, sb)
         for b0 in range(0, len(units), 2):
             dequant_y_units_rs(units[b0 : b0 + 2], self.config.operand_exp_shift)
 

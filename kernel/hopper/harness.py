@@ -230,14 +230,11 @@ class HarnessMixin:
             if cutlass.const_expr(chunks % nthreads == 0) or c < chunks:
                 poison_shared_16(base + c * 16)
 
-    def poison_released_stage(self, tidx, stage, wtid=None):
+    def poison_released_stage(self, tidx, stage):
         """Consumers, after the barrier that ends their last read of a raw stage and before they
         release it: poison it (each thread its slice), make the stores visible to the async
         proxy (a TMA or bulk copy may refill the stage next) and to lane 0 (which arrives for
-        its warp on the TMA pipeline). ``y_per_warpgroup``: a warpgroup's barrier says nothing
-        about the other warpgroup, which may still read Y and the scales, so each warpgroup
-        poisons only the 64 packed X rows that it alone reads (the producer's
-        ``poison_stage_before_fill`` still poisons the whole stage once both released it)."""
+        its warp on the TMA pipeline)."""
         if not self.poisoning():
             return
         self.poison_region(stage, self.raw_stage_bytes, tidx, self.consumer_threads)
@@ -264,12 +261,10 @@ class HarnessMixin:
         cute.arch.fence_proxy("async.shared", space="cta")
         cute.arch.sync_warp()
 
-    def poison_free_fp16_buffer(self, tidx, consumers, sx_base, sy_base, buf, wtid=None, ybuf0=0):
+    def poison_free_fp16_buffer(self, tidx, consumers, sx_base, sy_base, buf):
         """Cooperative two-buffer ping-pong, after the barrier that says every warp retired the
         wgmma that read buffer ``buf``: poison it (each thread its slice), then one more barrier,
-        so no poison store can land after another thread's dequant store of the next sub-block.
-        ``y_per_warpgroup``: the warpgroup's own Y buffer ``ybuf0 + buf``, its 128 threads, its
-        own barrier (``consumers``)."""
+        so no poison store can land after another thread's dequant store of the next sub-block."""
         if not self.poisoning():
             return
         # the poison stores rewrite the buffer: the checker's reuse rule holds here as at the

@@ -465,7 +465,6 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                 self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, fp16_pipe, raw_base, tidx,
                                            t_begin, t_end, t_step)
             else:
-                wtid, ybuf0 = tidx, 0
                 # checker: the warps that write and read this warp's fp16 buffers (all consumer warps)
                 hb_warp0, hb_warps = 0, self.consumer_warps
                 consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
@@ -507,7 +506,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                                 consumers.arrive_and_wait()
                                 self.delay("consumer", "bar_dequant", "after")
                             if cutlass.const_expr(sb == self.n_sub - 1):
-                                self.poison_released_stage(tidx, stage, wtid)
+                                self.poison_released_stage(tidx, stage)
                                 self.delay("consumer", "release", "before")
                                 pipe.consumer_release(state)
                                 self.delay("consumer", "release", "after")
@@ -531,7 +530,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                                 # every warp has retired the wgmma that read the other buffer
                                 consumers.arrive_and_wait()
                                 self.delay("consumer", "bar_reuse", "after")
-                                self.poison_free_fp16_buffer(tidx, consumers, sx_base, sy_base, (sb + 1) % 2, wtid, ybuf0)
+                                self.poison_free_fp16_buffer(tidx, consumers, sx_base, sy_base, (sb + 1) % 2)
                         state.advance()
                     self.wait_group(0)
                     self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
