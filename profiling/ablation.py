@@ -53,7 +53,6 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
     """The builds to time: each variant and config, then (``ablate``) its ablated twins, only
     those of ``parts`` when given (e.g. ``["no_epilogue"]``)."""
     from kernel.hopper.ablation import PARTS
-    from kernel.hopper.config import HopperConfig, check_config
     from kernel.hopper.variants import resolve_config
 
     if parts is not None:
@@ -62,15 +61,12 @@ def parse_builds(variants: Sequence[str], configs: Sequence[str], ablate: bool,
             raise SystemExit(f"--parts takes --ablate and parts of {', '.join(PARTS)}; got {', '.join(parts)}")
 
     out = []
-    for label in variants:
+    for spec in variants:  # a label or LABEL:field=value,...
         try:
-            out.append(resolve_config(label))
+            out.append(resolve_config(spec))
         except ValueError as exc:
             raise SystemExit(str(exc)) from None
-    for text in configs:
-        out.append(HopperConfig(**json.loads(text)))
-    for c in out:
-        check_config(c)
+    out += [resolve_config(text) for text in configs]  # JSON fields: its typed errors go through
     builds = [Build(c) for c in dict.fromkeys(out)]
     if ablate:
         builds += [Build(b.config, Ablation(a)) for b in list(builds) if b.config.roles == "split" for a in ABLATIONS]

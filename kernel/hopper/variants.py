@@ -133,7 +133,10 @@ def resolve_config(spec: str) -> HopperConfig:
     (``{"tile_m": 128, ...}``). The result is checked (config_problems): an unknown label or field,
     a value of the wrong type, or a config the kernel cannot build raises ValueError naming it."""
     if spec.startswith("{"):
-        config = HopperConfig(**json.loads(spec))
+        try:
+            config = HopperConfig(**json.loads(spec))
+        except TypeError as exc:  # a key that is not a field
+            raise ValueError(f"{spec!r}: {exc}") from None
     else:
         label, _, changes = spec.partition(":")
         declared = named_configs()
@@ -152,4 +155,3 @@ def resolve_config(spec: str) -> HopperConfig:
         config = replace(config, **edits)
     check_config(config)
     return config
-
