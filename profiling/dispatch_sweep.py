@@ -208,7 +208,7 @@ def sweep_table(doc: dict) -> list[str]:
     return lines
 
 
-FEATURES = ("rounds", "tail", "k_max", "groups", "m_max", "m_mean", "m_ratio")  # tiles = rounds x SMs: left out
+FEATURES = ("rounds", "tail", "k_max", "k_ratio", "groups", "m_max", "m_mean", "m_ratio")  # tiles = rounds x SMs: left out
 
 
 def _thresholds(values: list[float]) -> list[float]:
@@ -237,12 +237,17 @@ def _both_ran(records: list[dict], x: str, y: str):
     return [(r["features"], _times(r)[x], _times(r)[y]) for r in records if x in _times(r) and y in _times(r)]
 
 
+def _recorded(points) -> list[str]:
+    """The FEATURES every point records (a sweep written before a feature existed lacks it)."""
+    return [name for name in FEATURES if all(name in f for f, _, _ in points)]
+
+
 def per_feature_splits(records: list[dict], x: str, y: str) -> list[tuple[float, str]]:
     """For each feature its best single threshold for picking ``x`` on one side and ``y`` on the
     other (:func:`_split_cost`), best first."""
     points = _both_ran(records, x, y)
     out = []
-    for name in FEATURES if points else ():
+    for name in _recorded(points):
         out.append(min(((_split_cost(points, _side(name, t, le)), f"{name} {'<=' if le else '>='} {t:g}")
                         for t in _thresholds([f[name] for f, _, _ in points]) for le in (True, False)),
                        key=lambda c: round(c[0], 9)))
@@ -258,12 +263,13 @@ def separating_splits(records: list[dict], x: str, y: str, top: int = 5) -> list
     if not points:
         return []
     cands: list[tuple[float, str]] = []
-    cuts = {name: _thresholds([f[name] for f, _, _ in points]) for name in FEATURES}
-    for name in FEATURES:
+    names = _recorded(points)
+    cuts = {name: _thresholds([f[name] for f, _, _ in points]) for name in names}
+    for name in names:
         for t in cuts[name]:
             for le in (True, False):
                 cands.append((_split_cost(points, _side(name, t, le)), f"{name} {'<=' if le else '>='} {t:g}"))
-    for a, b in itertools.combinations(FEATURES, 2):
+    for a, b in itertools.combinations(names, 2):
         for ta, tb in itertools.product(cuts[a], cuts[b]):
             for la, lb in itertools.product((True, False), repeat=2):
                 sa, sb = _side(a, ta, la), _side(b, tb, lb)

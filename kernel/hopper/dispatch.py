@@ -8,7 +8,8 @@ CTA per SM; :func:`device_sms` reads the count at run time, :data:`DEFAULT_SMS` 
 
 * ``tiles``: 128 x 128 output tiles (the in-flight and prepass builds' tile); ``rounds`` = tiles
   / SMs; ``tail``: how full the last round is, in (0, 1] (1: every SM busy to the end);
-* ``k_max``: the largest K (the longest tile); ``groups``: the group count; ``m_max``,
+* ``k_max``: the largest K (the longest tile); ``k_ratio`` = k_max / the smallest K (1: every
+  group's tiles are equally long); ``groups``: the group count; ``m_max``,
   ``m_mean`` (over groups with work) and ``m_ratio`` = m_max / m_mean (how uneven the groups are).
 
 The rule is an ordered tuple of :class:`Clause` s, each a box in that space (inclusive bounds on
@@ -40,7 +41,9 @@ and lost bench4 (0.97 rounds), a ragged one-round shape and the decode shapes: a
 MMA is faster only while the doubled tile count leaves SMs free. For groups of thousands of rows
 over several rounds (:data:`WIDE_Y_MIN_M_MEAN`, :data:`WIDE_Y_MIN_ROUNDS`) the prepass pipeline with
 a 256-row Y tile (``WIDE_Y_CONFIG``) won both dense single groups by 7 and 9 %; it lost every
-shape of small groups (bench1-3, MoE: it has no tail tiles, and half the tiles).
+shape of small groups (bench1-3, MoE: it has no tail tiles, and half the tiles). Its clause also
+asks for one K in every group (:data:`WIDE_Y_MAX_K_RATIO`): its contiguous schedule counts tiles,
+not K, and it was measured on single groups only.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class Features:
     rounds: float
     tail: float
     k_max: int
+    k_ratio: float
     m_max: int
     m_mean: float
     m_ratio: float
@@ -94,6 +98,7 @@ def features(problem_sizes: Iterable[Sequence[int]], sms: int) -> Features:
     last = tiles % sms
     m_max = max(busy, default=0)
     m_mean = sum(busy) / len(busy) if busy else 0.0
+    ks = [k for m, n, k in sizes if m > 0 and n > 0]
     return Features(
         groups=len(sizes),
         tiles=tiles,
@@ -101,6 +106,7 @@ def features(problem_sizes: Iterable[Sequence[int]], sms: int) -> Features:
         rounds=tiles / sms,
         tail=(last if last else (sms if tiles else 0)) / sms,
         k_max=max((k for _, _, k in sizes), default=0),
+        k_ratio=max(ks) / min(ks) if ks and min(ks) > 0 else 1.0,
         m_max=m_max,
         m_mean=m_mean,
         m_ratio=m_max / m_mean if m_mean else 0.0,
@@ -206,6 +212,9 @@ WIDE_Y_MIN_M_MEAN = 2176
 # ... and this many rounds of 128 x 128 tiles, so that its half as many tiles still make two rounds
 # (it won at 7.76 rounds; with one round its halved tile count leaves SMs idle: bench3 +60 %)
 WIDE_Y_MIN_ROUNDS = 4.0
+# ... with one K in every group: its contiguous schedule counts tiles, not their K (the fallback's
+# snake split deals long and short tiles evenly); it was measured only on single groups
+WIDE_Y_MAX_K_RATIO = 1.0
 
 # What ``custom_kernel(data)`` runs when no config is given (kernel.hopper.launch.default_config).
 # Every config it can return is a production variant (the main job runs them).
@@ -215,7 +224,8 @@ DEFAULT_RULE = DispatchRule(
                (Bound("rounds", hi=FEW_TILES_MAX_ROUNDS), Bound("k_max", hi=IN_FLIGHT_MAX_K)),
                "less than half a round: twice the tiles of half the MMA each keep more SMs busy"),
         Clause(WIDE_Y_CONFIG.label,
-               (Bound("m_mean", lo=WIDE_Y_MIN_M_MEAN), Bound("rounds", lo=WIDE_Y_MIN_ROUNDS)),
+               (Bound("m_mean", lo=WIDE_Y_MIN_M_MEAN), Bound("rounds", lo=WIDE_Y_MIN_ROUNDS),
+                Bound("k_ratio", hi=WIDE_Y_MAX_K_RATIO)),
                "groups of thousands of rows: each decoded X fragment feeds 256 rows"),
         Clause(IN_FLIGHT_CONFIG.label,
                (Bound("rounds", hi=IN_FLIGHT_MAX_ROUNDS), Bound("k_max", hi=IN_FLIGHT_MAX_K)),

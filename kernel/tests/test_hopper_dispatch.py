@@ -66,7 +66,8 @@ def test_rule_choice_on_every_suite_shape(name):
 def test_features_by_hand():
     f = features(sizes("bench1"), H100_SMS)
     # M 80,176,128,72,64,248,96,160 -> 1+2+1+1+1+2+1+2 = 11 M tiles, N 4096 -> 32 N tiles
-    assert (f.groups, f.tiles, f.k_max, f.m_max) == (8, 352, 7168, 248)
+    assert (f.groups, f.tiles, f.k_max, f.k_ratio, f.m_max) == (8, 352, 7168, 1.0, 248)
+    assert features(sizes("ragged_mixed"), H100_SMS).k_ratio == 7168 / 2048
     assert f.rounds == pytest.approx(352 / 132) and f.tail == pytest.approx(88 / 132)
     assert f.m_mean == 128 and f.m_ratio == pytest.approx(248 / 128)
     # a whole number of rounds leaves the last one full; empty groups own no tile and no M
@@ -122,6 +123,9 @@ def test_the_choice_follows_features_not_shapes():
     # the mean over groups: two of 4096 rows and one of 64 (mean 2752) still take it
     assert DEFAULT_RULE.choose([(4096, 4096, 4096, 1), (4096, 4096, 4096, 1), (64, 4096, 4096, 1)],
                                sms=H100_SMS) == WIDE_Y_CONFIG
+    # ... but not when the groups' K differ (its schedule counts tiles, not K): the snake split's build
+    assert DEFAULT_RULE.choose([(4096, 4096, 4096, 1), (4096, 4096, 2048, 1), (64, 4096, 4096, 1)],
+                               sms=H100_SMS) == SPLIT_WARP_CONFIG
 
 
 def test_rules_take_declared_labels_and_the_first_clause_wins():

@@ -76,6 +76,20 @@ def test_one_feature_alone_when_it_suffices():
     assert ds.per_feature_splits(doc["shapes"], IN, SW)[0] == (0.0, "groups <= 3.5")
 
 
+def test_a_split_on_the_k_spread_and_a_sweep_recorded_before_it():
+    """Where only the groups' K spread separates the builds, the report finds k_ratio; a sweep
+    written before a feature existed (its records lack it) is still analyzed, on the features
+    every record holds."""
+    doc = _doc(lambda f: f["k_ratio"] > 1)
+    assert ds.separating_splits(doc["shapes"], IN, SW)[0][0] == 0.0
+    cost, best = ds.per_feature_splits(doc["shapes"], IN, SW)[0]
+    assert cost == 0.0 and best == "k_ratio >= 1.25"  # between 1 (one K) and 1.5 (lbtest10: 768 / 512)
+    for record in doc["shapes"]:
+        del record["features"]["k_ratio"]
+    assert all("k_ratio" not in text for _, text in ds.separating_splits(doc["shapes"], IN, SW))
+    assert ds.analyze(doc)
+
+
 def test_the_table_and_the_command_line(tmp_path, capsys):
     doc = _doc(lambda f: f["rounds"] <= 1)
     table = ds.sweep_table(doc)
