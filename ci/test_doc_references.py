@@ -23,7 +23,11 @@ FILE_NAME = re.compile(r"\.(py|md|sh|json|csv|toml|txt|png|cubin)$")
 
 
 def _cited_files() -> list[str]:
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    """The tree's files (git's list; a copy without git: every file outside hidden folders)."""
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    tracked = listed.stdout.split() if listed.returncode == 0 else [
+        p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(ROOT).parts)]
     return [f for f in tracked if f.endswith((".py", ".sh", ".md")) and f not in HISTORY
             and "/tests/" not in f and not Path(f).name.startswith(("test_", "conftest"))]
 
