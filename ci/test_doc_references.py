@@ -1,6 +1,6 @@
 """Every dotted name of the project's own code that the docs, scripts and docstrings cite
 (``kernel.plan.balanced_split``, ``python3 -m ci.prepass_smoke``) exists: a module or package of
-the tree, then a function, class or top-level name defined in it. A tool or option removed from the
+the tree, then a function, class or name defined in it. A tool or option removed from the
 code but still named in a guide, a script's usage text or a docstring fails here. The results
 table (docs/results.md) is history and keeps the names of what it measured; tests are left out
 (they name things that do not exist on purpose)."""
@@ -33,8 +33,8 @@ def _cited_files() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _top_level_names(path: Path) -> frozenset[str]:
-    """Names a module defines or imports at any level (functions, classes, assignments, imports)."""
+def _defined_names(path: Path) -> frozenset[str]:
+    """Names a module defines or imports anywhere in it (functions, classes, assignments, imports)."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -55,7 +55,7 @@ def resolves(reference: str, root: Path = ROOT) -> bool:
         base = root.joinpath(*parts[:i])
         module = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
         if module.is_file():
-            return i == len(parts) or parts[i] in _top_level_names(module)
+            return i == len(parts) or parts[i] in _defined_names(module)
     return False
 
 

@@ -21,8 +21,8 @@ run tells what a compile costs on its machine.
 ``rule`` the builds the dispatch rule can pick (DEFAULT_RULE.configs()); ``--variant`` adds
 a build: a declared label, or a declared variant with fields changed, so a pipeline-stage or
 buffer-count variant is timed beside its base in one run without declaring it
-(``--variant 'LABEL:num_ab_stages=4,fp16_buffers=3'``; kernel.hopper.variants.resolve_config). Cost: one compile per (build, group count): the suite has
-six group counts, --quick's shapes five.
+(``--variant 'LABEL:num_ab_stages=4,fp16_buffers=3'``; kernel.hopper.variants.resolve_config).
+Cost: one compile per (build, group count): the suite has six group counts, --quick's shapes five.
 
 :func:`analyze` (``--analyze``, also printed after a sweep) reports, from the JSON alone: the
 fastest build on each shape and by how much, the rule's choice and its cost against the fastest

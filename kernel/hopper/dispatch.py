@@ -8,8 +8,8 @@ CTA per SM; :func:`device_sms` reads the count at run time, :data:`DEFAULT_SMS` 
 
 * ``tiles``: 128 x 128 output tiles (the in-flight and prepass builds' tile); ``rounds`` = tiles
   / SMs; ``tail``: how full the last round is, in (0, 1] (1: every SM busy to the end);
-* ``k_max``: the largest K (the longest tile); ``k_ratio`` = k_max / the smallest K (1: every
-  group's tiles are equally long); ``groups``: the group count; ``m_max``,
+* ``k_max``: the largest K (the longest tile); ``k_ratio``: the largest K over the smallest among
+  the groups with work (1: every tile equally long); ``groups``: the group count; ``m_max``,
   ``m_mean`` (over groups with work) and ``m_ratio`` = m_max / m_mean (how uneven the groups are).
 
 The rule is an ordered tuple of :class:`Clause` s, each a box in that space (inclusive bounds on
