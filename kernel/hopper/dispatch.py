@@ -53,8 +53,8 @@ from dataclasses import dataclass, fields
 from typing import Iterable, Sequence
 
 from kernel.hopper.config import HopperConfig
-from kernel.hopper.variants import (DECLARED_VARIANTS, FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, SPLIT_WARP_CONFIG,
-                                     WIDE_Y_CONFIG)
+from kernel.hopper.variants import (FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, SPLIT_WARP_CONFIG, WIDE_Y_CONFIG,
+                                     named_configs)
 
 # the output tile (N x M) the features count in (the builds' own tiles differ: 64 x 128, 128 x 256)
 TILE = 128
@@ -153,10 +153,11 @@ class Clause:
 
 
 def by_label(label: str) -> HopperConfig:
-    for c in DECLARED_VARIANTS:
-        if c.label == label:
-            return c
-    raise KeyError(f"no declared Hopper variant is labelled {label!r}")
+    """The declared variant ``label`` (kernel.hopper.variants.named_configs); KeyError if none."""
+    configs = named_configs()
+    if label not in configs:
+        raise KeyError(f"no declared Hopper variant is labelled {label!r}")
+    return configs[label]
 
 
 @functools.lru_cache(maxsize=None)
