@@ -767,11 +767,16 @@ SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
     for name, kind, target, original, replacement, keys in _SYNC_EDITS
     for key in keys
 )
-# two of those edits seen on a CPU: the SASS rules of kernel/tests/test_hopper_sync_sites.py, which
+# some of those edits seen on a CPU: the SASS rules of kernel/tests/test_hopper_sync_sites.py, which
 # cover every production variant (a Y ring buffer released before its wgmma retired; bench4's
-# fp16 buffers rewritten with no consumers' barrier after the wait that freed them), on the
-# variant the edit targets (one compile)
-_STATIC_OF_SYNC = ("hopper_sync_y_ring_wait_lax__prod", "hopper_sync_no_publish_barrier__w2")
+# fp16 buffers rewritten with no consumers' barrier after the wait that freed them; the staged
+# epilogue's buffer rewritten with no barrier after the last reads, which survived the plain and
+# perturbed properties on the GPU; phase 1's three async-proxy fences, which survive every GPU
+# verdict), on the variant the edit targets (one compile)
+_STATIC_OF_SYNC = ("hopper_sync_y_ring_wait_lax__prod", "hopper_sync_no_publish_barrier__w2",
+                   "hopper_sync_epilogue_no_reuse_barrier__prod", "hopper_sync_epilogue_no_reuse_barrier__wide",
+                   "hopper_sync_phase1_no_global_proxy_fence__prod", "hopper_sync_staged_slots_no_proxy_fence__prod",
+                   "hopper_sync_producer_no_proxy_fence_after_phase1__wide")
 STATIC_SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
     Mutant(f"hopper_static_{m.name.removeprefix('hopper_sync_')}", f"{m.kind}; seen in the SASS on a CPU",
            m.target, m.original, m.replacement, "hopper-static", ("kernel/tests/test_hopper_sync_sites.py", "-k", m.variant))
@@ -915,6 +920,13 @@ EQUIVALENT = {
 }
 
 
+_STAGED_COPY_WARP_SYNC = (
+    "ptxas compiles bar.warp.sync there to no instruction: the warp reconverges (BSYNC) right before "
+    "the slots' stores, and the mutant's SASS has production's instructions, NOPs included, in another "
+    "order; a converged warp's shared stores and the loads after them execute in program order"
+)
+
+
 # Concurrency mutants whose cubin changes but whose bug no run on this kernel can show, with the
 # reason and its evidence. Not verdicts: ci.mutation_runner
 # still runs them, last (after every other task), so the verdicts that can move come first within
@@ -937,6 +949,8 @@ UNOBSERVABLE = {
         "WARPGROUP.ARRIVE before the accumulator zeroing; the ARRIVE of the fragment fence, between "
         "the zeroing and the tile's first HGMMA, is in both"
     ),
+    "hopper_sync_staged_copy_no_entry_sync__prod": _STAGED_COPY_WARP_SYNC,
+    "hopper_sync_staged_copy_no_entry_sync__wide": _STAGED_COPY_WARP_SYNC,
     "hopper_sync_producer_tail_missing__default": (
         "cluster size 1: the tail only keeps a CTA alive while cluster peers may still signal its "
         "barriers; here the CTA's shared memory lives until its consumers exit, and they wait for "
