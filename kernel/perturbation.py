@@ -37,14 +37,19 @@ Sites (role -> site; each has a ``before`` and an ``after`` point unless noted):
   ``fence`` (generic -> async proxy fence after the fp16 stores), ``bar_dequant`` (the named
   barrier that publishes the fp16 buffers), ``bar_reuse`` (the named barrier before a buffer is
   rewritten), ``wgmma_wait`` (wgmma wait_group), ``fp16_wait`` / ``fp16_release`` (split roles'
-  fp16 ring), ``epilogue`` (before the first C store: before only), ``decode`` (cooperative roles:
+  fp16 ring), ``epilogue`` (before the first C store: before only), ``epilogue_read`` (the staged
+  epilogue, after the barrier that says a pass of C is in the staging buffer and before the
+  thread reads it back: before only, skewed, see below), ``decode`` (cooperative roles:
   before each sub-block's dequant, right after the barrier that ended the previous sub-block;
   before only). In the run-time build ``decode`` also sleeps the seed's **warp skew**
   (:meth:`Perturbation.skew`): the warps with ``warp % 4`` = the seed's victim sleep
   ``skew_ns`` more, so the other warps of their warpgroup finish the sub-block's dequant, and
   whatever follows it up to the next barrier, before the victim starts reading the raw stage.
   The same skew also sleeps before the consumers' ``wgmma_wait`` (:data:`SKEWED_SITES`): the
-  victim waits for its wgmma group, and tells the checker so, late.
+  victim waits for its wgmma group, and tells the checker so, late; and at ``epilogue_read``:
+  the victim reads a pass of C back from the staging buffer late, while the rest of its
+  warpgroup stores theirs and moves on to the next pass or tile (what a missing or short
+  barrier before the buffer's rewrite lets through).
   No other site gives that: the others sit after a sub-block's reads (fence, publish barrier)
   or before a barrier that resynchronizes the warps (each sub-block ends with the reuse
   barrier and, with poison, the poison barrier). Aimed at a poison or release of the raw stage
@@ -80,11 +85,11 @@ ROLES = ("producer", "consumer", "dequant", "phase1")
 SITES: dict[str, tuple[str, ...]] = {
     "producer": ("acquire", "issue", "tensormap", "tail"),
     "consumer": ("wait", "release", "fence", "bar_dequant", "bar_reuse", "wgmma_wait", "fp16_wait",
-                 "fp16_release", "epilogue", "decode"),
+                 "fp16_release", "epilogue", "epilogue_read", "decode"),
     "dequant": ("wait", "release", "fp16_acquire", "fp16_commit", "fence"),
     "phase1": ("claim", "publish", "wait", "reset"),
 }
-BEFORE_ONLY = {("producer", "tail"), ("consumer", "epilogue"), ("consumer", "decode")}
+BEFORE_ONLY = {("producer", "tail"), ("consumer", "epilogue"), ("consumer", "epilogue_read"), ("consumer", "decode")}
 WHENS = ("before", "after")
 # per role: how much of max_delay_ns its sites may take (idle, jitter, stall)
 ROLE_SCALES = (0.0, 0.1, 1.0)
@@ -106,8 +111,10 @@ SKEW_NS_WORD, SKEW_WARP_WORD = len(SLOTS) + 3, len(SLOTS) + 4
 # consumers' decode site (a warp starts reading the raw stage late) and the point before their
 # wgmma wait (a warp waits for, and so publishes the retirement of, its wgmma group late: what
 # a missing barrier between the other warps' waits and a buffer's rewrite lets through, seen by
-# the happens-before checker at once)
-SKEWED_SITES = frozenset({("consumer", "decode", "before"), ("consumer", "wgmma_wait", "before")})
+# the happens-before checker at once), and the staged epilogue's read-back of a pass (a warp
+# reads the staging buffer late, after the others may have rewritten it: wrong C)
+SKEWED_SITES = frozenset({("consumer", "decode", "before"), ("consumer", "wgmma_wait", "before"),
+                          ("consumer", "epilogue_read", "before")})
 # one in STRESS_ONE_IN run-time seeds launches beside the tensor-pipe stressor (stressed_seed)
 STRESS_ONE_IN = 2
 # one in SKEW_ONE_IN run-time "delays" seeds has no warp skew (Perturbation.skew)
@@ -118,7 +125,7 @@ TABLE_WORDS = 128  # 512 bytes, zero-padded
 # packed site (check_site: rule, warp, other warp, CTA; 0 = none) and one count per rule. Every
 # launch gets a fresh table (kernel.host_pipeline: device_words, zeros past the delay words) and
 # the host reads the record after the launch
-CHECK_RULES_WORD, CHECK_FIRST_WORD, CHECK_COUNT_WORD0 = 48, 49, 50
+CHECK_RULES_WORD, CHECK_FIRST_WORD, CHECK_COUNT_WORD0 = SKEW_WARP_WORD + 1, SKEW_WARP_WORD + 2, SKEW_WARP_WORD + 3
 # the checker's launch-wide phase-1 shadow (y_source="prepass" builds), in the same table: the
 # chunks published through the release (each CTA's thread 0 adds 1 before its release, so a CTA
 # that acquired every chunk's publish reads them all), and one bit per chunk claimed (an atomic

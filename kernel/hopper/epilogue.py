@@ -116,6 +116,7 @@ class EpilogueMixin:
             idx = staging.stmatrix_values(p, q, self.epi_rows)
             stmatrix_x4_trans_f16(st_addr + q * staging.STEP_BYTES, [acc[i] for i in idx], mult)
         bar.arrive_and_wait()  # the whole pass is in the buffer
+        self.delay("consumer", "epilogue_read", "before")
         chunks = [ld_shared_v4_b32(ld_addr + it * staging.STEP_BYTES) for it in range(steps)]
         for it in cutlass.range_constexpr(steps):
             row = row0 + staging.ROWS_PER_STEP * it

@@ -442,10 +442,12 @@ def test_wgmma_wait_mutants_run_time_builds_keep_their_waits(tmp_path):
 
 def _decode_sites(ins):
     """Indices of the delay instructions right before a dequant's first shared read: a
-    ``NANOSLEEP`` whose next barrier, mbarrier, shared access, sleep or HGMMA is an ``LDS``."""
+    ``NANOSLEEP`` whose next barrier, mbarrier, shared access, sleep or HGMMA is an ``LDS``, ahead
+    of the staged epilogue's first ``STSM`` (its ``epilogue_read`` site is the same pattern)."""
     kinds = ("BAR", "SYNCS", "LDS", "STS", "NANOSLEEP", "HGMMA")
+    end = next((n for n, i in enumerate(ins) if i.opcode.startswith("STSM")), len(ins))
     out = []
-    for n, i in enumerate(ins):
+    for n, i in enumerate(ins[:end]):
         if i.opcode == "NANOSLEEP":
             nxt = next((j for j in ins[n + 1:] if j.opcode.startswith(kinds)), None)
             if nxt is not None and nxt.opcode.startswith("LDS"):
@@ -517,3 +519,40 @@ def test_missing_publish_barrier_lets_a_skewed_warp_read_a_poisoned_stage(tmp_pa
     poison = set(poison_sites.poison_stores(ins))
     firsts = [_first_after(ins, n, poison) for n in _decode_sites(ins)]
     assert "POISON" in firsts, firsts
+
+
+# the staged epilogue (C through shared memory): the fastest variant's and the prepass build's
+STAGED_C = ("h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es", PREPASS)
+
+
+def _publish_barriers(ins):
+    """Index of the ``BAR.SYNC`` after each run of ``STSM`` (a staged-epilogue pass written)."""
+    out, n = [], 0
+    while n < len(ins):
+        if ins[n].opcode.startswith("STSM"):
+            bar = next((k for k in range(n, len(ins)) if ins[k].opcode.startswith("BAR.SYNC")), None)
+            if bar is None:
+                break
+            out.append(bar)
+            n = bar
+        n += 1
+    return out
+
+
+@pytest.mark.parametrize("label", STAGED_C)
+def test_epilogue_read_site_sleeps_between_the_publish_barrier_and_the_read_back(code, label):
+    """The consumers' ``epilogue_read`` site (kernel/perturbation.py, a skewed site): in the
+    run-time build a register delay (the slot's word plus the seed's warp skew, always executed)
+    right after each barrier that publishes a staged pass of C and before the pass's first shared
+    read; in production the read follows the barrier directly."""
+    for name, want in (("runtime", "NANOSLEEP"), ("production", "LDS")):
+        ins = code[label, name]
+        bars = _publish_barriers(ins)
+        assert bars, f"{label} {name}: no staged epilogue pass (the test no longer matches the kernel)"
+        for b in bars:
+            nxt = next((i for i in ins[b + 1:] if i.opcode == "NANOSLEEP" or i.opcode.startswith(("LDS", "BAR", "STSM"))),
+                       None)
+            assert nxt is not None and nxt.opcode.startswith(want), (
+                f"{label} {name}: after the publish barrier at 0x{ins[b].offset:x} comes {nxt and nxt.opcode}, not {want}")
+            if want == "NANOSLEEP":
+                assert nxt.operands.startswith("R"), nxt
