@@ -85,6 +85,9 @@ SUITE: tuple[ShapeSet, ...] = (
     shape_set("dense_dsv3_shared", [4096], 4096, 7168, "dense",
               "DeepSeek-V3's shared expert, gate and up fused (N = 2 x 2048), K = hidden 7168: every token of a "
               "4096-token prefill, one group"),
+    shape_set("dense_2320", [2320], 4096, 4096, "dense",
+              "dense_4096's layer on a 2320-token prefill chunk: M just past a multiple of 256 (nine 256-row "
+              "blocks and 16 rows), where a tile of 256 rows computes 240 rows of nothing"),
     shape_set("decode_dsv3_up", _DECODE_32, 4096, 7168, "decode",
               "moe_dsv3_up while generating: 32 experts of a GPU, 1-16 tokens each"),
     shape_set("decode_mixtral_down", _DECODE_8, 4096, 3584, "decode",

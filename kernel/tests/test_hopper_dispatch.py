@@ -36,6 +36,7 @@ EXPECTED = {
     "moe_mixtral_up": SW,  # 616 tiles
     "dense_4096": WY,  # 1024 tiles: 7.76 rounds, M 4096
     "dense_dsv3_shared": WY,  # 1024 tiles, M 4096
+    "dense_2320": WY,  # 608 tiles: 4.61 rounds, M 2320
     "decode_dsv3_up": SW,  # 1024 tiles (32 groups x 1 x 32), mean M 8
     "decode_mixtral_down": IN,  # 256 tiles: 1.94 rounds, K 3584
     "ragged_n2880": IN,  # 92 tiles: 0.70 rounds, K 2048

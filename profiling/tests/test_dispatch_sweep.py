@@ -58,7 +58,7 @@ def test_the_report_finds_the_separating_thresholds():
     row = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]] for ln in lines if ln.startswith("| ")}
     assert row["bench4"][0] == "…s3_wg2_b4_swap_fp16_tma_prmt_rs_w2_es_pdl" and row["bench4"][3] == "1.111"
     assert row["bench1"][0].endswith("_prec1xsw_t64_es") and row["bench1"][3] == "1.000"
-    assert "rule / fastest over 24 shapes" in text
+    assert f"rule / fastest over {len(SUITE)} shapes" in text
     splits = ds.separating_splits(doc["shapes"], IN, SW)
     cost, best = splits[0]
     assert cost == 0.0 and "rounds <=" in best and "k_max <=" in best
