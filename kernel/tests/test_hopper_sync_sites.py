@@ -22,8 +22,9 @@ hopper_no_barrier_before_buffer_reuse survived it). The code layout shows both:
   a release); phase 1's generic writes to its staging slots in shared memory (the last ``STS``
   before the completion barrier, ``BAR.SYNC 0x0``), which the Y ring's TMA overwrites later, by
   ``FENCE.VIEW.ASYNC.S`` before that barrier; and the producer's first TMA load after the
-  barrier (``UTMALDG``) by ``FENCE.VIEW.ASYNC.G`` after it. Today's GPUs show none of the three
-  missing (the catalog's fence mutants survive every run on the GPU), so only the code can;
+  barrier (``UTMALDG``) by ``FENCE.VIEW.ASYNC.G`` after it. The GPU runs rarely show one missing
+  (of the catalog's fence mutants, the slots' and the producer's survived every GPU verdict, the
+  workspace's was caught once, by the perturbed property on one build), so the code must;
 * the staged epilogue (``epilogue="smem"``) writes a pass of C into its staging buffer (a run of
   ``STSM``) only after a ``BAR.SYNC`` that follows every earlier read of the buffer (the previous
   pass's ``LDS``, or the previous tile, whose epilogue lies behind the mainloop's last wgmma wait),
