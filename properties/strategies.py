@@ -429,14 +429,21 @@ STRESS_CTAS = 132  # the H200's SMs: one persistent CTA each
 
 @st.composite
 def stress_sizes(draw, constraints: KernelConstraints, max_groups: int = 3,
-                 shapes: tuple[str, ...] = ("long_k", "many_tiles", "mixed")):
+                 shapes: tuple[str, ...] = ("long_k", "many_tiles", "mixed", "light_tiles")):
     """Shapes that make the pipelines wrap and reuse: ``long_k`` (the raw-stage ring wraps dozens
     of times inside one tile), ``many_tiles`` (more 128x128 tiles than CTAs, so a persistent CTA
     reuses its accumulators and fp16 buffers across tiles), or both in one ragged problem
-    (``mixed``: its first group has the long K); ``shapes`` picks among them."""
+    (``mixed``: its first group has the long K); ``light_tiles``: more tiles than CTAs, every one
+    light (groups of at most 64 rows: one half-height tile per N block), which the balanced
+    split hands out in runs that leave CTAs of a full grid without a tile (the plain property's
+    multi-round corner, here in the perturbed builds); ``shapes`` picks among them."""
     gran = constraints.k_granularity
     shape = draw(st.sampled_from(list(shapes)))
     groups = draw(st.integers(1, max_groups))
+    if shape == "light_tiles":
+        col_tiles = -(-(STRESS_CTAS + 1) // groups)
+        return tuple((draw(st.integers(1, 64)), draw(st.integers((col_tiles - 1) * 128 + 1, col_tiles * 128 + 256)),
+                      gran * draw(st.integers(1, 2)), 1) for _ in range(groups))
     wide = 0 if shape == "long_k" else groups - (shape == "mixed")  # groups of many tiles
     # each wide group: >= 9 row tiles of 128 and enough column tiles that together they pass
     # STRESS_CTAS tiles of 128 x 128

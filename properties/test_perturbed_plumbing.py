@@ -133,6 +133,24 @@ def test_stress_shapes_wrap_the_ring_or_outnumber_the_ctas(data):
     assert tiles > STRESS_CTAS or long_k >= 24, sizes
 
 
+@settings(max_examples=20, derandomize=True, database=None, deadline=None)
+@given(st.data())
+def test_light_tile_stress_shapes_leave_ctas_of_a_balanced_full_grid_idle(data):
+    """The stress shape that reaches a CTA without tiles in the perturbed builds: every tile light,
+    more tiles than the full grid's CTAs; the balanced split (the prepass production build's)
+    leaves some CTA of that grid with nothing, the contiguous plan launches none such."""
+    from kernel.plan import make_plan
+    from properties.strategies import grid_shape
+
+    c = KernelConstraints(k_granularity=256, device_type="cuda")
+    sizes = data.draw(stress_sizes(c, 3, shapes=("light_tiles",)))
+    plan = lambda schedule: make_plan([(m, n, k, 1) for m, n, k, _ in sizes], tile_m=128, tile_n=128,  # noqa: E731
+                                      tile_k=256, max_ctas=STRESS_CTAS, schedule=schedule)
+    balanced, contiguous = grid_shape(plan("balanced")), grid_shape(plan("contiguous"))
+    assert balanced.tiles == balanced.light_tiles > STRESS_CTAS, (sizes, balanced)
+    assert balanced.idle_ctas > 0 and contiguous.idle_ctas == 0, (sizes, balanced, contiguous)
+
+
 @pytest.mark.parametrize("mode, plain, perturbed", [("off", True, False), ("on", True, True), ("only", False, True)])
 def test_perturb_option_selects_the_properties(mode, plain, perturbed):
     out = subprocess.run(
