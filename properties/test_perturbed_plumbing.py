@@ -144,9 +144,10 @@ def test_light_tile_stress_shapes_leave_ctas_of_a_balanced_full_grid_idle(data):
 
     c = KernelConstraints(k_granularity=256, device_type="cuda")
     sizes = data.draw(stress_sizes(c, 3, shapes=("light_tiles",)))
-    plan = lambda schedule: make_plan([(m, n, k, 1) for m, n, k, _ in sizes], tile_m=128, tile_n=128,  # noqa: E731
-                                      tile_k=256, max_ctas=STRESS_CTAS, schedule=schedule)
-    balanced, contiguous = grid_shape(plan("balanced")), grid_shape(plan("contiguous"))
+    def shape(schedule):
+        return grid_shape(make_plan(sizes, tile_m=128, tile_n=128, tile_k=256, max_ctas=STRESS_CTAS, schedule=schedule))
+
+    balanced, contiguous = shape("balanced"), shape("contiguous")
     assert balanced.tiles == balanced.light_tiles > STRESS_CTAS, (sizes, balanced)
     assert balanced.idle_ctas > 0 and contiguous.idle_ctas == 0, (sizes, balanced, contiguous)
 
