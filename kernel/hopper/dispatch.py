@@ -26,7 +26,7 @@ at 0.91 rounds by 10 %) and the many-round shapes with K = 2048 (bench2 at 5.5 r
 a DeepSeek down projection at 14 rounds by 8 %), where the decode done once per call is shared by
 many tiles. :data:`DEFAULT_RULE`'s last clause is the box around the in-flight build's wins
 (rounds <= :data:`IN_FLIGHT_MAX_ROUNDS`, K <= :data:`IN_FLIGHT_MAX_K`, each the midpoint between
-the nearest shapes each build won), and the prepass build as the fallback. Over the 24 shapes it
+the nearest shapes each build won), and the prepass build as the fallback. Over that sweep's 24 shapes it
 costs 0.5 % (geomean) against the fastest build per shape; the one shape it misses (32 groups,
 K = 2048, 5.7 rounds: the in-flight build 13 % faster) sits beside bench2, which goes the other
 way by 43 %. The same sweep on an H200 (row D2, 2026-12-06) finds the same thresholds the best
