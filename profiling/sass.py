@@ -188,6 +188,25 @@ def role_spans(instructions: Sequence[Instruction], families: Sequence[str]) -> 
     return spans
 
 
+def runs(instructions: Sequence[Instruction], prefix: str, breaks: Sequence[str]) -> list[tuple[int, int]]:
+    """(first, last) index of each run of instructions whose opcode starts with ``prefix``: a run
+    ends at the first instruction whose opcode starts with one of ``breaks`` (others inside it,
+    such as address arithmetic, do not end it). E.g. the staged epilogue's ``STSM`` runs, one per
+    pass, broken by barriers, shared loads and wgmma."""
+    out: list[tuple[int, int]] = []
+    start = last = None
+    for n, ins in enumerate(instructions):
+        if ins.opcode.startswith(prefix):
+            start = n if start is None else start
+            last = n
+        elif start is not None and ins.opcode.startswith(tuple(breaks)):
+            out.append((start, last))
+            start = None
+    if start is not None:
+        out.append((start, last))
+    return out
+
+
 def spans_disjoint(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
     return a is None or b is None or a[1] < b[0] or b[1] < a[0]
 

@@ -84,6 +84,7 @@ ONCE_SERIALIZED = (
     "h90_m64n128k256_s4_wg1_swap_fp16",
     "h90_m128n128k256_s4_wg1_fp16_tma_prmt",
 )
+_CONFIGS = {c.label: c for c in DECLARED_VARIANTS}
 RUNTIME_LABELS = (tuple(c.label for c in DECLARED_VARIANTS) if os.environ.get("NVFP4_SASS_ALL_VARIANTS") == "1"
                   else LABELS + ONCE_SERIALIZED)
 
@@ -521,22 +522,15 @@ def test_missing_publish_barrier_lets_a_skewed_warp_read_a_poisoned_stage(tmp_pa
     assert "POISON" in firsts, firsts
 
 
-# the staged epilogue (C through shared memory): the fastest variant's and the prepass build's
-STAGED_C = ("h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es", PREPASS)
+# the staged epilogue (C through shared memory): the cooperative layout's and the prepass build's
+STAGED_C = tuple(label for label in (*LABELS, PREPASS) if _CONFIGS[label].epilogue == "smem")
 
 
 def _publish_barriers(ins):
-    """Index of the ``BAR.SYNC`` after each run of ``STSM`` (a staged-epilogue pass written)."""
-    out, n = [], 0
-    while n < len(ins):
-        if ins[n].opcode.startswith("STSM"):
-            bar = next((k for k in range(n, len(ins)) if ins[k].opcode.startswith("BAR.SYNC")), None)
-            if bar is None:
-                break
-            out.append(bar)
-            n = bar
-        n += 1
-    return out
+    """Index of the ``BAR.SYNC`` that ends each run of ``STSM`` (a staged-epilogue pass written)."""
+    bars = (next((k for k in range(last, len(ins)) if ins[k].opcode.startswith("BAR.SYNC")), None)
+            for _, last in sass.runs(ins, "STSM", ("BAR.SYNC",)))
+    return [b for b in bars if b is not None]
 
 
 @pytest.mark.parametrize("label", STAGED_C)

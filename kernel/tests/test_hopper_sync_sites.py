@@ -157,19 +157,9 @@ def test_a_tma_refilled_buffer_is_released_after_its_wgmma_retired(instructions,
 
 
 def _stsm_runs(code) -> list[tuple[int, int]]:
-    """(first, last) index of each run of ``STSM`` (the staged epilogue's writes of one pass): no
-    barrier, shared load, wgmma or wgmma wait between its stores."""
-    runs, start, last = [], None, None
-    for n, i in enumerate(code):
-        if i.opcode.startswith("STSM"):
-            start = n if start is None else start
-            last = n
-        elif i.opcode.startswith(("BAR.SYNC", "LDS", "HGMMA", "WARPGROUP.DEPBAR")) and start is not None:
-            runs.append((start, last))
-            start = None
-    if start is not None:
-        runs.append((start, last))
-    return runs
+    """The staged epilogue's writes of each pass: runs of ``STSM`` with no barrier, shared load,
+    wgmma or wgmma wait between its stores."""
+    return sass.runs(code, "STSM", ("BAR.SYNC", "LDS", "HGMMA", "WARPGROUP.DEPBAR"))
 
 
 @pytest.mark.parametrize("label", STAGED_C)

@@ -93,3 +93,11 @@ def test_cli_one_variant_in_a_subprocess(tmp_path):
     assert row["label"] == "bw-mono-t128x128x256-ab1-acc1" and row["spill_stores"] == 0
     assert "| bw-mono-t128x128x256-ab1-acc1 |" in proc.stdout
     assert "[blackwell 1/1]" in proc.stderr
+
+
+def test_runs_group_an_opcode_until_a_breaking_instruction():
+    ops = ["STSM", "IMAD", "STSM", "BAR.SYNC", "LDS.128", "STSM", "STSM", "HGMMA.64x128x16.F32", "MOV", "STSM"]
+    code = [sass.Instruction("k", 16 * n, "", op, "") for n, op in enumerate(ops)]
+    assert sass.runs(code, "STSM", ("BAR.SYNC", "LDS", "HGMMA")) == [(0, 2), (5, 6), (9, 9)]
+    assert sass.runs(code, "STSM", ("BAR.SYNC",)) == [(0, 2), (5, 9)]  # LDS and HGMMA do not break it here
+    assert sass.runs(code, "UTMALDG", ("BAR",)) == []
