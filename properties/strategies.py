@@ -112,16 +112,11 @@ class GridShape:
 
 
 def grid_shape(plan: LaunchPlan) -> GridShape:
-    """The :class:`GridShape` of ``plan``, from the plan's own schedule (LaunchPlan.cta_tiles;
-    the balanced split through kernel.plan.balanced_share, once per CTA)."""
-    if plan.schedule == "balanced":
-        full, light = plan.balanced_lists()
-        counts = [fc + tc for _, fc, _, tc in
-                  (balanced_share(len(full), len(light), plan.num_ctas, c) for c in range(plan.num_ctas))]
-        light_tiles = len(light)
-    else:
-        counts = [len(plan.cta_tiles(c)) for c in range(plan.num_ctas)]
-        light_tiles = sum(plan.slot_light(s) * plan.tiles_n[s] for s in range(plan.num_groups))
+    """The :class:`GridShape` of ``plan``, from the plan's own schedule: LaunchPlan.cta_tiles,
+    which deals a balanced grid's tiles by the snake when the groups' K differ and by the
+    balanced split otherwise, as the device does."""
+    counts = [len(plan.cta_tiles(c)) for c in range(plan.num_ctas)]
+    light_tiles = sum(plan.slot_light(s) * plan.tiles_n[s] for s in range(plan.num_groups))
     return GridShape(plan.total_tiles, plan.num_ctas, max(counts, default=0), counts.count(0), light_tiles)
 
 
@@ -134,8 +129,8 @@ def multi_round_sizes(draw, constraints: KernelConstraints, limits: SizeLimits, 
     mixed (1 or 2 full M blocks, then a light one); N ragged inside its last block; K at most
     :data:`MULTI_ROUND_MAX_K`, or, in about half of the draws of two or more groups, K and
     K + :data:`MULTI_ROUND_MAX_K` alternating over the groups (the snake split). On a
-    balanced grid most of them leave CTAs idle (the split hands out whole runs of tiles; see
-    grid_shape)."""
+    balanced grid most of the one-K draws leave CTAs idle (the balanced split hands out whole
+    runs of tiles); the snake deals one tile per CTA per round and idles none (see grid_shape)."""
     gran = constraints.k_granularity
     k = gran * draw(st.integers(1, max(1, MULTI_ROUND_MAX_K // gran)))
     groups = draw(st.integers(1, min(limits.max_groups, constraints.max_groups)))
@@ -436,14 +431,16 @@ def stress_sizes(draw, constraints: KernelConstraints, max_groups: int = 3,
     (``mixed``: its first group has the long K); ``light_tiles``: more tiles than CTAs, every one
     light (groups of at most 64 rows: one half-height tile per N block), which the balanced
     split hands out in runs that leave CTAs of a full grid without a tile (the plain property's
-    multi-round corner, here in the perturbed builds); ``shapes`` picks among them."""
+    multi-round corner, here in the perturbed builds; one K for every group, or the balanced grid
+    would deal the tiles by the snake, which idles no CTA); ``shapes`` picks among them."""
     gran = constraints.k_granularity
     shape = draw(st.sampled_from(list(shapes)))
     groups = draw(st.integers(1, max_groups))
     if shape == "light_tiles":
         col_tiles = -(-(STRESS_CTAS + 1) // groups)
+        k = gran * draw(st.integers(1, 2))
         return tuple((draw(st.integers(1, 64)), draw(st.integers((col_tiles - 1) * 128 + 1, col_tiles * 128 + 256)),
-                      gran * draw(st.integers(1, 2)), 1) for _ in range(groups))
+                      k, 1) for _ in range(groups))
     wide = 0 if shape == "long_k" else groups - (shape == "mixed")  # groups of many tiles
     # each wide group: >= 9 row tiles of 128 and enough column tiles that together they pass
     # STRESS_CTAS tiles of 128 x 128
