@@ -1,5 +1,6 @@
 """Perturbed subjects on a CPU: the name carries the perturbation to the isolation worker and the
-repro line, the drawn perturbations come from the palette, the stress shapes stress."""
+repro line, the drawn perturbations come from the palette, the stress shapes stress, and the
+perturbed property's own ci-profile examples reach the schedule's corners."""
 
 from __future__ import annotations
 
@@ -340,3 +341,61 @@ def test_the_register_fit_is_per_sub_partition():
     assert not fits_beside(193, 5, 122) and fits_beside(193, 5, 112) and not fits_beside(193, 5, 113)
     assert not fits_beside(161, 9, 8 + 1)  # 3 x 5376 leave 256 registers: 8 per thread
     assert fits_beside(161, 8, 48)  # two warps per sub-partition would leave room
+
+
+def _perturbed_property_draws(variant, monkeypatch) -> list[tuple]:
+    """The problems the perturbed property runs on ``variant`` under the ``ci`` profile (what the
+    README's commands and ci.mutation_runner run): the property itself, called with its build
+    and its checks replaced by a recorder. The profile derandomizes from the test's own code and
+    every recorded example passes, so these are the GPU run's examples in its order as long as
+    none fails there (docs/results.md, row J26: the mutant caught at the 9th example on an H100
+    is the first here that idles a CTA)."""
+    from hypothesis import settings as hyp_settings
+
+    import properties.test_perturbed_properties as prop
+
+    drawn: list[tuple] = []
+
+    class Build:
+        skip_reason = None
+        repro_subject = variant.subject
+        label = variant.label
+        run = None
+
+    class Request:
+        class config:
+            @staticmethod
+            def getoption(name):
+                assert name == "perturb_palette", name
+                return 0
+
+    monkeypatch.setattr(prop, "perturbed", lambda subject_variant, perturbation: Build())
+    monkeypatch.setattr(prop, "check_example", lambda build, example: drawn.append(example.sizes))
+    # @given takes the profile loaded when the module was imported; the ci profile, whatever
+    # this run's is (the attribute @settings itself sets on a @given test)
+    test = prop.test_perturbed_subject_matches_oracle
+    monkeypatch.setattr(test, "_hypothesis_internal_use_settings", hyp_settings.get_profile("ci"))
+    test(subject_variant=variant, request=Request())
+    return drawn
+
+
+@pytest.mark.parametrize("variant", resolve_subject("hopper"), ids=lambda v: v.test_id)
+def test_perturbed_property_examples_reach_the_schedule_corners(variant, monkeypatch):
+    """The perturbed property's own ci-profile examples, planned as the variant's host pipeline
+    plans them: some pass one round of the grid, and on a balanced grid some leave a CTA without
+    a tile and some deal groups of different K by the snake. A strategy change that loses one of
+    them (a light-tile stress shape whose groups drew different K idled no CTA, and a planted
+    idle-CTA bug survived the perturbed run) fails here, on the CPU."""
+    from hypothesis import settings as hyp_settings
+
+    from properties.strategies import grid_shape
+
+    drawn = _perturbed_property_draws(variant, monkeypatch)
+    ctas = variant.planner.ctas
+    plans = [variant.planner.plan([list(s) for s in sizes]) for sizes in drawn]
+    shapes = [grid_shape(p) for p in plans]
+    assert len(drawn) == hyp_settings.get_profile("ci").max_examples, len(drawn)
+    assert any(s.tiles > ctas for s in shapes), "no example passes one round of the grid"
+    if variant.planner.schedule == "balanced":
+        assert any(s.idle_ctas and s.tiles > ctas for s in shapes), "no example leaves a CTA without a tile"
+        assert any(not p.k_uniform and p.total_tiles > ctas for p in plans), "no example runs the snake split"
