@@ -344,7 +344,7 @@ def test_the_register_fit_is_per_sub_partition():
 
 
 def _perturbed_property_draws(variant, monkeypatch) -> list[tuple]:
-    """The problems the perturbed property runs on ``variant`` under the ``ci`` profile (what the
+    """(perturbation, sizes) of the examples the perturbed property runs on ``variant`` under the ``ci`` profile (what the
     README's commands and ci.mutation_runner run): the property itself, called with its build
     and its checks replaced by a recorder. The profile derandomizes from the test's own code and
     every recorded example passes, so these are the GPU run's examples in its order as long as
@@ -369,8 +369,13 @@ def _perturbed_property_draws(variant, monkeypatch) -> list[tuple]:
                 assert name == "perturb_palette", name
                 return 0
 
-    monkeypatch.setattr(prop, "perturbed", lambda subject_variant, perturbation: Build())
-    monkeypatch.setattr(prop, "check_example", lambda build, example: drawn.append(example.sizes))
+    def build(subject_variant, perturbation):
+        b = Build()
+        b.perturbation = perturbation
+        return b
+
+    monkeypatch.setattr(prop, "perturbed", build)
+    monkeypatch.setattr(prop, "check_example", lambda b, example: drawn.append((b.perturbation, example.sizes)))
     # @given takes the profile loaded when the module was imported; the ci profile, whatever
     # this run's is (the attribute @settings itself sets on a @given test)
     test = prop.test_perturbed_subject_matches_oracle
@@ -392,10 +397,25 @@ def test_perturbed_property_examples_reach_the_schedule_corners(variant, monkeyp
 
     drawn = _perturbed_property_draws(variant, monkeypatch)
     ctas = variant.planner.ctas
-    plans = [variant.planner.plan([list(s) for s in sizes]) for sizes in drawn]
+    plans = [variant.planner.plan([list(s) for s in sizes]) for _, sizes in drawn]
     shapes = [grid_shape(p) for p in plans]
     assert len(drawn) == hyp_settings.get_profile("ci").max_examples, len(drawn)
     assert any(s.tiles > ctas for s in shapes), "no example passes one round of the grid"
     if variant.planner.schedule == "balanced":
         assert any(s.idle_ctas and s.tiles > ctas for s in shapes), "no example leaves a CTA without a tile"
         assert any(not p.k_uniform and p.total_tiles > ctas for p in plans), "no example runs the snake split"
+
+
+@pytest.mark.parametrize("variant", resolve_subject("hopper"), ids=lambda v: v.test_id)
+def test_perturbed_property_examples_draw_every_kind_and_long_windows(variant, monkeypatch):
+    """The same replayed examples: every perturbation kind occurs (delays, quiet, window), and
+    every ``window`` example runs at least WINDOW_SUB_BLOCKS sub-blocks in some tile, so its
+    filler wgmma groups retire late many times over (the strategy swaps a short one for a
+    long-K stress shape)."""
+    from kernel.perturbation import KINDS
+
+    drawn = _perturbed_property_draws(variant, monkeypatch)
+    kinds = [p.kind for p, _ in drawn]
+    assert set(kinds) == set(KINDS), sorted(set(kinds))
+    short = [sizes for p, sizes in drawn if p.kind == "window" and sub_blocks_per_tile(sizes) < WINDOW_SUB_BLOCKS]
+    assert short == [], short
