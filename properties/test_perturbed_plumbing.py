@@ -343,15 +343,18 @@ def test_the_register_fit_is_per_sub_partition():
     assert fits_beside(161, 8, 48)  # two warps per sub-partition would leave room
 
 
-def _perturbed_property_draws(variant, monkeypatch) -> list[tuple]:
-    """(perturbation, sizes) of the examples the perturbed property runs on ``variant`` under the ``ci`` profile (what the
-    README's commands and ci.mutation_runner run): the property itself, called with its build
-    and its checks replaced by a recorder. The profile derandomizes from the test's own code and
-    every recorded example passes, so these are the GPU run's examples in its order as long as
-    none fails there (docs/results.md, row J26: the mutant caught at the 9th example on an H100
-    is the first here that idles a CTA)."""
-    from hypothesis import settings as hyp_settings
+_REPLAYED: dict[str, list[tuple]] = {}
 
+
+def _perturbed_property_draws(variant) -> list[tuple]:
+    """(perturbation, sizes) of each example the perturbed property runs on ``variant`` under the
+    ``ci`` profile (what the README's commands and ci.mutation_runner run), once per variant: the
+    property itself, called with its build and its checks replaced by a recorder. The profile
+    derandomizes from the test's own code and every recorded example passes, so these are the
+    GPU run's examples in its order as long as none fails there (docs/results.md, row J26: the
+    mutant caught at the 9th example on an H100 is the first here that idles a CTA)."""
+    if variant.label in _REPLAYED:
+        return _REPLAYED[variant.label]
     import properties.test_perturbed_properties as prop
 
     drawn: list[tuple] = []
@@ -362,6 +365,9 @@ def _perturbed_property_draws(variant, monkeypatch) -> list[tuple]:
         label = variant.label
         run = None
 
+        def __init__(self, perturbation):
+            self.perturbation = perturbation
+
     class Request:
         class config:
             @staticmethod
@@ -369,37 +375,32 @@ def _perturbed_property_draws(variant, monkeypatch) -> list[tuple]:
                 assert name == "perturb_palette", name
                 return 0
 
-    def build(subject_variant, perturbation):
-        b = Build()
-        b.perturbation = perturbation
-        return b
-
-    monkeypatch.setattr(prop, "perturbed", build)
-    monkeypatch.setattr(prop, "check_example", lambda b, example: drawn.append((b.perturbation, example.sizes)))
-    # @given takes the profile loaded when the module was imported; the ci profile, whatever
-    # this run's is (the attribute @settings itself sets on a @given test)
     test = prop.test_perturbed_subject_matches_oracle
-    monkeypatch.setattr(test, "_hypothesis_internal_use_settings", hyp_settings.get_profile("ci"))
-    test(subject_variant=variant, request=Request())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(prop, "perturbed", lambda subject_variant, perturbation: Build(perturbation))
+        mp.setattr(prop, "check_example", lambda build, example: drawn.append((build.perturbation, example.sizes)))
+        # @given took the profile loaded when the module was imported; the ci profile, whatever
+        # this run's is (the attribute @settings itself sets on a @given test)
+        mp.setattr(test, "_hypothesis_internal_use_settings", settings.get_profile("ci"))
+        test(subject_variant=variant, request=Request())
+    _REPLAYED[variant.label] = drawn
     return drawn
 
 
 @pytest.mark.parametrize("variant", resolve_subject("hopper"), ids=lambda v: v.test_id)
-def test_perturbed_property_examples_reach_the_schedule_corners(variant, monkeypatch):
+def test_perturbed_property_examples_reach_the_schedule_corners(variant):
     """The perturbed property's own ci-profile examples, planned as the variant's host pipeline
     plans them: some pass one round of the grid, and on a balanced grid some leave a CTA without
     a tile and some deal groups of different K by the snake. A strategy change that loses one of
     them (a light-tile stress shape whose groups drew different K idled no CTA, and a planted
     idle-CTA bug survived the perturbed run) fails here, on the CPU."""
-    from hypothesis import settings as hyp_settings
-
     from properties.strategies import grid_shape
 
-    drawn = _perturbed_property_draws(variant, monkeypatch)
+    drawn = _perturbed_property_draws(variant)
     ctas = variant.planner.ctas
     plans = [variant.planner.plan([list(s) for s in sizes]) for _, sizes in drawn]
     shapes = [grid_shape(p) for p in plans]
-    assert len(drawn) == hyp_settings.get_profile("ci").max_examples, len(drawn)
+    assert len(drawn) == settings.get_profile("ci").max_examples, len(drawn)
     assert any(s.tiles > ctas for s in shapes), "no example passes one round of the grid"
     if variant.planner.schedule == "balanced":
         assert any(s.idle_ctas and s.tiles > ctas for s in shapes), "no example leaves a CTA without a tile"
@@ -407,14 +408,14 @@ def test_perturbed_property_examples_reach_the_schedule_corners(variant, monkeyp
 
 
 @pytest.mark.parametrize("variant", resolve_subject("hopper"), ids=lambda v: v.test_id)
-def test_perturbed_property_examples_draw_every_kind_and_long_windows(variant, monkeypatch):
+def test_perturbed_property_examples_draw_every_kind_and_long_windows(variant):
     """The same replayed examples: every perturbation kind occurs (delays, quiet, window), and
     every ``window`` example runs at least WINDOW_SUB_BLOCKS sub-blocks in some tile, so its
     filler wgmma groups retire late many times over (the strategy swaps a short one for a
     long-K stress shape)."""
     from kernel.perturbation import KINDS
 
-    drawn = _perturbed_property_draws(variant, monkeypatch)
+    drawn = _perturbed_property_draws(variant)
     kinds = [p.kind for p, _ in drawn]
     assert set(kinds) == set(KINDS), sorted(set(kinds))
     short = [sizes for p, sizes in drawn if p.kind == "window" and sub_blocks_per_tile(sizes) < WINDOW_SUB_BLOCKS]
