@@ -17,8 +17,8 @@ from kernel.validation import KernelConstraints
 from properties import isolation
 from properties.failures import SubjectCheckFailed
 from properties.perturbed import build_name, perturbed, split_name
-from properties.strategies import (STRESS_CTAS, WINDOW_SUB_BLOCKS, Example, perturbed_examples, stress_sizes,
-                                   sub_blocks_per_tile)
+from properties.strategies import (STRESS_CTAS, WINDOW_SUB_BLOCKS, Example, grid_shape, perturbed_examples,
+                                   stress_sizes, sub_blocks_per_tile)
 from properties.subjects import resolve_subject
 
 P = Perturbation(5, 2000, 60, poison=True, jitter="cta")
@@ -141,7 +141,6 @@ def test_light_tile_stress_shapes_leave_ctas_of_a_balanced_full_grid_idle(data):
     more tiles than the full grid's CTAs; the balanced split (the prepass production build's)
     leaves some CTA of that grid with nothing, the contiguous plan launches none such."""
     from kernel.plan import make_plan
-    from properties.strategies import grid_shape
 
     c = KernelConstraints(k_granularity=256, device_type="cuda")
     sizes = data.draw(stress_sizes(c, 3, shapes=("light_tiles",)))
@@ -394,8 +393,6 @@ def test_perturbed_property_examples_reach_the_schedule_corners(variant):
     a tile and some deal groups of different K by the snake. A strategy change that loses one of
     them (a light-tile stress shape whose groups drew different K idled no CTA, and a planted
     idle-CTA bug survived the perturbed run) fails here, on the CPU."""
-    from properties.strategies import grid_shape
-
     drawn = _perturbed_property_draws(variant)
     ctas = variant.planner.ctas
     plans = [variant.planner.plan([list(s) for s in sizes]) for _, sizes in drawn]
