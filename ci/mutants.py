@@ -560,7 +560,7 @@ _PHASE1_DECODE_BRANCH = (
     f"{_I20}if cutlass.const_expr(not self.ablates(\"prepass\")):\n"
     f"{_I24}# (the ablation, profiling only: no item decoded, the Y boxes read stale rows)\n"
     f"{_I24}chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base,\n"
-    f"{' ' * 60}first_claim, m_prefix)\n"
+    f"{' ' * 60}first_claim)\n"
     f"{_I20}if cutlass.const_expr(self.timeline):\n"
     f"{_I24}if tidx == 0:\n"
     f"{_I28}if chunks >= 0:  # its chunks' stores issued\n"
@@ -671,8 +671,8 @@ _SYNC_EDITS = (
     ("phase1_publish_relaxed", "release removed: a phase-1 chunk is counted done with a relaxed add (no "
      "fence.acq_rel, no red.release), so a CTA that acquires the count is not ordered after the chunk's "
      "workspace stores", _K1,
-     f"{_I20}self.publish_chunk(ws, it)\n",
-     f"{_I20}atom_add_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(1))\n", ("prod", "wide")),
+     f"{_I16}self.publish_chunk(ws, it)\n",
+     f"{_I16}atom_add_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(1))\n", ("prod", "wide")),
     ("phase1_wait_after_barrier", "wait moved: thread 0's completion wait after phase 1's completion "
      "barrier, so the producer warp's TMA reads of the workspace are not ordered after the acquire of "
      "every chunk (a Y box may be loaded before its rows are written)", _K,

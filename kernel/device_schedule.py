@@ -35,7 +35,7 @@ def cta_tile_range(total_tiles: cutlass.Int32, schedule: cutlass.Constexpr[str])
     """(first, end, step) of this CTA's tiles: LaunchPlan.cta_tiles for the grid it runs in.
 
     ``contiguous``: [cta * per, min((cta + 1) * per, total)) with per = ceil(total / grid);
-    ``strided`` and ``raster``: cta, cta + grid, ... below total.
+    ``strided``: cta, cta + grid, ... below total.
     """
     cta, _, _ = cute.arch.block_idx()
     num_ctas, _, _ = cute.arch.grid_dim()

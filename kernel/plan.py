@@ -13,11 +13,7 @@ tile shape:
   performs to map a global tile back to (slot, m block, n block).
 
 Inside a group, tiles are numbered with the M block fastest:
-``tile = tile_prefix[slot] + n_block * tiles_m[slot] + m_block``; except with ``raster``
-(round-robin as ``strided``), where the N block is fastest:
-``tile = tile_prefix[slot] + m_block * tiles_n[slot] + n_block``, so the CTAs' first round of
-tiles reads the fewest M blocks, the first ones (the Hopper prepass's ``phase1_overlap``
-decodes those M blocks before any tile starts and the rest beside the tiles).
+``tile = tile_prefix[slot] + n_block * tiles_m[slot] + m_block``.
 
 Balanced (``schedule="balanced"``, the Hopper ``y_tail64`` variant): a slot's last M block that
 holds at most ``tile_m / 2`` rows is a *light* tile (the kernel runs it with a half-height
@@ -45,7 +41,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Sequence
 
 GroupOrder = Literal["by_cost", "by_work", "caller"]
-Schedule = Literal["contiguous", "strided", "balanced", "raster"]
+Schedule = Literal["contiguous", "strided", "balanced"]
 
 # schedule="balanced": tile costs in quarter units (a light tile, <= tile_m / 2 rows of the
 # slot's last M block, ~0.75 of a full tile on the H200, 2026-12-01: docs/results.md)
@@ -163,10 +159,7 @@ class LaunchPlan:
             raise IndexError(f"tile {tile} outside 0..{self.total_tiles - 1}")
         slot = device_group_search(self.tile_prefix, tile)
         rest = tile - self.tile_prefix[slot]
-        if self.schedule == "raster":
-            m_block, n_block = divmod(rest, self.tiles_n[slot])
-        else:
-            n_block, m_block = divmod(rest, self.tiles_m[slot])
+        n_block, m_block = divmod(rest, self.tiles_m[slot])
         return TileCoord(slot, self.group_order[slot], m_block, n_block)
 
     def restore_order(self, per_slot: Sequence) -> list:
@@ -329,7 +322,7 @@ def make_plan(
             # 2 fill 5 CTAs): launch only the CTAs that own a range. The range length, which the
             # device derives from the grid as ceil(total / num_ctas), does not change.
             num_ctas = ceil_div(total, ceil_div(total, num_ctas))
-    if schedule not in ("contiguous", "strided", "balanced", "raster"):
+    if schedule not in ("contiguous", "strided", "balanced"):
         raise ValueError(f"unknown schedule {schedule!r}")
     return LaunchPlan(
         tile_m=tile_m,

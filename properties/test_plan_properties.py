@@ -21,7 +21,7 @@ sizes_strategy = st.lists(
 )
 tiles = st.sampled_from([(128, 128, 256), (128, 256, 256), (64, 128, 128), (64, 256, 64)])
 grids = st.one_of(st.none(), st.integers(1, 140))
-schedules = st.sampled_from(["contiguous", "strided", "balanced", "raster"])
+schedules = st.sampled_from(["contiguous", "strided", "balanced"])
 orders = st.sampled_from(["by_cost", "by_work", "caller"])
 
 
@@ -85,48 +85,28 @@ def test_cta_ranges_partition_and_balance(sizes, tile, max_ctas, schedule):
         assert counts[:-1] == [plan.tiles_per_cta] * (len(counts) - 1), counts
         ranges = [plan.cta_tiles(c) for c in range(plan.num_ctas)]
         assert all(r0.stop == r1.start for r0, r1 in zip(ranges, ranges[1:]))
-    elif schedule in ("strided", "raster"):
+    elif schedule == "strided":
         assert max(counts) - min(counts) <= 1, counts
     # as many CTAs as the cap allows, minus only those a contiguous range split leaves idle
     if max_ctas is None or max_ctas >= plan.total_tiles:
         assert plan.num_ctas == plan.total_tiles
-    elif schedule in ("strided", "balanced", "raster"):
+    elif schedule in ("strided", "balanced"):
         assert plan.num_ctas == max_ctas
 
 
-@given(sizes_strategy, tiles, orders, st.sampled_from(["contiguous", "raster"]))
-@example(EMPTY_AROUND_WORK, (128, 128, 256), "caller", "contiguous")
-@example(EMPTY_FIRST, (64, 128, 128), "caller", "contiguous")
-@example(EMPTY_AROUND_WORK, (128, 128, 256), "caller", "raster")
-def test_device_group_search_matches_a_direct_enumeration(sizes, tile, order, schedule):
-    """Tiles in slot order; inside a slot the M block fastest, or (``raster``) the N block."""
-    plan = _plan(sizes, tile, None, schedule, order)
+@given(sizes_strategy, tiles, orders)
+@example(EMPTY_AROUND_WORK, (128, 128, 256), "caller")
+@example(EMPTY_FIRST, (64, 128, 128), "caller")
+def test_device_group_search_matches_a_direct_enumeration(sizes, tile, order):
+    plan = _plan(sizes, tile, None, "contiguous", order)
     tile_idx = 0
     for slot, group in enumerate(plan.group_order):
         m, n = sizes[group][0], sizes[group][1]
-        blocks = [(mb, nb) for nb in _blocks(n, tile[1]) for mb in _blocks(m, tile[0])]
-        if schedule == "raster":
-            blocks = [(mb, nb) for mb in _blocks(m, tile[0]) for nb in _blocks(n, tile[1])]
-        for m_block, n_block in blocks:
-            assert plan.locate(tile_idx) == (slot, group, m_block, n_block)
-            tile_idx += 1
+        for n_block in _blocks(n, tile[1]):
+            for m_block in _blocks(m, tile[0]):
+                assert plan.locate(tile_idx) == (slot, group, m_block, n_block)
+                tile_idx += 1
     assert tile_idx == plan.total_tiles
-
-
-@given(sizes_strategy, tiles, grids, orders)
-def test_raster_first_round_reads_the_fewest_m_blocks(sizes, tile, max_ctas, order):
-    """``raster``: the first round's tiles (one per CTA) read a prefix of the M blocks in slot
-    order, each of them but the last with all of its tiles (every N block): the fewest M blocks
-    a round can read, the ones phase1_overlap decodes before any tile starts."""
-    plan = _plan(sizes, tile, max_ctas, "raster", order)
-    if plan.total_tiles == 0:
-        return
-    key = lambda t: (plan.locate(t).slot, plan.locate(t).m_block)  # noqa: E731
-    first = [key(plan.cta_tiles(c)[0]) for c in range(plan.num_ctas)]
-    last = max(first)
-    assert {key(t) for t in range(plan.total_tiles) if key(t) <= last} == set(first)
-    for block in set(first) - {last}:
-        assert first.count(block) == plan.tiles_n[block[0]], (block, first.count(block))
 
 
 @given(sizes_strategy, tiles)

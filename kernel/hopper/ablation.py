@@ -107,9 +107,6 @@ class Ablation:
                         f"which y_source={config.y_source!r} does not have"]
             if self.part == "uniform_split" and not getattr(config, "y_tail64", False):
                 return ["ablation 'uniform_split' replaces the balanced schedule of y_tail64 builds"]
-            if self.part in ("no_prepass", "phase1_only") and getattr(config, "phase1_overlap", False):
-                return [f"ablation {self.part!r} cuts phase 1 at its completion barrier, which phase1_overlap "
-                        f"builds do not wait at (their tiles wait per Y block)"]
             return []
         if config.roles != "split":
             return [f"ablation {self.part!r} needs roles='split' (the parts are separate warp roles only there)"]

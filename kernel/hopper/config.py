@@ -26,7 +26,7 @@ from kernel.errors import UnsupportedConfigError
 
 DequantDtype = Literal["fp16"]
 # "balanced": with y_tail64 only (kernel.plan: full tiles and light 64-row tiles split by cost)
-Schedule = Literal["contiguous", "strided", "balanced", "raster"]
+Schedule = Literal["contiguous", "strided", "balanced"]
 # How the producer warp moves packed FP4 rows and scale blocks into a stage:
 #   "cp_async":  16-byte cp.async per lane (LDGSTS), completion through cp.async.mbarrier.arrive;
 #   (one cp.async.bulk per operand row was measured slower on every shape: docs/results.md, rows 10, D16)
@@ -98,7 +98,7 @@ X_FRAGMENT_REGS = 16
 # ``prepass_chunk``
 PREPASS_BATCH = 4
 PREPASS_STAGED_WARP_BYTES = 32 * 128  # phase 1's staged stores: one 128-byte item slot per lane
-from kernel.hopper.workspace import PREPASS_MIN_CHUNK  # noqa: E402 (the workspace's flags count on it)
+PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (1, 2, 4)
 # X stages of the first tile the producer warp issues before phase 1's completion barrier (while
 # the consumer warps decode): one; each more one's loads queue ahead of phase 1's own
@@ -111,9 +111,6 @@ EPILOGUE_BARRIER_ID0 = 4
 # y_source="prepass": named barrier 2 syncs phase 1's decoding threads (the consumer warps; the
 # producer warp issues its first tile's X stages meanwhile) around each chunk
 PHASE1_BARRIER_ID = 2
-# phase1_overlap: named barrier 3 syncs the producer warpgroup's three background decoding warps
-# around each of their chunks
-BACKGROUND_BARRIER_ID = 3
 # epilogue="smem": columns of C per consumer warpgroup (its 64-row wgmma M slice, swapped), so a
 # staging row is 128 bytes: eight 16-byte chunks
 EPILOGUE_WG_COLS = 64
@@ -121,13 +118,6 @@ EPILOGUE_WG_COLS = 64
 # the two consumer warpgroups (4 x 32 x 40 + 8 x 32 x 232 = 64512 of the SM's 65536)
 PRODUCER_WARPGROUP_REGS = 40
 CONSUMER_WARPGROUP_REGS = 232
-# ... and with phase1_overlap, whose producer warpgroup also decodes (4 x 32 x 72 + 8 x 32 x 216 =
-# 64512): 216 still holds a 256-row Y tile's 128 accumulators without a spill
-OVERLAP_PRODUCER_WARPGROUP_REGS = 72
-OVERLAP_CONSUMER_WARPGROUP_REGS = 216
-# phase1_overlap: items per background thread per chunk (all loaded before any is decoded; fewer
-# than PREPASS_BATCH: they decode in the producer warpgroup's 72 registers)
-BACKGROUND_BATCH = 2
 
 
 @dataclass(frozen=True)
@@ -194,13 +184,6 @@ class HopperConfig:
     # hands its registers to the consumers with setmaxnreg: PRODUCER_WARPGROUP_REGS for it,
     # CONSUMER_WARPGROUP_REGS for each consumer thread (a 256-row Y tile's 128 accumulators fit)
     producer_warpgroup: bool = False
-    # label suffix "_ov" (producer_warpgroup with schedule="raster" only): phase 1 beside the
-    # tiles. Before any tile the consumer warps decode only the Y blocks the grid's first round of
-    # tiles reads (the raster order's first M blocks); the producer warpgroup's three other warps
-    # decode the rest while the tiles run, and the producer warp waits, before each tile's first
-    # Y box, for the chunks of that tile's Y block (one done flag per chunk in the workspace)
-    # instead of a grid-wide completion wait (kernel/hopper/phase1.py)
-    phase1_overlap: bool = False
     arch: str = "sm_90a"
 
     # ---- derived geometry -------------------------------------------------------------
@@ -261,15 +244,7 @@ class HopperConfig:
     @property
     def register_cap(self) -> int:
         """Registers per thread the wgmma (consumer) warps may use."""
-        return self.warpgroup_regs[1] if self.producer_warpgroup else self.launch_register_cap
-
-    @property
-    def warpgroup_regs(self) -> tuple[int, int]:
-        """``producer_warpgroup``: the registers per thread setmaxnreg gives the producer
-        warpgroup and each consumer thread."""
-        if self.phase1_overlap:
-            return OVERLAP_PRODUCER_WARPGROUP_REGS, OVERLAP_CONSUMER_WARPGROUP_REGS
-        return PRODUCER_WARPGROUP_REGS, CONSUMER_WARPGROUP_REGS
+        return CONSUMER_WARPGROUP_REGS if self.producer_warpgroup else self.launch_register_cap
 
     @property
     def acc_regs_per_thread(self) -> int:
@@ -309,7 +284,6 @@ class HopperConfig:
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_pdl" if self.pdl else ""
         sched += "_pwg" if self.producer_warpgroup else ""
-        sched += "_ov" if self.phase1_overlap else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -474,8 +448,8 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"dequant_dtype must be 'fp16', got {config.dequant_dtype!r}")
     if config.operand_exp_shift not in (0, -14):
         p.append(f"operand_exp_shift must be 0 or -14, got {config.operand_exp_shift}")
-    if config.schedule not in ("contiguous", "strided", "balanced", "raster"):
-        p.append(f"schedule must be 'contiguous', 'strided', 'balanced' or 'raster', got {config.schedule!r}")
+    if config.schedule not in ("contiguous", "strided", "balanced"):
+        p.append(f"schedule must be 'contiguous', 'strided' or 'balanced', got {config.schedule!r}")
     if config.loader not in ("cp_async", "tma"):
         p.append(f"loader must be 'cp_async' or 'tma', got {config.loader!r}")
     if config.loader == "tma" and config.tile_k != 256:
@@ -542,9 +516,8 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_source='prepass' needs roles='cooperative' and x_operand='regs' (the consumers decode X only)")
         if config.loader != "tma" or config.dequant != "prmt":
             p.append("y_source='prepass' needs loader='tma' and dequant='prmt'")
-        if config.schedule not in ("contiguous", "balanced", "raster"):
-            p.append("y_source='prepass' takes schedule='contiguous', 'balanced' (with y_tail64) or 'raster' "
-                     "(with phase1_overlap)")
+        if config.schedule not in ("contiguous", "balanced"):
+            p.append("y_source='prepass' takes schedule='contiguous' or 'balanced' (with y_tail64)")
         if config.prepass_chunk not in PREPASS_CHUNK_SPLITS:
             p.append(f"y_source='prepass' needs prepass_chunk in {PREPASS_CHUNK_SPLITS}, got {config.prepass_chunk!r}")
         if (config.phase1_threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
@@ -565,13 +538,6 @@ def config_problems(config: HopperConfig) -> list[str]:
         if config.mma_n != 128 or config.mma_m not in (64, 128) or not config.swapped:
             p.append("y_tail64 halves a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128 "
                      "(or 64 with one consumer warpgroup)")
-    if not _is_bool(config.phase1_overlap):
-        p.append(f"phase1_overlap must be a bool, got {config.phase1_overlap!r}")
-    elif (config.schedule == "raster") != config.phase1_overlap:
-        p.append("phase1_overlap and schedule='raster' go together (the raster order's first round reads the "
-                 "first Y blocks, the ones decoded before any tile)")
-    elif config.phase1_overlap and not config.producer_warpgroup:
-        p.append("phase1_overlap needs producer_warpgroup (its three other warps decode beside the tiles)")
     if (config.schedule == "balanced") != (config.y_tail64 is True):
         p.append("schedule='balanced' and y_tail64 go together (the balanced split costs the 64-row tiles)")
     if not _is_bool(config.prepass_split_warp):

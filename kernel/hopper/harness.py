@@ -31,7 +31,7 @@ from kernel.hopper.ptx import (
 SUB_K = cfgmod.DEQUANT_SUB_K
 from kernel.perturbation import (CHECK_RULE_INDEX, PHASE1_CLAIM_MAP_CHUNKS, PHASE1_CLAIM_MAP_WORD0,  # noqa: E402
                                  PHASE1_PUBLISHED_WORD, SKEWED_SITES)
-from kernel.hopper.workspace import BACKGROUND_CLAIM_WORD, CLAIM_WORD, DONE_WORD, PASSED_WORD  # noqa: E402
+from kernel.hopper.workspace import CLAIM_WORD, DONE_WORD, PASSED_WORD  # noqa: E402
 
 
 # the happens-before checker's shadow state (harness builds with Perturbation.checks): one slot of
@@ -104,16 +104,14 @@ class HarnessMixin:
             hb_claim_mark(self.delay_table, chunk, self.p1_chunks, PHASE1_CLAIM_MAP_WORD0, PHASE1_CLAIM_MAP_CHUNKS,
                           CHECK_RULE_INDEX["phase1_claim_not_unique"], self.hb_warp, self.hb_cta, self.hb_lane)
 
-    def check_phase1_publish(self, it, warp0: int = 0, warps: int = 0):
-        """Thread 0, after chunk ``it``'s barrier and before its release: every warp that decoded
-        it (the consumer warps, or ``warps`` from ``warp0``: phase1_overlap's background warps)
+    def check_phase1_publish(self, it):
+        """Thread 0, after chunk ``it``'s CTA barrier and before its release: every warp of the CTA
         fenced its stores of the chunk before that barrier; then the launch's publish count, in
         program order before the release (so whoever acquires the release reads it)."""
         if not self.checks:
             return
         rule = CHECK_RULE_INDEX["phase1_publish_unfenced"]
-        decoders = range(warp0, warp0 + warps) if warps else range(self.config.phase1_threads // 32)
-        for w in decoders:
+        for w in range(self.config.phase1_threads // 32):  # the decoding warps
             hb_check(self.delay_table, "lt.u32", ld_shared_u32(self.hb_addr(HB_P1_FENCED, w)), it + 1, rule,
                      self.hb_warp, cutlass.Int32(w), self.hb_cta, self.hb_lane)
         hb_count_global(self.delay_table, PHASE1_PUBLISHED_WORD)
@@ -134,29 +132,18 @@ class HarnessMixin:
         """The producer warp, before its first TMA of the workspace (after the completion barrier):
         thread 0 had acquired every chunk when it arrived at that barrier, and every chunk was
         published through the release (the count its acquire made visible)."""
-        if not self.checks or self.p1_chunks is None or self.config.phase1_overlap:
-            return  # (phase1_overlap: check_overlap_read, per chunk a tile reads)
+        if not self.checks or self.p1_chunks is None:
+            return
         rule, me = CHECK_RULE_INDEX["phase1_read_unpublished"], self.hb_warp
         hb_check(self.delay_table, "lt.u32", ld_shared_u32(self.hb_addr(HB_P1_ACQUIRED_AT_BARRIER, 0)), self.p1_chunks,
                  rule, me, cutlass.Int32(0), self.hb_cta, self.hb_lane)
         published = ld_relaxed_gpu(self.delay_table + cutlass.Int64(4 * PHASE1_PUBLISHED_WORD))
         hb_check(self.delay_table, "lt.u32", published, self.p1_chunks, rule, me, me, self.hb_cta, self.hb_lane)
 
-    def check_overlap_read(self, flag):
-        """phase1_overlap, a producer lane after its acquire of a chunk's done flag (before the
-        tile's Y boxes): the flag reads set (a lane that skipped or cut short its wait reads 0
-        while the chunk is still being decoded)."""
-        if self.checks:
-            hb_check(self.delay_table, "eq.u32", ld_relaxed_gpu(flag), cutlass.Int32(0),
-                     CHECK_RULE_INDEX["phase1_read_unpublished"], self.hb_warp, self.hb_warp, self.hb_cta,
-                     cutlass.Int32(0))  # every lane reports (each checks its own chunks)
-
     def check_phase1_reset(self, ws):
-        """The last CTA through phase 1, after its reset stores: the counters read back 0."""
+        """The last CTA through phase 1, after its reset stores: the three counters read back 0."""
         if self.checks:
             left = ld_relaxed_gpu(ws + CLAIM_WORD) | ld_relaxed_gpu(ws + DONE_WORD) | ld_relaxed_gpu(ws + PASSED_WORD)
-            if self.config.phase1_overlap:
-                left = left | ld_relaxed_gpu(ws + BACKGROUND_CLAIM_WORD)
             hb_check(self.delay_table, "ne.u32", left, cutlass.Int32(0), CHECK_RULE_INDEX["phase1_counter_not_reset"],
                      self.hb_warp, self.hb_warp, self.hb_cta, self.hb_lane)
 

@@ -319,7 +319,6 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
         if cutlass.const_expr(self.prepass):
             # ------------------------- phase 1 with run-time chunks, then phase 2
             ws = ws_ptr.toint()
-            overlap = cfg.phase1_overlap
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
             y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
@@ -329,8 +328,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
             if cutlass.const_expr(self.ablates("phase2")):
                 # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
                 if warp_idx < self.producer_warp:
-                    chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base, first_claim,
-                                                        m_prefix)
+                    chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base, first_claim)
                     if tidx == 0:
                         self.prepass_reset_if_last(ws, self.prepass_wait(ws, chunks))
                 cute.arch.barrier()
@@ -349,7 +347,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                     if cutlass.const_expr(not self.ablates("prepass")):
                         # (the ablation, profiling only: no item decoded, the Y boxes read stale rows)
                         chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base,
-                                                            first_claim, m_prefix)
+                                                            first_claim)
                     if cutlass.const_expr(self.timeline):
                         if tidx == 0:
                             if chunks >= 0:  # its chunks' stores issued
@@ -380,11 +378,6 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                             p_begin, p_end, p_step = self.tile_range(total)
                         self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base,
                                                sy_base, p_begin, p_end, p_step, total)
-                    if cutlass.const_expr(overlap):
-                        if warp_idx > self.producer_warp:
-                            # the producer warpgroup's other three warps: phase 1's other chunks
-                            self.prepass_decode_background(tidx - 32 * (self.producer_warp + 1), m_prefix, m_sizes,
-                                                           m_ptrs, ws, claim_slots)
                 else:
                     self.give_registers(True)
                     if cutlass.const_expr(self.tail64):

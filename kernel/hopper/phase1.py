@@ -17,9 +17,6 @@ import cutlass.cute as cute
 from kernel.hopper import config as cfgmod
 from kernel.hopper.ptx import (
     arrive_release_gpu,
-    atom_add_acq_rel_gpu,
-    publish_release_gpu,
-    store_y_global_item,
     copy_y_staged_items,
     store_y_staged_item,
     atom_add_relaxed_gpu,
@@ -33,8 +30,7 @@ from kernel.hopper.ptx import (
 
 SUB_K = cfgmod.DEQUANT_SUB_K
 # y_source="prepass": the workspace's layout (kernel.hopper.workspace states it for the host)
-from kernel.hopper.workspace import (BACKGROUND_CLAIM_WORD, CLAIM_WORD, DATA_OFFSET, DONE_WORD,  # noqa: E402
-                                     PASSED_WORD)
+from kernel.hopper.workspace import CLAIM_WORD, DATA_OFFSET, DONE_WORD, PASSED_WORD  # noqa: E402
 
 
 class Phase1Mixin:
@@ -57,13 +53,12 @@ class Phase1Mixin:
         ``PHASE1_BARRIER_ID``; the producer warp does not decode). Traced inline."""
         cute.arch.barrier(barrier_id=cfgmod.PHASE1_BARRIER_ID, number_of_threads=self.config.phase1_threads)
 
-    def claim_chunk(self, ws, check: bool = True, word: int = CLAIM_WORD):
-        """Thread 0: claim the next chunk (``atom.add`` on the claim word, or ``word``: the
-        background warps'); returns its index (at or past the chunk count once every chunk is
-        taken). The first claim, issued before the chunk count is known, is checked later
-        (``check=False``). Traced inline."""
+    def claim_chunk(self, ws, check: bool = True):
+        """Thread 0: claim the next chunk (``atom.add`` on the claim word); returns its index (at
+        or past the chunk count once every chunk is taken). The first claim, issued before the
+        chunk count is known, is checked later (``check=False``). Traced inline."""
         self.delay("phase1", "claim", "before")
-        chunk = atom_add_relaxed_gpu(ws + word, cutlass.Int32(1))
+        chunk = atom_add_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(1))
         if check:
             self.check_phase1_claim(chunk)
         self.delay("phase1", "claim", "after")
@@ -75,19 +70,13 @@ class Phase1Mixin:
         fence_proxy_async_global()
         self.mark_phase1_fenced(it)
 
-    def publish_chunk(self, ws, it, flag=None, warp0: int = 0, warps: int = 0):
+    def publish_chunk(self, ws, it):
         """Thread 0, after the CTA barrier that ends the CTA's ``it``-th chunk: count it done with
         a release (``fence.acq_rel`` + ``red.release``: the chunk's stores, every thread's before
-        the barrier, happen before any acquire that reads the count); ``phase1_overlap``: set
-        the chunk's done ``flag`` (an address) to 1 with a release instead. ``warp0``,
-        ``warps``: the warps that decoded it (the checker's; 0: the consumer warps). Traced
-        inline."""
+        the barrier, happen before any acquire that reads the count). Traced inline."""
         self.delay("phase1", "publish", "before")
-        self.check_phase1_publish(it, warp0, warps)
-        if flag is None:
-            arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
-        else:
-            publish_release_gpu(flag, cutlass.Int32(1))
+        self.check_phase1_publish(it)
+        arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
         self.delay("phase1", "publish", "after")
 
     def acquire_chunks(self, ws, target):
@@ -109,7 +98,7 @@ class Phase1Mixin:
     @cute.jit
     def prepass_decode_scaled(self, tidx: cutlass.Int32, m_sizes: cute.Tensor, m_ptrs: cute.Tensor,
                               ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32,
-                              first_claim: cutlass.Int32, m_prefix: cute.Tensor):
+                              first_claim: cutlass.Int32):
         """The prepass builds, every decoding thread (the consumer warps) of every CTA: phase 1 with a chunk
         of clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items,
         chosen at run time; thread t of a chunk takes items t, t + threads, ... and issues the
@@ -118,45 +107,27 @@ class Phase1Mixin:
         (one CTA barrier per chunk, two shared slots alternating as in ``prepass_broadcast``).
         Returns the number of chunks; the completion wait is ``prepass_wait`` (thread 0), then
         a CTA barrier. The deadlock argument of kernel.hopper.workspace is unchanged: a CTA
-        claims only while running, and decodes every chunk it claimed before it waits.
-
-        ``phase1_overlap`` (``m_prefix``: the tile prefix it locates the first round's last tile
-        in): only the chunks below ``overlap_split``'s
-        foreground end, each published by its done flag; a claim at or past that end stops the
-        loop (it is no chunk: the background warps claim the rest on a counter of their own).
-        Returns the chunk count (all of phase 1's)."""
+        claims only while running, and decodes every chunk it claimed before it waits."""
         threads = self.config.phase1_threads
         batch = cfgmod.PREPASS_BATCH
         # per group: first item, first workspace row (registers for the whole loop)
         bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
         chunk, chunks = self.prepass_chunking(items)
-        pitch = cutlass.Int64(kmax * 2)
-        data = ws + DATA_OFFSET
-        end_chunk = chunks
-        flags = cutlass.Int64(0)
-        overlap = self.config.phase1_overlap
-        if cutlass.const_expr(overlap):
-            end_chunk = self.overlap_split(m_prefix, m_sizes, bases, chunk, chunks)
-            flags = self.done_flags(ws, m_sizes)
         if cutlass.const_expr(self.checks):
             if tidx == 0:
-                if first_claim < end_chunk:
-                    self.check_phase1_claim(first_claim)
+                self.check_phase1_claim(first_claim)
+        pitch = cutlass.Int64(kmax * 2)
+        data = ws + DATA_OFFSET
         # each warp's 32 item slots in the Y ring (unused until phase 1
         # ends; its TMA writes come after the proxy fence below and the completion barrier)
         warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         it = cutlass.Int32(0)
         c = self.prepass_broadcast(tidx, slots, it, first_claim)
-        while c < end_chunk:
+        while c < chunks:
             nxt = cutlass.Int32(0)
             if tidx == 0:
                 # the next claim, in flight while this chunk is loaded and decoded
-                if cutlass.const_expr(overlap):
-                    nxt = self.claim_chunk(ws, check=False)
-                    if nxt < end_chunk:
-                        self.check_phase1_claim(nxt)
-                else:
-                    nxt = self.claim_chunk(ws)
+                nxt = self.claim_chunk(ws)
             first = c * chunk
             end = cutlass.min(first + chunk, items)
             self.decode_chunk_items(tidx, threads, batch, first, end, bases, roffs, counts, m_sizes, m_ptrs, data,
@@ -167,17 +138,11 @@ class Phase1Mixin:
                 st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
             self.phase1_barrier()
             if tidx == 0:
-                if cutlass.const_expr(overlap):
-                    self.publish_chunk(ws, it, flags + cutlass.Int64(4 * c))
-                else:
-                    self.publish_chunk(ws, it)
+                self.publish_chunk(ws, it)
             it = it + 1
             c = ld_shared_u32(slots + (it % 2) * 4)
         # the slots' generic writes before the Y ring's TMA (async proxy) writes to them
         cute.arch.fence_proxy("async.shared", space="cta")
-        if cutlass.const_expr(overlap):
-            if tidx == 0:
-                self.overlap_count_through(ws, flags, chunks)  # after its last claim
         return chunks
 
     @cute.jit
@@ -207,183 +172,6 @@ class Phase1Mixin:
                 store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
                                     self.config.operand_exp_shift)
             copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
-
-    # ------------------------------------------------ phase1_overlap
-    @cute.jit
-    def overlap_split(self, m_prefix: cute.Tensor, m_sizes: cute.Tensor, bases: list, chunk: cutlass.Int32,
-                      chunks: cutlass.Int32):
-        """``phase1_overlap``: the foreground's end, the chunks that hold every item up to the end
-        of the Y block of the grid's last first-round tile (tile min(grid, tiles) - 1 of the
-        raster order: the first round reads the Y blocks from the first up to that one, and items
-        run in workspace-row order). 0 for a problem without tiles."""
-        num_ctas, _, _ = cute.arch.grid_dim()
-        total = m_prefix[self.num_groups]
-        end = cutlass.Int32(0)
-        if total > 0:
-            slot, m_block, _n_block = self.locate(m_prefix, m_sizes, cutlass.min(total, cutlass.Int32(num_ctas)) - 1)
-            base = cutlass.Int32(0)
-            for s in cutlass.range_constexpr(self.num_groups):
-                if slot == s:
-                    base = bases[s]
-            rows = cutlass.min((m_block + 1) * self.config.tile_m, m_sizes[slot, 0])
-            end_item = base + rows * (m_sizes[slot, 2] // SUB_K)
-            end = cutlass.min((end_item + (chunk - 1)) // chunk, chunks)
-        return end
-
-    @cute.jit
-    def workspace_totals(self, m_sizes: cute.Tensor):
-        """(items, workspace rows, largest K) by a run-time loop over the slots (the producer
-        warpgroup's: no per-slot registers, as ``prepass_groups`` keeps)."""
-        items = cutlass.Int32(0)
-        rows = cutlass.Int32(0)
-        kmax = cutlass.Int32(0)
-        for s in range(self.num_groups):
-            m = m_sizes[s, 0]
-            if m_sizes[s, 1] != 0:
-                items = items + m * (m_sizes[s, 2] // SUB_K)
-            rows = rows + self.slot_rows(m)
-            kmax = cutlass.max(kmax, m_sizes[s, 2])
-        return items, rows, kmax
-
-    @cute.jit
-    def slot_first_item(self, m_sizes: cute.Tensor, slot: cutlass.Int32):
-        """The slot's first phase-1 item: the items of the slots before it (run-time loop)."""
-        base = cutlass.Int32(0)
-        for s in range(slot):
-            if m_sizes[s, 1] != 0:
-                base = base + m_sizes[s, 0] * (m_sizes[s, 2] // SUB_K)
-        return base
-
-    @cute.jit
-    def done_flags(self, ws: cutlass.Int64, m_sizes: cute.Tensor):
-        """``phase1_overlap``: the address of chunk 0's done flag, after the workspace's rows
-        (kernel.hopper.workspace ``Geometry.flags_offset``)."""
-        _items, rows, kmax = self.workspace_totals(m_sizes)
-        return ws + DATA_OFFSET + cutlass.Int64(rows) * cutlass.Int64(kmax * 2)
-
-    @cute.jit
-    def prepass_decode_background(self, dtid: cutlass.Int32, m_prefix: cute.Tensor, m_sizes: cute.Tensor,
-                                  m_ptrs: cute.Tensor, ws: cutlass.Int64, slots: cutlass.Int32):
-        """``phase1_overlap``, the producer warpgroup's three other warps (``dtid``: the thread's
-        index among their 96), after phase 1's completion barrier, beside the tiles: the chunks
-        from ``overlap_split``'s end on, claimed on ``BACKGROUND_CLAIM_WORD`` (claim c is chunk
-        end + c), ``BACKGROUND_BATCH`` items per thread at a time, each stored straight from
-        registers (the Y ring, the foreground's staging area, is the tiles' now); per chunk every
-        thread's proxy fence, the warps' named barrier (``BACKGROUND_BARRIER_ID``), then thread 0
-        sets the chunk's done flag with a release. The claims go through ``slots`` (the
-        foreground's claim slots: the foreground ended before the completion barrier). Then
-        thread 0 counts the role through (``overlap_count_through``). Progress: these warps wait
-        only on each other; every chunk past the foreground is claimed by a running CTA's
-        background warps and published without waiting on another CTA."""
-        threads = 96
-        batch = cfgmod.BACKGROUND_BATCH
-        bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
-        chunk, chunks = self.prepass_chunking(items)
-        start = self.overlap_split(m_prefix, m_sizes, bases, chunk, chunks)
-        pitch = cutlass.Int64(kmax * 2)
-        data = ws + DATA_OFFSET
-        flags = self.done_flags(ws, m_sizes)
-        first = cutlass.Int32(0)
-        if dtid == 0:
-            first = start + self.claim_chunk(ws, False, BACKGROUND_CLAIM_WORD)
-            if first < chunks:
-                self.check_phase1_claim(first)
-        it = cutlass.Int32(0)
-        c = self.background_broadcast(dtid, slots, it, first)
-        while c < chunks:
-            nxt = cutlass.Int32(0)
-            if dtid == 0:
-                nxt = start + self.claim_chunk(ws, False, BACKGROUND_CLAIM_WORD)
-                if nxt < chunks:
-                    self.check_phase1_claim(nxt)
-            lo = c * chunk
-            end = cutlass.min(lo + chunk, items)
-            for part in range(lo, end, threads * batch):
-                self.decode_chunk_direct(dtid, threads, batch, part, end, bases, roffs, counts, m_sizes, m_ptrs, data,
-                                         pitch)
-            self.fence_chunk_stores(it)
-            if dtid == 0:
-                st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
-            self.background_barrier()
-            if dtid == 0:
-                self.publish_chunk(ws, it, flags + cutlass.Int64(4 * c), self.producer_warp + 1, 3)
-            it = it + 1
-            c = ld_shared_u32(slots + (it % 2) * 4)
-        if dtid == 0:
-            self.overlap_count_through(ws, flags, chunks)
-
-    @cute.jit
-    def background_broadcast(self, dtid: cutlass.Int32, slots: cutlass.Int32, it: cutlass.Int32,
-                             claimed: cutlass.Int32):
-        """``prepass_broadcast`` for the background warps (their named barrier)."""
-        slot_addr = slots + (it % 2) * 4
-        if dtid == 0:
-            st_shared_u32(slot_addr, claimed)
-        self.background_barrier()
-        return ld_shared_u32(slot_addr)
-
-    def background_barrier(self):
-        """The background warps' barrier (``BACKGROUND_BARRIER_ID``, their 96 threads). Traced inline."""
-        cute.arch.barrier(barrier_id=cfgmod.BACKGROUND_BARRIER_ID, number_of_threads=96)
-
-    @cute.jit
-    def decode_chunk_direct(self, tid: cutlass.Int32, threads: cutlass.Constexpr[int], batch: cutlass.Constexpr[int],
-                            first: cutlass.Int32, end: cutlass.Int32, bases: list, roffs: list, counts: list,
-                            m_sizes: cute.Tensor, m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64):
-        """``decode_chunk_items`` without the shared slots: items ``first + tid + j x threads`` <
-        ``end``, ``batch`` at once, each decoded and stored from registers to its run."""
-        loads = []
-        dsts = []
-        oks = []
-        for j in cutlass.range_constexpr(batch):
-            item = first + tid + j * threads
-            ok = item < end
-            raw, sf, dst = self.prepass_item_addresses(item, bases, roffs, counts, m_sizes, m_ptrs, data, pitch)
-            loads.append((raw, sf, cutlass.Int32(ok)))
-            dsts.append(dst)
-            oks.append(ok)
-        words = load_y_global_items(loads)
-        for j in cutlass.range_constexpr(batch):
-            if oks[j]:
-                store_y_global_item(words[j], dsts[j], self.config.operand_exp_shift)
-
-    @cute.jit
-    def await_y_block(self, lane: cutlass.Int32, m_sizes: cute.Tensor, slot: cutlass.Int32, m: cutlass.Int32,
-                      m0: cutlass.Int32, chunk: cutlass.Int32, flags: cutlass.Int64):
-        """``phase1_overlap``, the producer warp before a tile's first Y box: the lanes acquire
-        the done flags of the chunks that hold the tile's Y block (rows ``m0 ..`` of the slot,
-        every sub-block), 32 at a time, then the warp's proxy fence orders what they acquired
-        before its TMA reads."""
-        ksub = m_sizes[slot, 2] // SUB_K
-        base = self.slot_first_item(m_sizes, slot)
-        lo = base + m0 * ksub
-        hi = base + cutlass.min(m0 + self.config.tile_m, m) * ksub
-        self.delay("phase1", "wait", "before")
-        for c in range(lo // chunk + lane, (hi - 1) // chunk + 1, 32):
-            wait_geq_acquire_gpu(flags + cutlass.Int64(4 * c), cutlass.Int32(1))
-            self.check_overlap_read(flags + cutlass.Int64(4 * c))
-        self.delay("phase1", "wait", "after")
-        cute.arch.sync_warp()
-        fence_proxy_async_global()
-
-    @cute.jit
-    def overlap_count_through(self, ws: cutlass.Int64, flags: cutlass.Int64, chunks: cutlass.Int32):
-        """``phase1_overlap``: one thread of a role, after its last claim or flag read, counts the
-        role through (three roles a CTA: the consumer warps after the foreground, the background
-        warps after their last chunk, the producer warp after its last tile); the last of the
-        grid's sets the claim counters, the count and the launch's done flags back to 0 (the
-        kernel boundary orders these stores before the next launch). The add is acq_rel, so
-        every read another role made before its add happens before these stores."""
-        num_ctas, _, _ = cute.arch.grid_dim()
-        self.delay("phase1", "reset", "before")
-        passed = atom_add_acq_rel_gpu(ws + PASSED_WORD, cutlass.Int32(1))
-        if passed == 3 * cutlass.Int32(num_ctas) - 1:
-            for c in range(chunks):
-                store_relaxed_gpu(flags + cutlass.Int64(4 * c), cutlass.Int32(0))
-            for word in (CLAIM_WORD, BACKGROUND_CLAIM_WORD, PASSED_WORD):
-                store_relaxed_gpu(ws + word, cutlass.Int32(0))
-            self.check_phase1_reset(ws)
-        self.delay("phase1", "reset", "after")
 
     @cute.jit
     def prepass_chunk_count(self, m_sizes: cute.Tensor):
@@ -463,14 +251,9 @@ class Phase1Mixin:
         """Thread 0: wait until every chunk is decoded, then count this CTA through. Returns the
         count before this CTA's add, for ``prepass_reset_if_last``, which thread 0 calls after
         the CTA's tiles: nothing waits for the add's round trip before phase 1's completion
-        barrier. ``phase1_overlap``: nothing, and -1, which no CTA count equals (its tiles wait
-        per Y block, and its roles count through and reset on their own:
-        ``overlap_count_through``)."""
-        passed = cutlass.Int32(-1)
-        if cutlass.const_expr(not self.config.phase1_overlap):
-            self.prepass_wait_done(ws, chunks)
-            passed = self.prepass_count_through(ws)
-        return passed
+        barrier."""
+        self.prepass_wait_done(ws, chunks)
+        return self.prepass_count_through(ws)
 
     @cute.jit
     def prepass_wait_done(self, ws: cutlass.Int64, chunks: cutlass.Int32):

@@ -92,15 +92,9 @@ class ProducerMixin:
         else:
             slot = group_search(m_prefix, tile, self.num_groups)
             rest = tile - m_prefix[slot]
-            if cutlass.const_expr(self.config.schedule == "raster"):
-                # N block fastest (kernel.plan): the first round reads the first M blocks
-                tiles_n = (m_sizes[slot, 1] + (self.config.tile_n - 1)) // self.config.tile_n
-                m_block = rest // tiles_n
-                n_block = rest - m_block * tiles_n
-            else:
-                tiles_m = (m_sizes[slot, 0] + (self.config.tile_m - 1)) // self.config.tile_m
-                n_block = rest // tiles_m
-                m_block = rest - n_block * tiles_m
+            tiles_m = (m_sizes[slot, 0] + (self.config.tile_m - 1)) // self.config.tile_m
+            n_block = rest // tiles_m
+            m_block = rest - n_block * tiles_m
         return slot, m_block, n_block
 
     @cute.jit
@@ -127,14 +121,13 @@ class ProducerMixin:
 
     def give_registers(self, consumer: bool):
         """``producer_warpgroup``: setmaxnreg, each warpgroup at the start of its role: the producer
-        warpgroup down to, the consumers up to ``HopperConfig.warpgroup_regs`` (nothing otherwise).
-        Traced inline."""
+        warpgroup down to PRODUCER_WARPGROUP_REGS, the consumers up to CONSUMER_WARPGROUP_REGS
+        (nothing otherwise). Traced inline."""
         if self.config.producer_warpgroup:
-            producer_regs, consumer_regs = self.config.warpgroup_regs
             if consumer:
-                cute.arch.warpgroup_reg_alloc(consumer_regs)
+                cute.arch.warpgroup_reg_alloc(cfgmod.CONSUMER_WARPGROUP_REGS)
             else:
-                cute.arch.warpgroup_reg_dealloc(producer_regs)
+                cute.arch.warpgroup_reg_dealloc(cfgmod.PRODUCER_WARPGROUP_REGS)
 
     def balanced_setup(self, m_sizes: cute.Tensor, total, slots):
         """y_tail64, the producer warp: this CTA's share of the balanced split
@@ -292,18 +285,9 @@ class ProducerMixin:
         # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
         fence_proxy_async_global()
         self.check_phase1_read()  # the checker: every chunk acquired before the workspace's first TMA
-        overlap = self.config.phase1_overlap
-        chunk = cutlass.Int32(0)
-        flags = cutlass.Int64(0)
-        chunks = cutlass.Int32(0)
-        if cutlass.const_expr(overlap):
-            # phase 1 beside the tiles: the chunks' done flags, acquired per tile (await_y_block)
-            items, _rows, _kmax = self.workspace_totals(m_sizes)
-            chunk, chunks = self.prepass_chunking(items)
-            flags = self.done_flags(ws, m_sizes)
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         for tile in range(t_begin, t_end, t_step):
-            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+            slot, _m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
             y_row = self.row_offset(m_sizes, slot) + m0
             sfx = m_ptrs[slot, 4]  # X's scales, read once per tile (first needed after the early stages)
             tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
@@ -311,8 +295,6 @@ class ProducerMixin:
             if lane == 0:
                 self.acquire_map(tm_x)
             self.delay("producer", "tensormap", "after")
-            if cutlass.const_expr(overlap):
-                self.await_y_block(lane, m_sizes, slot, m, m0, chunk, flags)
             k_begin = cutlass.Int32(0)
             k_end = k // cfg.tile_k
             for kt in range(k_begin, k_end):
@@ -328,9 +310,6 @@ class ProducerMixin:
         self.producer_tail(pipe, state)
         if cutlass.const_expr(not self.ablates("y_ring")):
             self.producer_tail(y_pipe, ystate, HB_OUT_Y)
-        if cutlass.const_expr(overlap):
-            if lane == 0:
-                self.overlap_count_through(ws, flags, chunks)  # after its last flag read
         self.check_producer_exit()
 
     @cute.jit

@@ -804,31 +804,6 @@ def store_relaxed_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> None:
 
 
 @dsl_user_op
-def publish_release_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> None:
-    """Publish this CTA's writes (ordered before by a barrier) through a global u32 flag:
-    ``fence.acq_rel.gpu`` then ``st.release.gpu`` of ``value``."""
-    _inline_asm("fence.acq_rel.gpu;\nst.release.gpu.global.u32 [$0], $1;", "l,r,~{memory}",
-                _ir(loc, ip, (Int64, addr), (Int32, value)), loc=loc, ip=ip)
-
-
-@dsl_user_op
-def atom_add_acq_rel_gpu(addr: Int64, value: Int32, *, loc=None, ip=None) -> Int32:
-    """``atom.add.acq_rel.gpu`` on a global u32; returns the old value (a count-through whose
-    last adder then resets what the others read before their add)."""
-    return _inline_asm_u32(1, "atom.add.acq_rel.gpu.global.u32 $0, [$1], $2;", "=r,l,r,~{memory}",
-                           _ir(loc, ip, (Int64, addr), (Int32, value)), loc=loc, ip=ip)[0]
-
-
-@dsl_user_op
-def store_y_global_item(words: list, dst: Int64, exp_shift: int, *, loc=None, ip=None) -> None:
-    """Decode one loaded item (``words``: its 8 raw words and scale word,
-    :func:`load_y_global_items`) and store it straight to its 128-byte workspace run ``dst``
-    (:func:`rs_y_global_store_asm`: the staged decode's values, without a shared slot)."""
-    operands = [Int32(w).ir_value(loc=loc, ip=ip) for w in words] + _ir(loc, ip, (Int64, dst))
-    _inline_asm(rs_y_global_store_asm(exp_shift), ",".join(["r"] * 9 + ["l", "~{memory}"]), operands, loc=loc, ip=ip)
-
-
-@dsl_user_op
 def timeline_stamp(addr: Int64, first: bool, *, loc=None, ip=None) -> None:
     """The timeline build (kernel.perturbation TIMELINE_POINTS): this thread's %globaltimer (ns)
     into the u64 at ``addr``: a plain store (the last stamp stays), or with ``first`` a

@@ -56,10 +56,6 @@ WIDE_Y_CONFIG = HopperConfig(
     dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=4, prepass_chunk=1,
     epilogue="smem", producer_warpgroup=True,
 )
-# WIDE_Y_CONFIG with phase 1 beside the tiles: the tiles in raster order (the first round reads the
-# first Y blocks), only those decoded before any tile, the rest by the producer warpgroup's three
-# other warps while the tiles run, each tile's Y block awaited by its done flags (phase1_overlap)
-OVERLAP_CONFIG = replace(WIDE_Y_CONFIG, schedule="raster", phase1_overlap=True)
 
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
@@ -102,8 +98,6 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     ),
     # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
     PHASE1_STAGED_CONFIG,
-    # phase 1 beside the tiles: WIDE_Y_CONFIG with phase1_overlap
-    OVERLAP_CONFIG,
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

@@ -19,16 +19,6 @@ One workspace is a device ``uint8`` tensor:
   as the shared-memory decode lays out one fp16 Y buffer. Rows of a box past the group's M read
   the next slot's rows (or zero fill past the last row): they reach only accumulator columns that are never stored.
 
-* after the rows: ``flag_words`` u32 done flags, one per chunk (``phase1_overlap`` builds only:
-  chunk c's flag is set to 1 with a release once its items are stored; the producer warp
-  acquires the flags of a tile's Y block before its first Y box). Zero between launches: zeroed
-  at the allocation, and the last CTA through sets the flags of the launch's chunks back to 0.
-  ``flag_words`` bounds the chunk count of any grid and of any problem of these rows and pitch
-  (the pool's key: every chunk holds at least ``PREPASS_MIN_CHUNK`` items but the last, and a
-  problem has at most rows x pitch / 128 items); the other builds leave the flags alone. Those
-  builds also use ``BACKGROUND_CLAIM_WORD``, the background warps' claim counter (the consumer
-  warps claim on ``CLAIM_WORD``), and count through on ``PASSED_WORD`` once per role.
-
 Phase 1 decodes ``items``: item i is (slot, row, sub-block) with the sub-block fastest, then the
 row, then the slot (slots with N == 0 own none), so consecutive threads read consecutive 32-byte
 runs of A and write consecutive 128-byte runs of the workspace. A CTA claims chunks of
@@ -58,7 +48,6 @@ from typing import Callable, Sequence
 CLAIM_WORD = 0
 DONE_WORD = 4
 PASSED_WORD = 8
-BACKGROUND_CLAIM_WORD = 12
 TENSOR_MAP_OFFSET = 128
 DATA_OFFSET = 256
 ITEM_K = 64  # K elements of one item (one 128-byte fp16 run, one wgmma sub-block)
@@ -66,7 +55,6 @@ ITEM_RAW_BYTES = ITEM_K // 2
 ITEM_FP16_BYTES = ITEM_K * 2
 ITEMS_PER_THREAD = 2  # items per thread and claimed chunk
 HEADER_SLOTS = 64  # page-locked header copies per arena (WorkspacePool)
-PREPASS_MIN_CHUNK = 32  # kernel.hopper.config: the smallest chunk phase 1 takes (items)
 
 
 @dataclass(frozen=True)
@@ -83,18 +71,8 @@ class Geometry:
         return self.rows * self.pitch
 
     @property
-    def flag_words(self) -> int:
-        """Done flags after the rows: at least as many as the chunks of any grid and of any
-        problem with these rows and pitch (at most one item per 128 bytes of a row)."""
-        return -(-(self.data_bytes // ITEM_FP16_BYTES) // PREPASS_MIN_CHUNK) + 1
-
-    @property
-    def flags_offset(self) -> int:
-        return DATA_OFFSET + self.data_bytes
-
-    @property
     def nbytes(self) -> int:
-        return self.flags_offset + 4 * self.flag_words
+        return DATA_OFFSET + self.data_bytes
 
     def chunks(self, threads: int) -> int:
         per = threads * ITEMS_PER_THREAD
@@ -186,7 +164,6 @@ class WorkspacePool:
         device = torch.device(device)
         if device.type != "cuda":  # the CPU tests
             ws = torch.empty(geom.nbytes, dtype=torch.uint8, device=device)
-            ws[geom.flags_offset:].zero_()
             tmap = (self._encoder or encode)(rows_map(ws.data_ptr(), geom, box_rows))
             header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
             ws[:DATA_OFFSET].copy_(torch.from_numpy(header))
@@ -199,7 +176,6 @@ class WorkspacePool:
             header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
             staged.numpy()[:] = header
             ws[:DATA_OFFSET].copy_(staged, non_blocking=True)
-            ws[geom.flags_offset:].zero_()  # the done flags (phase1_overlap)
         return ws
 
     def _header_slot(self):

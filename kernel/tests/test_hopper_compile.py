@@ -106,7 +106,7 @@ def _kernel_without_spills(config, static_builds):
     return ins
 
 
-@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.y_source == "prepass" and not c.phase1_overlap])
+@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.y_source == "prepass"])
 def test_prepass_variant_sass_structure(label, static_builds):
     """The prepass builds: phase 1 issues every item's loads of a chunk (PREPASS_BATCH items x
     two 128-bit loads and one scale word, predicated) before its decodes, claims the next chunk
@@ -153,36 +153,6 @@ def test_prepass_variant_sass_structure(label, static_builds):
     assert not [n for n in early if min(chunk_bars) < n < max(chunk_bars)], (early, chunk_bars)
     spins = [n for n, o in enumerate(ops) if o.startswith("LDG.E.STRONG.GPU")]
     assert spins and min(spins) < bars[0], spins
-
-
-@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.phase1_overlap])
-def test_overlap_variant_sass_structure(label, static_builds):
-    """phase1_overlap: no grid-wide wait before the completion barrier (no acquire spin before
-    it, one CTA barrier after the foreground's chunk barriers and before the first wgmma); the
-    producer's flag acquires and the background warps' chunk barriers (their 96 threads) after
-    it, the background decoding in the producer warpgroup's registers (setmaxnreg's dealloc
-    before their first barrier); the foreground's staged stores, the background's stores from
-    registers and the staged epilogue's, each a 128-bit store per 16 bytes; 0 spills."""
-    from kernel.hopper.config import BACKGROUND_BARRIER_ID, BACKGROUND_BATCH, PHASE1_BARRIER_ID, PREPASS_BATCH
-
-    config = next(c for c in STATIC_MATRIX if c.label == label)
-    ins = _kernel_without_spills(config, static_builds)
-    ops = [i.opcode for i in ins]
-    bars = [(n, ins[n].operands.replace(" ", "")) for n, o in enumerate(ops) if o.startswith("BAR.")]
-    chunk_bars = [n for n, arg in bars if arg == f"{PHASE1_BARRIER_ID:#x},{config.phase1_threads:#x}"]
-    background_bars = [n for n, arg in bars if arg == f"{BACKGROUND_BARRIER_ID:#x},{96:#x}"]
-    first_mma = next(n for n, o in enumerate(ops) if o.startswith("HGMMA"))
-    completion = [n for n, arg in bars if arg == "0x0" and max(chunk_bars) < n < first_mma]
-    assert chunk_bars and background_bars and len(completion) == 1, bars
-    spins = [n for n, o in enumerate(ops) if o.startswith("LDG.E.STRONG.GPU")]
-    assert spins and min(spins) > completion[0], (spins, completion)
-    assert min(background_bars) > completion[0], (background_bars, completion)
-    dealloc = [n for n, o in enumerate(ops) if o.startswith("USETMAXREG.DEALLOC")]
-    assert len(dealloc) == 1 and completion[0] < dealloc[0] < min(background_bars), (dealloc, background_bars)
-    early = [n for n, o in enumerate(ops[:completion[0]]) if o.startswith(("UTMALDG", "UBLKCP"))]
-    assert {ops[n].split(".")[0] for n in early} == {"UTMALDG", "UBLKCP"}, early
-    staged = config.mma_n // 16
-    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * PREPASS_BATCH + 8 * BACKGROUND_BATCH + staged
 
 
 @pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.producer_warpgroup])

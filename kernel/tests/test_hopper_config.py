@@ -215,7 +215,7 @@ def test_prepass_smem_arithmetic_and_label():
         (dict(_PRE, swapped=False), "needs swapped tiles"),
         (dict(_PRE, x_operand="smem"), "needs roles='cooperative' and x_operand='regs'"),
         (dict(_PRE, roles="split", dequant_warpgroups=1), "needs roles='cooperative' and x_operand='regs'"),
-        (dict(_PRE, schedule="strided"), "takes schedule='contiguous', 'balanced' (with y_tail64) or 'raster'"),
+        (dict(_PRE, schedule="strided"), "takes schedule='contiguous' or 'balanced'"),
         (dict(_PRE, fp16_buffers=1), "a Y ring of 2..16 fp16 buffers"),
         (dict(_PRE, dequant_warpgroups=1), "dequant_warpgroups is for roles='split' only"),
         (dict(_PRE, prepass_chunk=0), "needs prepass_chunk in"),
@@ -228,10 +228,6 @@ def test_prepass_smem_arithmetic_and_label():
         (dict(_PRE, schedule="balanced"), "schedule='balanced' and y_tail64 go together"),
         (dict(_PRE, prepass_split_warp=True), "prepass_split_warp is the balanced split's warp search"),
         (dict(_PRE, y_tail64=1, schedule="balanced"), "y_tail64 must be a bool"),
-        (dict(_PRE, schedule="raster"), "phase1_overlap and schedule='raster' go together"),
-        (dict(_PRE, phase1_overlap=True), "phase1_overlap and schedule='raster' go together"),
-        (dict(_PRE, schedule="raster", phase1_overlap=True), "phase1_overlap needs producer_warpgroup"),
-        (dict(_PRE, schedule="raster", phase1_overlap=1), "phase1_overlap must be a bool"),
     ],
 )
 def test_prepass_rules(kwargs, words):
