@@ -5,7 +5,10 @@ one geometry launched alternately (one workspace: nothing of a launch may look r
 next), and two streams at once (each its own workspace). Run under ``timeout``: a wrong grid
 barrier hangs.
 
-    python3 -m ci.prepass_smoke [LABEL ...]      (declared labels; default: the first prepass one)
+    python3 -m ci.prepass_smoke [VARIANT ...]    (default: the first declared prepass variant)
+
+A VARIANT is a declared label or ``LABEL:field=value,...`` (that variant with fields changed,
+kernel.hopper.variants.resolve_config), so a phase-1 lever is checked before it is declared.
 
 Several labels: each is checked in turn against the same expected outputs (one process: one
 start-up and one reference compile for all).
@@ -106,18 +109,17 @@ def main(argv=None) -> int:
 
     import oracle
     from kernel import hopper
-    from kernel.hopper.variants import DECLARED_VARIANTS, FASTEST_CONFIG, named_configs
+    from kernel.hopper.variants import DECLARED_VARIANTS, FASTEST_CONFIG, resolve_config
 
     argv = sys.argv[1:] if argv is None else argv
-    labels = argv or [next(c.label for c in DECLARED_VARIANTS if c.y_source == "prepass")]
-    known = named_configs()
-    unknown = [x for x in labels if x not in known]
-    if unknown:
-        raise SystemExit(f"unknown variant(s) {unknown}")
+    specs = argv or [next(c.label for c in DECLARED_VARIANTS if c.y_source == "prepass")]
+    try:
+        configs = [resolve_config(spec) for spec in specs]
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
     bad = 0
-    for label in labels:
-        pre = known[label]
-        print(f"== {label}", flush=True)
+    for pre in configs:
+        print(f"== {pre.label}", flush=True)
         bad += _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG)
     print("prepass smoke:", "OK" if not bad else f"{bad} FAILED")
     return 1 if bad else 0

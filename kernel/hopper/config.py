@@ -97,6 +97,7 @@ X_FRAGMENT_REGS = 16
 # decoded), the smallest chunk (items) the run-time choice may take, and the choices of
 # ``prepass_chunk``
 PREPASS_BATCH = 4
+PREPASS_BATCHES = (2, 4, 8)  # the choices of HopperConfig.prepass_batch
 PREPASS_STAGED_WARP_BYTES = 32 * 128  # phase 1's staged stores: one 128-byte item slot per lane
 PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (1, 2, 4)
@@ -150,6 +151,14 @@ class HopperConfig:
     # (so a small problem still gives every CTA work), the next chunk claimed while the current
     # one is decoded (one CTA barrier per chunk)
     prepass_chunk: int = 0
+    # y_source="prepass" only (label letters "b<n>" after the prepass letters when not
+    # PREPASS_BATCH): items each decoding thread loads at once in phase 1 (all loaded before any
+    # is decoded), so a chunk holds at most phase1_threads x prepass_batch items
+    prepass_batch: int = PREPASS_BATCH
+    # producer_warpgroup only (label letter "h" after the prepass letters): the producer
+    # warpgroup's three other warps decode phase 1's chunks beside the consumer warps (phase 1 is
+    # latency-bound: more warps, more loads in flight); after it they only pass the barriers
+    phase1_helpers: bool = False
     # y_source="prepass" only (label suffix "_t64"): a group's last Y block of at most 64 rows
     # runs as a 64-row tile (wgmma N = 64, the first half of the accumulators; the Y box is still
     # 128 rows: the rows past the group reach only columns never stored), chosen per tile at run
@@ -203,8 +212,18 @@ class HopperConfig:
     @property
     def phase1_threads(self) -> int:
         """``y_source="prepass"``: the threads that decode phase 1's chunks, the consumer
-        warpgroups (the producer warp issues the first tile's X stages meanwhile)."""
-        return self.consumer_threads
+        warpgroups (the producer warp issues the first tile's X stages meanwhile), and with
+        ``phase1_helpers`` the producer warpgroup's three other warps."""
+        return self.consumer_threads + (96 if self.phase1_helpers else 0)
+
+    @property
+    def phase1_warps(self) -> tuple[int, ...]:
+        """The warps that decode phase 1's chunks (their index in the CTA): the consumer warps,
+        and with ``phase1_helpers`` the three after the producer warp."""
+        consumers = tuple(range(self.consumer_threads // 32))
+        if self.phase1_helpers:
+            return consumers + tuple(range(len(consumers) + 1, len(consumers) + 4))
+        return consumers
 
     @property
     def dequant_threads(self) -> int:
@@ -280,6 +299,8 @@ class HopperConfig:
         # the prepass letters: chunked phase 1 ("c<F>"), early X stages ("x"), staged stores ("s")
         sched += f"_prec{self.prepass_chunk}xs" if self.y_source == "prepass" else ""
         sched += "w" if self.prepass_split_warp else ""
+        sched += f"b{self.prepass_batch}" if self.y_source == "prepass" and self.prepass_batch != PREPASS_BATCH else ""
+        sched += "h" if self.phase1_helpers else ""
         sched += "_t64" if self.y_tail64 else ""
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_pdl" if self.pdl else ""
@@ -520,11 +541,20 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_source='prepass' takes schedule='contiguous' or 'balanced' (with y_tail64)")
         if config.prepass_chunk not in PREPASS_CHUNK_SPLITS:
             p.append(f"y_source='prepass' needs prepass_chunk in {PREPASS_CHUNK_SPLITS}, got {config.prepass_chunk!r}")
-        if (config.phase1_threads // 32) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
+        # each decoding warp stages at its own index's slot of the Y ring
+        if (max(config.phase1_warps) + 1) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
             p.append(f"phase 1 stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
-                     f"{config.phase1_threads // 32} warps need more than its {config.fp16_buffers} buffers")
+                     f"{max(config.phase1_warps) + 1} warps need more than its {config.fp16_buffers} buffers")
+        if config.prepass_batch not in PREPASS_BATCHES or _is_bool(config.prepass_batch):
+            p.append(f"y_source='prepass' needs prepass_batch in {PREPASS_BATCHES}, got {config.prepass_batch!r}")
     elif config.prepass_chunk:
         p.append("prepass_chunk is for y_source='prepass' only")
+    elif config.prepass_batch != PREPASS_BATCH:
+        p.append("prepass_batch is for y_source='prepass' only")
+    if not _is_bool(config.phase1_helpers):
+        p.append(f"phase1_helpers must be a bool, got {config.phase1_helpers!r}")
+    elif config.phase1_helpers and not config.producer_warpgroup:
+        p.append("phase1_helpers needs producer_warpgroup (its three warps besides the producer decode)")
     if not _is_bool(config.producer_warpgroup):
         p.append(f"producer_warpgroup must be a bool, got {config.producer_warpgroup!r}")
     elif config.producer_warpgroup and (config.y_source != "prepass" or config.consumer_warpgroups != 2

@@ -111,7 +111,7 @@ class HarnessMixin:
         if not self.checks:
             return
         rule = CHECK_RULE_INDEX["phase1_publish_unfenced"]
-        for w in range(self.config.phase1_threads // 32):  # the decoding warps
+        for w in self.config.phase1_warps:  # the decoding warps
             hb_check(self.delay_table, "lt.u32", ld_shared_u32(self.hb_addr(HB_P1_FENCED, w)), it + 1, rule,
                      self.hb_warp, cutlass.Int32(w), self.hb_cta, self.hb_lane)
         hb_count_global(self.delay_table, PHASE1_PUBLISHED_WORD)

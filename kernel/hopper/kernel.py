@@ -327,7 +327,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
             chunks = cutlass.Int32(0)
             if cutlass.const_expr(self.ablates("phase2")):
                 # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
-                if warp_idx < self.producer_warp:
+                if self.decodes_phase1(warp_idx):
                     chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base, first_claim)
                     if tidx == 0:
                         self.prepass_reset_if_last(ws, self.prepass_wait(ws, chunks))
@@ -336,10 +336,11 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                 # thread 0's count through phase 1 (prepass_wait; the reset it may call for
                 # comes after the CTA's tiles)
                 passed = cutlass.Int32(0)
-                if warp_idx >= self.producer_warp:
+                if self.skips_phase1(warp_idx):
                     # the producer warp decodes no chunk: from the kernel's start, the split
                     # (y_tail64, searched over the warp's lanes), the maps and the first tile's X
-                    # stages, while the consumer warps decode phase 1's chunks
+                    # stages, while the consumer warps (phase1_helpers: and the producer
+                    # warpgroup's other three) decode phase 1's chunks
                     if self.is_producer(warp_idx):
                         self.producer_x_first(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, raw_base, total,
                                               cutlass.Int32(0) if self.tail64 else t_begin, share_slots)

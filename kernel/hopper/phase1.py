@@ -48,6 +48,22 @@ class Phase1Mixin:
         self.phase1_barrier()
         return ld_shared_u32(slot_addr)
 
+    def decodes_phase1(self, warp_idx):
+        """Whether warp ``warp_idx`` decodes phase 1's chunks (``HopperConfig.phase1_warps``):
+        every warp before the producer warp, and with ``phase1_helpers`` every warp but it.
+        Traced inline."""
+        if self.config.phase1_helpers:
+            return warp_idx != self.producer_warp
+        return warp_idx < self.producer_warp
+
+    def skips_phase1(self, warp_idx):
+        """Whether warp ``warp_idx`` decodes none of phase 1's chunks: ``decodes_phase1``'s
+        complement (the producer warp, and without ``phase1_helpers`` the warps after it).
+        Traced inline."""
+        if self.config.phase1_helpers:
+            return warp_idx == self.producer_warp
+        return warp_idx >= self.producer_warp
+
     def phase1_barrier(self):
         """Phase 1's CTA barrier: the decoding threads only (named barrier
         ``PHASE1_BARRIER_ID``; the producer warp does not decode). Traced inline."""
@@ -84,10 +100,11 @@ class Phase1Mixin:
         wait_geq_acquire_gpu(ws + DONE_WORD, target)
         self.mark_phase1_acquired(target)
 
-    def prepass_chunking(self, items, batch: int = cfgmod.PREPASS_BATCH):
+    def prepass_chunking(self, items):
         """Phase 1's run-time chunk (``prepass_chunk`` = F > 0): clamp(ceil(items / (F x grid)),
-        PREPASS_MIN_CHUNK, phase1_threads x ``batch``) items, and the number of chunks. Traced
-        inline."""
+        PREPASS_MIN_CHUNK, phase1_threads x ``prepass_batch``) items, and the number of chunks.
+        Traced inline."""
+        batch = self.config.prepass_batch
         num_ctas, _, _ = cute.arch.grid_dim()
         div = cutlass.Int32(num_ctas) * self.config.prepass_chunk
         chunk = (items + (div - 1)) // div
@@ -100,7 +117,7 @@ class Phase1Mixin:
                               ws: cutlass.Int64, slots: cutlass.Int32, scratch: cutlass.Int32,
                               first_claim: cutlass.Int32):
         """The prepass builds, every decoding thread (the consumer warps) of every CTA: phase 1 with a chunk
-        of clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK, threads x PREPASS_BATCH) items,
+        of clamp(ceil(items / (F x grid)), PREPASS_MIN_CHUNK, threads x prepass_batch) items,
         chosen at run time; thread t of a chunk takes items t, t + threads, ... and issues the
         loads of all of them before decoding any (one asm block). Thread 0 claims the next
         chunk while the current one is decoded and publishes it with the chunk's end barrier
@@ -109,7 +126,13 @@ class Phase1Mixin:
         a CTA barrier. The deadlock argument of kernel.hopper.workspace is unchanged: a CTA
         claims only while running, and decodes every chunk it claimed before it waits."""
         threads = self.config.phase1_threads
-        batch = cfgmod.PREPASS_BATCH
+        batch = self.config.prepass_batch
+        # the thread's index among the decoding threads (phase1_helpers: the producer warp's 32
+        # threads, between the consumers and the helpers, skipped); its staging slots stay its
+        # warp's own
+        dtid = tidx
+        if cutlass.const_expr(self.config.phase1_helpers):
+            dtid = tidx - 32 * cutlass.Int32(tidx >= self.consumer_threads)
         # per group: first item, first workspace row (registers for the whole loop)
         bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
         chunk, chunks = self.prepass_chunking(items)
@@ -130,7 +153,7 @@ class Phase1Mixin:
                 nxt = self.claim_chunk(ws)
             first = c * chunk
             end = cutlass.min(first + chunk, items)
-            self.decode_chunk_items(tidx, threads, batch, first, end, bases, roffs, counts, m_sizes, m_ptrs, data,
+            self.decode_chunk_items(dtid, threads, batch, first, end, bases, roffs, counts, m_sizes, m_ptrs, data,
                                     pitch, warp_slots)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             self.fence_chunk_stores(it)

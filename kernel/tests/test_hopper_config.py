@@ -228,6 +228,11 @@ def test_prepass_smem_arithmetic_and_label():
         (dict(_PRE, schedule="balanced"), "schedule='balanced' and y_tail64 go together"),
         (dict(_PRE, prepass_split_warp=True), "prepass_split_warp is the balanced split's warp search"),
         (dict(_PRE, y_tail64=1, schedule="balanced"), "y_tail64 must be a bool"),
+        (dict(_PRE, prepass_batch=3), "needs prepass_batch in"),
+        (dict(_PRE, prepass_batch=True), "needs prepass_batch in"),
+        (dict(_RS, prepass_batch=8), "prepass_batch is for y_source='prepass' only"),
+        (dict(_PRE, phase1_helpers=True), "phase1_helpers needs producer_warpgroup"),
+        (dict(_PRE, phase1_helpers=1), "phase1_helpers must be a bool"),
     ],
 )
 def test_prepass_rules(kwargs, words):
@@ -359,3 +364,19 @@ def test_a_config_it_cannot_name_or_build_is_refused_with_the_reason(suffix, say
     spec = ("no_such_label" if not suffix else IN_FLIGHT_CONFIG.label + suffix)
     with pytest.raises(ValueError, match=says):
         resolve_config(spec)
+
+
+def test_phase1_helpers_decode_on_the_producer_warpgroups_other_warps():
+    """phase1_helpers: phase 1 decoded by the consumer warps and the three warps after the
+    producer warp (its warpgroup's others), 352 threads, each staging at its own warp's slot of
+    the Y ring; the label says it ("h"), and a larger prepass_batch ("b8")."""
+    import dataclasses
+
+    from kernel.hopper.variants import WIDE_Y_CONFIG
+
+    helped = dataclasses.replace(WIDE_Y_CONFIG, phase1_helpers=True, prepass_batch=8)
+    assert WIDE_Y_CONFIG.phase1_warps == tuple(range(8)) and WIDE_Y_CONFIG.phase1_threads == 256
+    assert helped.phase1_warps == (0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11) and helped.phase1_threads == 352
+    assert helped.threads == WIDE_Y_CONFIG.threads == 384
+    assert config_problems(helped) == []
+    assert helped.label == WIDE_Y_CONFIG.label.replace("_prec1xs_", "_prec1xsb8h_")
