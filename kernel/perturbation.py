@@ -137,14 +137,19 @@ PHASE1_CLAIM_MAP_CHUNKS = 32 * PHASE1_CLAIM_MAP_WORDS
 # the timeline (``Perturbation.timeline``, profiling.timeline): after the table's TABLE_WORDS, one
 # u64 %globaltimer stamp (ns) per (CTA, point) for the first TIMELINE_CTAS CTAs, CTA-major, 0 =
 # not reached. "first" points keep the first stamp (a compare-and-swap from 0), the others the
-# last (a plain store). Who stamps: thread 0 ("start", "tables_read", "phase1_decoded" and
-# "phase1_passed" (prepass_chunk builds), "phase1_done": after phase 1's completion barrier,
-# prepass builds only), the producer warp's lane 0 (its first stage acquired and
+# last (a plain store). Who stamps: thread 0 ("start", "tables_read"; in the prepass builds its
+# first chunk's "phase1_loaded" (its first item's loads returned: the item decoded),
+# "phase1_fenced" (the chunk's stores issued and proxy-fenced) and "phase1_published" (the
+# chunk barrier passed, the release issued), then "phase1_decoded" and "phase1_passed",
+# "phase1_done": after phase 1's completion barrier), the producer warp's lane 0 (its first stage acquired and
 # committed, its tail), the first consumer thread (its first tile's epilogue, its last tile's
 # epilogue and the end of that epilogue's stores)
 TIMELINE_POINTS: tuple[tuple[str, str], ...] = (
     ("start", "last"),
     ("tables_read", "last"),  # thread 0 has the tile total (the prologue's table reads done)
+    ("phase1_loaded", "first"),  # prepass builds, thread 0: its first chunk's first item loaded
+    ("phase1_fenced", "first"),  # ... that chunk's stores issued and proxy-fenced
+    ("phase1_published", "first"),  # ... that chunk's barrier passed and its release issued
     ("phase1_decoded", "last"),  # prepass_chunk builds, thread 0: its phase-1 chunks' stores issued
     ("phase1_passed", "last"),  # prepass_chunk builds, thread 0: phase 1's grid barrier passed
     ("phase1_done", "last"),

@@ -159,9 +159,13 @@ class Phase1Mixin:
             self.fence_chunk_stores(it)
             if tidx == 0:
                 st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
+                if cutlass.const_expr(self.timeline):
+                    self.timeline_point("phase1_fenced")
             self.phase1_barrier()
             if tidx == 0:
                 self.publish_chunk(ws, it)
+                if cutlass.const_expr(self.timeline):
+                    self.timeline_point("phase1_published")
             it = it + 1
             c = ld_shared_u32(slots + (it % 2) * 4)
         # the slots' generic writes before the Y ring's TMA (async proxy) writes to them
@@ -194,6 +198,9 @@ class Phase1Mixin:
             if oks[j]:
                 store_y_staged_item(words[j], warp_slots + lane * 128, (lane % 8) * 16,
                                     self.config.operand_exp_shift)
+            if cutlass.const_expr(self.timeline and j == 0):
+                if tidx == 0:
+                    self.timeline_point("phase1_loaded")  # after the decode that waited for the loads
             copy_y_staged_items(warp_slots, dsts[j], cutlass.Int32(oks[j]), lane)
 
     @cute.jit

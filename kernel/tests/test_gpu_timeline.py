@@ -70,3 +70,6 @@ def test_timeline_stamps_follow_the_kernel(config, ctas):
                 assert s["start"] <= s["phase1_done"] <= s["epilogue_first"], (cta, s)
                 if config.prepass_chunk:  # thread 0: its chunks, the grid barrier, the CTA barrier
                     assert s["tables_read"] <= s["phase1_decoded"] <= s["phase1_passed"] <= s["phase1_done"], (cta, s)
+                    if s["phase1_loaded"]:  # its first chunk's steps (a CTA may decode none)
+                        steps = ["tables_read", "phase1_loaded", "phase1_fenced", "phase1_published", "phase1_decoded"]
+                        assert [s[p] for p in steps] == sorted(s[p] for p in steps), (cta, s)

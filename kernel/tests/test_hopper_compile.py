@@ -106,9 +106,23 @@ def _kernel_without_spills(config, static_builds):
     return ins
 
 
-@pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.y_source == "prepass"])
-def test_prepass_variant_sass_structure(label, static_builds):
-    """The prepass builds: phase 1 issues every item's loads of a chunk (PREPASS_BATCH items x
+def _phase1_levers():
+    """Phase-1 levers built beside the declared prepass builds (not declared: config fields
+    timed with ``--variant LABEL:field=value``): the 256-row Y tile with its producer
+    warpgroup's other warps decoding too and eight items per thread, and the 128-row prepass
+    build with a producer warpgroup whose other warps decode."""
+    from dataclasses import replace
+
+    from kernel.hopper.variants import SPLIT_WARP_CONFIG, WIDE_Y_CONFIG
+
+    return [replace(WIDE_Y_CONFIG, phase1_helpers=True, prepass_batch=8),
+            replace(SPLIT_WARP_CONFIG, producer_warpgroup=True, phase1_helpers=True)]
+
+
+@pytest.mark.parametrize("config", [c for c in STATIC_MATRIX if c.y_source == "prepass"] + _phase1_levers(),
+                         ids=lambda c: c.label)
+def test_prepass_variant_sass_structure(config, static_builds):
+    """The prepass builds: phase 1 issues every item's loads of a chunk (prepass_batch items x
     two 128-bit loads and one scale word, predicated) before its decodes, claims the next chunk
     inside the loop (two claim atomics and one passed atomic) and stores whole 128-byte runs
     (8 per item batch) between named barriers of its decoding threads; its completion barrier is
@@ -117,9 +131,6 @@ def test_prepass_variant_sass_structure(label, static_builds):
     compute-sanitizer synccheck aborts the launch on it); the producer's first X stages (TMA box
     and scale bulk copy) come before that barrier and every Y box after it; no other CTA
     barrier after it; both wgmma shapes of y_tail64 per sub-block; 0 spills."""
-    from kernel.hopper.config import PREPASS_BATCH
-
-    config = next(c for c in STATIC_MATRIX if c.label == label)
     ins = _kernel_without_spills(config, static_builds)
     ops = [i.opcode for i in ins]
     # (y_tail64: both wgmma shapes per sub-block, test_tail64_variant_sass_structure)
@@ -127,10 +138,10 @@ def test_prepass_variant_sass_structure(label, static_builds):
     # the batched loads: predicated 128-bit loads of every item before the first decode store
     first_stg = next(n for n, o in enumerate(ops) if o.startswith("STG.E.128"))
     batched = [i for i in ins[:first_stg] if i.opcode.startswith("LDG.E.128") and i.predicate]
-    assert len(batched) == 2 * PREPASS_BATCH, [i.opcode for i in batched]
+    assert len(batched) == 2 * config.prepass_batch, [i.opcode for i in batched]
     # (epilogue="smem": plus the staged epilogue's mma_n / 16 16-byte stores of C)
     staged = config.mma_n // 16 if config.epilogue == "smem" else 0
-    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * PREPASS_BATCH + staged
+    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * config.prepass_batch + staged
     assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 3
     # phase 1's chunk barriers are the named barrier of its decoding threads only (the producer
     # warp decodes nothing); after the chunk loop's release add: one CTA barrier, the completion
