@@ -325,9 +325,5 @@ class Phase1Mixin:
         return roff
 
     def slot_rows(self, m):
-        """Workspace rows a slot of M rows takes: M, or (``y_row_pad``) M rounded up to
-        ``HopperConfig.y_row_align`` (the rows past M are zero: kernel.hopper.workspace).
-        Traced inline."""
-        align = 1
+        """Workspace rows a slot of M rows takes: M (kernel.hopper.workspace). Traced inline."""
         return m
-        return (m + (align - 1)) // align * align
