@@ -98,6 +98,10 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     ),
     # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
     PHASE1_STAGED_CONFIG,
+    # phase 1: WIDE_Y_CONFIG with the producer warpgroup's three other warps decoding beside the
+    # consumers and eight items per thread in flight (one chunk per CTA on a dense group): the
+    # candidate to replace WIDE_Y_CONFIG (docs/results.md, row D26)
+    replace(WIDE_Y_CONFIG, phase1_helpers=True, prepass_batch=8),
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

@@ -375,8 +375,9 @@ def test_phase1_helpers_decode_on_the_producer_warpgroups_other_warps():
     from kernel.hopper.variants import WIDE_Y_CONFIG
 
     helped = dataclasses.replace(WIDE_Y_CONFIG, phase1_helpers=True, prepass_batch=8)
-    assert WIDE_Y_CONFIG.phase1_warps == tuple(range(8)) and WIDE_Y_CONFIG.phase1_threads == 256
+    plain = dataclasses.replace(WIDE_Y_CONFIG, phase1_helpers=False, prepass_batch=4)
+    assert plain.phase1_warps == tuple(range(8)) and plain.phase1_threads == 256
     assert helped.phase1_warps == (0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11) and helped.phase1_threads == 352
-    assert helped.threads == WIDE_Y_CONFIG.threads == 384
-    assert config_problems(helped) == []
-    assert helped.label == WIDE_Y_CONFIG.label.replace("_prec1xs_", "_prec1xsb8h_")
+    assert helped.threads == plain.threads == 384
+    assert config_problems(helped) == [] and config_problems(plain) == []
+    assert helped.label == plain.label.replace("_prec1xs_", "_prec1xsb8h_")

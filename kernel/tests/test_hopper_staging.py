@@ -22,7 +22,7 @@ from kernel.hopper.variants import DECLARED_VARIANTS
 # other staged variants are these tiles with other options, the same epilogue (test below; a pdl
 # build stages exactly as its twin without it)
 STAGED = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and c.wgmma_in_flight == 1 and not c.pdl
-          and not c.prepass_split_warp]
+          and not c.prepass_split_warp and not c.phase1_helpers]
 
 
 def _stmatrix_trans(lane_addr, lane_regs):
@@ -106,8 +106,12 @@ def test_staging_rows_and_bytes():
     assert epilogue_stage_rows(wide) == 128 and smem_bytes(wide)["epilogue_staging"] == 32768
     for c in STAGED:
         assert smem_bytes(c)["total"] <= SMEM_CAPACITY_BYTES
-    # a pdl build stages as its twin without pdl; the split-warp build as its one-lane twin
+    # a pdl build stages as its twin without pdl; the split-warp build as its one-lane twin; a
+    # build with phase-1 helpers as its twin without them (phase 1 changes no epilogue byte)
     for c in DECLARED_VARIANTS:
+        if c.phase1_helpers:
+            twin = dataclasses.replace(c, phase1_helpers=False, prepass_batch=4)
+            assert twin in STAGED and smem_bytes(c) == smem_bytes(twin)
         if c.pdl:
             twin = dataclasses.replace(c, pdl=False)
             assert epilogue_stage_rows(c) == epilogue_stage_rows(twin) and smem_bytes(c) == smem_bytes(twin)
