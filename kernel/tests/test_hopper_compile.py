@@ -107,16 +107,14 @@ def _kernel_without_spills(config, static_builds):
 
 
 def _phase1_levers():
-    """Phase-1 levers built beside the declared prepass builds (not declared: config fields
-    timed with ``--variant LABEL:field=value``): the 256-row Y tile with its producer
-    warpgroup's other warps decoding too and eight items per thread, and the 128-row prepass
-    build with a producer warpgroup whose other warps decode."""
+    """A phase-1 lever built beside the declared prepass builds (not declared: config fields
+    timed with ``--variant LABEL:field=value``): the 128-row prepass build with a producer
+    warpgroup whose other warps decode phase 1 too."""
     from dataclasses import replace
 
-    from kernel.hopper.variants import SPLIT_WARP_CONFIG, WIDE_Y_CONFIG
+    from kernel.hopper.variants import SPLIT_WARP_CONFIG
 
-    return [replace(WIDE_Y_CONFIG, phase1_helpers=True, prepass_batch=8),
-            replace(SPLIT_WARP_CONFIG, producer_warpgroup=True, phase1_helpers=True)]
+    return [replace(SPLIT_WARP_CONFIG, producer_warpgroup=True, phase1_helpers=True)]
 
 
 @pytest.mark.parametrize("config", [c for c in STATIC_MATRIX if c.y_source == "prepass"] + _phase1_levers(),
