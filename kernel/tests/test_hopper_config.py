@@ -16,7 +16,7 @@ from kernel.hopper import (
     prepare,
     smem_bytes,
 )
-from kernel.hopper.config import SMEM_CAPACITY_BYTES, stage_tx_bytes
+from kernel.hopper.config import PREPASS_BATCH, SMEM_CAPACITY_BYTES, stage_tx_bytes
 
 
 @pytest.mark.parametrize("config", DECLARED_VARIANTS, ids=lambda c: c.label)
@@ -375,7 +375,7 @@ def test_phase1_helpers_decode_on_the_producer_warpgroups_other_warps():
     from kernel.hopper.variants import WIDE_Y_CONFIG
 
     helped = dataclasses.replace(WIDE_Y_CONFIG, phase1_helpers=True, prepass_batch=8)
-    plain = dataclasses.replace(WIDE_Y_CONFIG, phase1_helpers=False, prepass_batch=4)
+    plain = dataclasses.replace(WIDE_Y_CONFIG, phase1_helpers=False, prepass_batch=PREPASS_BATCH)
     assert plain.phase1_warps == tuple(range(8)) and plain.phase1_threads == 256
     assert helped.phase1_warps == (0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11) and helped.phase1_threads == 352
     assert helped.threads == plain.threads == 384

@@ -15,7 +15,9 @@ import os
 import pytest
 
 from kernel.hopper import staging
-from kernel.hopper.config import EPILOGUE_WG_COLS, SMEM_CAPACITY_BYTES, epilogue_stage_rows, smem_bytes
+from kernel.hopper.config import (
+    EPILOGUE_WG_COLS, PREPASS_BATCH, SMEM_CAPACITY_BYTES, epilogue_stage_rows, smem_bytes,
+)
 from kernel.hopper.variants import DECLARED_VARIANTS
 
 # the three staging geometries (the fastest tile's, the prepass tile's, the 256-row Y tile's); the
@@ -110,7 +112,7 @@ def test_staging_rows_and_bytes():
     # build with phase-1 helpers as its twin without them (phase 1 changes no epilogue byte)
     for c in DECLARED_VARIANTS:
         if c.phase1_helpers:
-            twin = dataclasses.replace(c, phase1_helpers=False, prepass_batch=4)
+            twin = dataclasses.replace(c, phase1_helpers=False, prepass_batch=PREPASS_BATCH)
             assert twin in STAGED and smem_bytes(c) == smem_bytes(twin)
         if c.pdl:
             twin = dataclasses.replace(c, pdl=False)
