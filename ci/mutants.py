@@ -526,7 +526,7 @@ SYNC_VARIANTS = {
     # the production build for groups of thousands of rows over several rounds: prod's phase 1, Y
     # ring and staged epilogue with a 256-row Y tile, a producer warpgroup (setmaxnreg), the
     # contiguous schedule (no 64-row tail tiles, no balanced or warp-searched split)
-    "wide": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xs_es_pwg",
+    "wide": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb8h_es_pwg",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"

@@ -50,11 +50,12 @@ FEW_TILES_CONFIG = replace(IN_FLIGHT_CONFIG, tile_n=64, consumer_warpgroups=1)
 # The prepass pipeline with a 256-row Y tile (wgmma 64x256: each decoded X fragment feeds twice the
 # rows), its 128 accumulators per thread from a producer warpgroup's registers (setmaxnreg), the
 # contiguous schedule (the 64-row tail tiles halve 128-row ones only): half the X decode per FLOP,
-# for groups of thousands of rows (dense GEMMs)
+# for groups of thousands of rows (dense GEMMs); phase 1 decoded by the consumers and the producer
+# warpgroup's three other warps, eight items per thread in flight (one chunk per CTA on a dense group)
 WIDE_Y_CONFIG = HopperConfig(
     tile_m=256, tile_n=128, tile_k=256, num_ab_stages=3, consumer_warpgroups=2, swapped=True,
     dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=4, prepass_chunk=1,
-    epilogue="smem", producer_warpgroup=True,
+    epilogue="smem", producer_warpgroup=True, phase1_helpers=True, prepass_batch=8,
 )
 
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
@@ -98,10 +99,6 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     ),
     # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
     PHASE1_STAGED_CONFIG,
-    # phase 1: WIDE_Y_CONFIG with the producer warpgroup's three other warps decoding beside the
-    # consumers and eight items per thread in flight (one chunk per CTA on a dense group): the
-    # candidate to replace WIDE_Y_CONFIG (docs/results.md, row D26)
-    replace(WIDE_Y_CONFIG, phase1_helpers=True, prepass_batch=8),
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 
