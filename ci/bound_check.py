@@ -4,9 +4,9 @@
 
 For each problem (the four standard shapes on uniform codes, and a truncation adversary at
 K = 7168: no cancellation, every product under one fp32 ulp of the running sum) and for two
-accumulation declarations (none, and the subject's own ``accumulation_chunk``): elements
-checked, violations, the median bound in fp16 ulps, elements that differ from the reference at
-all, and the largest |got - reference| / bound. Exit status 1 when an element is outside the
+accumulation declarations (none, and the subject's own ``accumulation_chunk`` and ``k_split``):
+elements checked, violations, the median bound in fp16 ulps, elements that differ from the
+reference at all, and the largest |got - reference| / bound. Exit status 1 when an element is outside the
 bound of the subject's own declaration (or of no declaration when it declares none), 2 when the
 subject cannot run here. ``--quick``: small problems (the CPU test, ci/test_bound_check.py).
 """
@@ -53,9 +53,17 @@ def measure(expected, outputs) -> dict:
             "differ": int((diff > 0).sum()), "max_diff_over_bound": ratio, "report": report}
 
 
+def _label(chunk, k_split) -> str:
+    """The table's chunk column: "none", "16", or "16 cut 256" for a chunk with a k_split."""
+    if chunk is None:
+        return "none"
+    return str(chunk) if k_split is None else f"{chunk} cut {k_split}"
+
+
 def check(variant, quick: bool) -> bool:
     """Run the subject on every problem, print the table; True when within the declared bound."""
-    declared = variant.constraints.accumulation_chunk
+    chunk, k_split = variant.constraints.accumulation_chunk, variant.constraints.k_split
+    declared = (chunk, None if chunk is None else k_split)      # no chunk: k_split changes nothing
     rows, failed = [], False
     for name, data in problems(quick).items():
         start = time.perf_counter()
@@ -63,15 +71,15 @@ def check(variant, quick: bool) -> bool:
         outputs = [o.clone() for o in variant.run(data)]
         if variant.device == "cuda":
             torch.cuda.synchronize()
-        for chunk in dict.fromkeys([None, declared]):
-            result = measure(oracle.expected_outputs(data, chunk), outputs)
-            binding = chunk == declared
+        for declaration in dict.fromkeys([(None, None), declared]):
+            result = measure(oracle.expected_outputs(data, *declaration), outputs)
+            binding = declaration == declared
             failed |= binding and result["violations"] > 0
-            rows.append((name, "none" if chunk is None else str(chunk), "yes" if binding else "no", result,
+            rows.append((name, _label(*declaration), "yes" if binding else "no", result,
                          time.perf_counter() - start))
             if binding and result["violations"]:
-                print(f"{name}, chunk {chunk}:\n{result['report']}")
-    print(f"\n{variant.test_id} (declares accumulation_chunk={declared})")
+                print(f"{name}, chunk {_label(*declaration)}:\n{result['report']}")
+    print(f"\n{variant.test_id} (declares accumulation_chunk={declared[0]}, k_split={declared[1]})")
     head = ("problem", "chunk", "binding", "checked", "violations", "median bound ulps", "differ", "max diff/bound", "s")
     table = [head] + [(n, c, b, str(r["checked"]), str(r["violations"]), f"{r['median_bound_ulps']:.1f}",
                        str(r["differ"]), f"{r['max_diff_over_bound']:.3f}", f"{t:.1f}") for n, c, b, r, t in rows]

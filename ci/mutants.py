@@ -525,8 +525,11 @@ SYNC_VARIANTS = {
     "few": "h90_m128n64k256_s3_wg1_b4_swap_fp16_tma_prmt_rs_w2_es_pdl",
     # the production build for groups of thousands of rows over several rounds: prod's phase 1, Y
     # ring and staged epilogue with a 256-row Y tile, a producer warpgroup (setmaxnreg), the
-    # contiguous schedule (no 64-row tail tiles, no balanced or warp-searched split)
-    "wide": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb8h_es_pwg",
+    # split_last schedule (contiguous full rounds on the whole grid, trailing CTAs idle where no
+    # cut applies; no 64-row tail tiles, no balanced or warp-searched split)
+    # (its last round's tiles cut in two K halves: one CTA publishes its fp32 sums through the
+    # workspace, the other adds them, kernel/hopper/split.py)
+    "wide": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb8h_es_pwg_sk",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -748,6 +751,25 @@ _SYNC_EDITS = (
     ("lean_split_wrong_lane", "warp-searched split read from the wrong lane: the shuffles take the "
      "next lane's candidate, not the lowest feasible one", "kernel/device_schedule.py",
      "        src = low % 32\n", "        src = (low + 1) % 32\n", ("prod",)),
+    # schedule="split_last": the cut tile's hand-off (kernel/hopper/split.py)
+    ("split_publish_relaxed", "release removed: half 0 of a cut tile sets its flag with a relaxed store "
+     "(no fence.acq_rel, no red.release), so the combining CTA's acquire is not ordered after the "
+     "partial sums' stores", "kernel/hopper/split.py",
+     "            arrive_release_gpu(area + cutlass.Int64(j) * 4, cutlass.Int32(1))\n",
+     "            store_relaxed_gpu(area + cutlass.Int64(j) * 4, cutlass.Int32(1))\n", ("wide",)),
+    ("split_publish_before_barrier", "barrier removed: thread 0 publishes the cut tile's partial sums "
+     "before the other consumer threads have stored theirs", "kernel/hopper/split.py",
+     "            st_global_v4_f32(addr + q * step, [acc[4 * q + i] for i in range(4)])\n        self.split_barrier()\n",
+     "            st_global_v4_f32(addr + q * step, [acc[4 * q + i] for i in range(4)])\n", ("wide",)),
+    ("split_combine_no_wait", "wait removed: half 1 of a cut tile adds the partial-sum slot without "
+     "waiting for half 0's release (it may read the slot before it is written)", "kernel/hopper/split.py",
+     "            wait_geq_acquire_gpu(flag, cutlass.Int32(1))\n", "", ("wide",)),
+    ("split_flag_not_reset", "flag not reset: the combining CTA leaves its slot's flag at 1, so the next "
+     "call's combine does not wait and may add the previous call's partial sums", "kernel/hopper/split.py",
+     "            store_relaxed_gpu(flag, cutlass.Int32(0))\n", "", ("wide",)),
+    ("split_halves_overlap", "cut off by one: half 0 runs one K tile past the middle, which half 1 "
+     "also runs (that K tile counted twice in the cut tiles)", "kernel/hopper/split.py",
+     "                k_end = k_tiles // 2\n", "                k_end = k_tiles // 2 + 1\n", ("wide",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",
@@ -776,7 +798,8 @@ SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
 _STATIC_OF_SYNC = ("hopper_sync_y_ring_wait_lax__prod", "hopper_sync_no_publish_barrier__w2",
                    "hopper_sync_epilogue_no_reuse_barrier__prod", "hopper_sync_epilogue_no_reuse_barrier__wide",
                    "hopper_sync_phase1_no_global_proxy_fence__prod", "hopper_sync_staged_slots_no_proxy_fence__prod",
-                   "hopper_sync_producer_no_proxy_fence_after_phase1__wide")
+                   "hopper_sync_producer_no_proxy_fence_after_phase1__wide",
+                   "hopper_sync_split_publish_relaxed__wide", "hopper_sync_split_publish_before_barrier__wide")
 STATIC_SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
     Mutant(f"hopper_static_{m.name.removeprefix('hopper_sync_')}", f"{m.kind}; seen in the SASS on a CPU",
            m.target, m.original, m.replacement, "hopper-static", ("kernel/tests/test_hopper_sync_sites.py", "-k", m.variant))
@@ -948,12 +971,6 @@ UNOBSERVABLE = {
         "ptxas orders the reset itself: the mutant's SASS differs from production only by the "
         "WARPGROUP.ARRIVE before the accumulator zeroing; the ARRIVE of the fragment fence, between "
         "the zeroing and the tile's first HGMMA, is in both"
-    ),
-    "hopper_sync_idle_cta_early_x_stages__wide": (
-        "no CTA of this build is without tiles: under the contiguous schedule the host plan launches "
-        "only the CTAs that own a range (kernel.plan.make_plan: ceil(total / ceil(total / cap)) CTAs; "
-        "the multi-round corners plan 67 CTAs for 133 tiles and 90 for 270 on 132 SMs, none idle), "
-        "so the dropped empty-range check never runs with an empty range"
     ),
     "hopper_sync_staged_copy_no_entry_sync__prod": _STAGED_COPY_WARP_SYNC,
     "hopper_sync_staged_copy_no_entry_sync__wide": _STAGED_COPY_WARP_SYNC,

@@ -4,7 +4,8 @@ Each function is the device twin of a host function whose properties are fuzzed 
 (``properties/test_plan_properties.py``): :func:`group_search` is
 ``kernel.plan.device_group_search``, :func:`cta_tile_range` is ``LaunchPlan.cta_tiles``; the
 ``balanced_*``, ``snake_*`` and :func:`k_uniform` functions are ``kernel.plan``'s functions of the
-same names (schedule="balanced").
+same names (schedule="balanced"), :func:`split_last_range` is ``kernel.plan.split_last_shape``
+and ``LaunchPlan.cta_units`` (schedule="split_last").
 All are ``@cute.jit`` helpers, inlined where they are called.
 """
 
@@ -50,6 +51,39 @@ def cta_tile_range(total_tiles: cutlass.Int32, schedule: cutlass.Constexpr[str])
             end = total_tiles
         step = cutlass.Int32(1)
     return first, end, step
+
+
+@cute.jit
+def split_last_range(total_tiles: cutlass.Int32):
+    """schedule="split_last" (kernel.plan.split_last_shape, LaunchPlan.cta_units): (first, full
+    end, cut tile, half) of this CTA. Its whole tiles are [first, full end); when ``half`` >= 0 it
+    then runs half ``half`` of the cut tile (half 0: K tiles [0, h), half 1: [h, KT), h = KT // 2;
+    the caller drops half 0 of a one-K-tile tile). ``half`` is -1 for no half: no cut applies to
+    the grid (the contiguous ranges), or this CTA has none. The cut tile's partial-sum slot is
+    ``cut tile - full * grid`` = ``cta // 2``."""
+    cta, _, _ = cute.arch.block_idx()
+    num_ctas, _, _ = cute.arch.grid_dim()
+    ctas = cutlass.Int32(num_ctas)
+    full = total_tiles // ctas
+    rest = total_tiles - full * ctas
+    first = cutlass.Int32(cta) * full
+    end = first + full
+    cut = full * ctas + cutlass.Int32(cta) // 2
+    half = cutlass.Int32(cta) % 2
+    if cutlass.Int32(cta) >= 2 * rest:
+        half = cutlass.Int32(-1)
+    if rest == 0 or 2 * rest > ctas:
+        # no cut: the contiguous ranges on this grid
+        per = (total_tiles + ctas - 1) // ctas
+        first = cutlass.Int32(cta) * per
+        stop = first + per
+        if stop > total_tiles:
+            stop = total_tiles
+        if first > total_tiles:
+            first = total_tiles
+        end = stop
+        half = cutlass.Int32(-1)
+    return first, end, cut, half
 
 
 @cute.jit

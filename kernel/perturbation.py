@@ -85,7 +85,7 @@ ROLES = ("producer", "consumer", "dequant", "phase1")
 SITES: dict[str, tuple[str, ...]] = {
     "producer": ("acquire", "issue", "tensormap", "tail"),
     "consumer": ("wait", "release", "fence", "bar_dequant", "bar_reuse", "wgmma_wait", "fp16_wait",
-                 "fp16_release", "epilogue", "epilogue_read", "decode"),
+                 "fp16_release", "epilogue", "epilogue_read", "decode", "split_publish", "split_wait"),
     "dequant": ("wait", "release", "fp16_acquire", "fp16_commit", "fence"),
     "phase1": ("claim", "publish", "wait", "reset"),
 }
@@ -131,7 +131,7 @@ CHECK_RULES_WORD, CHECK_FIRST_WORD, CHECK_COUNT_WORD0 = SKEW_WARP_WORD + 1, SKEW
 # that acquired every chunk's publish reads them all), and one bit per chunk claimed (an atomic
 # or; a bit already set is a second claim of that chunk), for the first PHASE1_CLAIM_MAP_CHUNKS
 # chunks (a launch has at most prepass_chunk x grid chunks: kernel.hopper.phase1)
-PHASE1_PUBLISHED_WORD = 64
+PHASE1_PUBLISHED_WORD = 72
 PHASE1_CLAIM_MAP_WORD0, PHASE1_CLAIM_MAP_WORDS = 96, 32
 PHASE1_CLAIM_MAP_CHUNKS = 32 * PHASE1_CLAIM_MAP_WORDS
 # the timeline (``Perturbation.timeline``, profiling.timeline): after the table's TABLE_WORDS, one

@@ -32,6 +32,17 @@ which ``by_cost`` sorts from the most K tiles down: the CTAs that took the costl
 one round take the cheapest of the next). The device twins are in kernel.device_schedule
 (``balanced_split``, ``balanced_share``, ``balanced_locate``, ``k_uniform``, ``snake_share``,
 ``snake_tile``): the same integer arithmetic.
+
+Split last round (``schedule="split_last"``, the Hopper 256-row Y tile): with ``F = total // ctas``
+full rounds and ``R = total - F * ctas`` tiles left, a contiguous schedule runs ``F + 1`` tile
+times where most CTAs do ``F``. When ``0 < 2 R <= ctas`` the R last tiles are cut in two K halves
+instead (:func:`split_last_units`): CTA ``c`` runs full tiles ``[c F, (c + 1) F)``, then, for
+``c < 2 R``, half ``c % 2`` of tile ``F ctas + c // 2``: half 0 holds K tiles ``[0, h)`` and
+publishes its fp32 accumulators, half 1 holds ``[h, KT)`` (the longer half), waits for them, adds
+them to its own and stores the tile (``h = KT // 2``; a tile of one K tile is not cut: half 1
+runs it whole, half 0 runs nothing). Otherwise the schedule is ``contiguous`` on the same grid
+(no CTA count trimmed: the device decides from the grid). The makespan drops from ``F + 1`` to
+about ``F + 1/2`` tile times; the oracle's bound covers the cut (``KernelConstraints.k_split``).
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Sequence
 
 GroupOrder = Literal["by_cost", "by_work", "caller"]
-Schedule = Literal["contiguous", "strided", "balanced"]
+Schedule = Literal["contiguous", "strided", "balanced", "split_last"]
 
 # schedule="balanced": tile costs in quarter units (a light tile, <= tile_m / 2 rows of the
 # slot's last M block, ~0.75 of a full tile on the H200, 2026-12-01: docs/results.md)
@@ -88,7 +99,7 @@ class LaunchPlan:
     def tiles_per_cta(self) -> int:
         """Upper bound of tiles one CTA runs (the contiguous range length); ``balanced``: the
         longest CTA list."""
-        if self.schedule == "balanced":
+        if self.schedule in ("balanced", "split_last"):
             return max((len(self.cta_tiles(c)) for c in range(self.num_ctas)), default=0)
         return ceil_div(self.total_tiles, self.num_ctas) if self.num_ctas else 0
 
@@ -143,11 +154,46 @@ class LaunchPlan:
             full, light = self.balanced_lists()
             fs, fc, ts, tc = balanced_share(len(full), len(light), self.num_ctas, cta)
             return tuple(full[fs:fs + fc]) + tuple(light[ts:ts + tc])
+        if self.schedule == "split_last":
+            return tuple(u.tile for u in self.cta_units(cta))
         if self.schedule == "contiguous":
             per = self.tiles_per_cta
             start = min(cta * per, self.total_tiles)
             return range(start, min(start + per, self.total_tiles))
         return range(cta, self.total_tiles, self.num_ctas)
+
+    def cta_units(self, cta: int) -> tuple[WorkUnit, ...]:
+        """The work units CTA ``cta`` runs, in order: (tile, K tiles [k_begin, k_end), role).
+        Every schedule but ``split_last`` runs whole tiles only."""
+        if not 0 <= cta < self.num_ctas:
+            raise IndexError(f"cta {cta} outside 0..{self.num_ctas - 1}")
+        if self.schedule != "split_last":
+            return tuple(WorkUnit(t, 0, self.k_tiles(self.locate(t).slot), "whole") for t in self.cta_tiles(cta))
+        full, split = split_last_shape(self.total_tiles, self.num_ctas)
+        if not split:
+            per = ceil_div(self.total_tiles, self.num_ctas)
+            start = min(cta * per, self.total_tiles)
+            tiles = range(start, min(start + per, self.total_tiles))
+            return tuple(WorkUnit(t, 0, self.k_tiles(self.locate(t).slot), "whole") for t in tiles)
+        units = [WorkUnit(t, 0, self.k_tiles(self.locate(t).slot), "whole")
+                 for t in range(cta * full, (cta + 1) * full)]
+        if cta < 2 * split:
+            tile = full * self.num_ctas + cta // 2
+            unit = split_half(self.k_tiles(self.locate(tile).slot), cta % 2)
+            if unit is not None:
+                units.append(WorkUnit(tile, *unit))
+        return tuple(units)
+
+    def split_index(self, tile: int) -> int | None:
+        """``split_last``: the partial-sum slot of a cut tile (its place among the cut tiles),
+        None for a tile run whole."""
+        if self.schedule != "split_last":
+            return None
+        full, split = split_last_shape(self.total_tiles, self.num_ctas)
+        first = full * self.num_ctas
+        if split and first <= tile < first + split and self.k_tiles(self.locate(tile).slot) >= 2:
+            return tile - first
+        return None
 
     def locate(self, tile: int) -> TileCoord:
         """Global tile -> coordinates, by the binary search over ``tile_prefix`` the kernels use.
@@ -175,6 +221,41 @@ class LaunchPlan:
             f"tiles={self.total_tiles} ctas={self.num_ctas} schedule={self.schedule} "
             f"order={list(self.group_order)}"
         )
+
+
+class WorkUnit(NamedTuple):
+    tile: int
+    k_begin: int  # K tiles [k_begin, k_end) of the tile
+    k_end: int
+    role: str  # "whole": stores C; "publish": writes its fp32 sums for the tile's other half;
+    # "combine": adds the other half's sums to its own, then stores C
+
+
+# schedule="split_last": the partial-sum slots a workspace holds (one per cut tile, at most
+# half the grid) and so the largest grid that schedule plans (a Hopper has 132 SMs)
+SPLIT_SLOTS = 128
+
+
+def split_last_shape(total: int, ctas: int) -> tuple[int, int]:
+    """(full tiles per CTA, tiles cut in K halves) of ``schedule="split_last"``; (tiles per CTA
+    of the contiguous schedule, 0) when no cut applies (no leftover, or more leftover tiles than
+    half the grid). kernel.device_schedule.split_last_range on the device."""
+    if ctas <= 0:
+        return 0, 0
+    full = total // ctas
+    rest = total - full * ctas
+    if 0 < rest and 2 * rest <= ctas:
+        return full, rest
+    return ceil_div(total, ctas), 0
+
+
+def split_half(k_tiles: int, half: int) -> tuple[int, int, str] | None:
+    """(k_begin, k_end, role) of half ``half`` of a cut tile of ``k_tiles`` K tiles; None when that
+    half is empty (a one-K-tile tile is run whole by half 1)."""
+    h = k_tiles // 2
+    if half == 0:
+        return (0, h, "publish") if h > 0 else None
+    return (h, k_tiles, "combine" if h > 0 else "whole")
 
 
 def device_group_search(tile_prefix: Sequence[int], tile: int) -> int:
@@ -315,14 +396,16 @@ def make_plan(
         if max_ctas < 1:
             raise ValueError(f"max_ctas must be >= 1, got {max_ctas}")
         num_ctas = min(total, max_ctas)
-        if schedule == "balanced":
+        if schedule in ("balanced", "split_last"):
             pass  # every CTA of min(total, max_ctas): the split is of this grid (trailing CTAs may idle)
         elif schedule == "contiguous" and total:
             # ceil-sized ranges can leave trailing CTAs with nothing (9 tiles on 8 CTAs: ranges of
             # 2 fill 5 CTAs): launch only the CTAs that own a range. The range length, which the
             # device derives from the grid as ceil(total / num_ctas), does not change.
             num_ctas = ceil_div(total, ceil_div(total, num_ctas))
-    if schedule not in ("contiguous", "strided", "balanced"):
+    if schedule == "split_last" and num_ctas > 2 * SPLIT_SLOTS:
+        raise ValueError(f"schedule='split_last' plans at most {2 * SPLIT_SLOTS} CTAs, got {num_ctas}")
+    if schedule not in ("contiguous", "strided", "balanced", "split_last"):
         raise ValueError(f"unknown schedule {schedule!r}")
     return LaunchPlan(
         tile_m=tile_m,

@@ -37,6 +37,12 @@ class KernelConstraints:
     # any order of fp32 additions; None: no order declared. oracle.bounds derives the error bound
     # from it (the Hopper wgmma updates per 16, tcgen05 block-scaled MMA per 64, the CPU model per K tile)
     accumulation_chunk: int | None = None
+    # when set (a positive multiple of accumulation_chunk), a group's K may be cut once, at
+    # h = (K // (2 * k_split)) * k_split elements, whenever h > 0 (K >= 2 * k_split): the head
+    # (K elements [0, h)) and the tail ([h, K)) are each accumulated from 0 in the declared chunk
+    # order, and the result is their fp32 sum (one fp32 addition). Any output element may be
+    # computed either way (cut or not); oracle.bounds bounds both. None: K is never cut
+    k_split: int | None = None
     # the kernel reads the plain (row-major) sfa/sfb; False: it reads only the blocked copies, and
     # the plain ones may live anywhere (the leaderboard keeps them in host memory)
     reads_plain_scales: bool = False

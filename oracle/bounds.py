@@ -17,6 +17,13 @@ fp32 matmul over one K tile in an unspecified order); the Hopper kernel 16 (one 
 per accumulator update, its internal order unspecified); tcgen05 block-scaled MMA 64 (K=64 per
 instruction).
 
+Cut accumulation. A subject may also declare ``k_split`` (``KernelConstraints.k_split``, a
+positive multiple of chunk; the Hopper kernel's ``split_last`` schedule declares ``tile_k``):
+where h = (K // (2 k_split)) k_split > 0, an output may instead be the fp32 sum of two
+accumulations, each from 0 in the declared chunk order, one over the head (K elements [0, h))
+and one over the tail ([h, K)). h is a multiple of chunk, so no chunk straddles it and the
+chunks are those of the uncut order.
+
 Derivation of E (the fp32 error). Let s_j be the exact sum of the products of chunks 1..j (exact
 integers times 2^-20, computed below in int64), A_j the sum of |products| of chunk j,
 S = sum_j A_j, gamma_n = n u / (1 - n u). A sum of n terms in any tree order is within
@@ -35,10 +42,24 @@ so E uses gamma_{chunk+2} in place of gamma_chunk, and covers both:
 
     E := gamma_{chunk+2} (1 + gamma_{chunk+2})^(N-1) (S + sum_{j=1}^{N-1} |s_j|)
 
-(with no declared order, one chunk of K terms in any tree: E = gamma_{K-1} S). The a-posteriori partial sums |s_j| replace the sum of
-|terms| over all of K: with random signs |s_j| grows like sqrt(j), so E is about
-chunk * u * sum_j |s_j| instead of K * u * S (at K = 7168, uniform codes: a median of 51 fp16
-ulps for K * u * S, about 1 for chunk 16; see oracle/tests/test_bounds.py).
+(with no declared order, one chunk of K terms in any tree: E = gamma_{K-1} S). The a-posteriori
+partial sums |s_j| replace the sum of |terms| over all of K: with random signs |s_j| grows like
+sqrt(j), so E is about chunk * u * sum_j |s_j| instead of K * u * S (at K = 7168, uniform codes:
+a median of 51 fp16 ulps for K * u * S, about 1 for chunk 16; see oracle/tests/test_bounds.py).
+
+E of a cut accumulation. Let the head be chunks 1..N_h, so s_h := s_{N_h} is the exact head
+sum. The head is a chain of its own: its result t_head is within E_head of s_h, E_head the E
+above over chunks 1..N_h (S_head, partial sums s_j for j < N_h). The tail is a chain from 0
+whose partial sums are s_j - s_h (exact int64 differences): its result t_tail is within E_tail
+of s_N - s_h, E_tail the E above over chunks N_h + 1..N (S_tail = S - S_head, partial sums
+s_j - s_h for N_h < j < N). The one fp32 addition errs by at most u |t_head + t_tail|, and
+|t_head + t_tail| <= |s_N| + E_head + E_tail, so
+
+    E_cut := E_head + E_tail + u (|s_N| + E_head + E_tail)
+
+Either order may compute any element, so the bound uses max(E, E_cut). With no declared chunk
+k_split changes nothing: the cut order is one more tree of fp32 additions over the K products,
+which gamma_{K-1} S already covers.
 
 The fp16 step is taken exactly: fp16 rounding is monotone, so a kernel result y with
 |y - x| <= E rounds into [fp16(x - E), fp16(x + E)], both computed by correct integer rounding
@@ -55,9 +76,10 @@ Exact elements: every product is a multiple of g = 2^(v_a(i) + v_b(j)) * 2^-20, 
 the smallest 2-adic valuation of row i's nonzero integers (likewise v_b(j)). Every partial sum
 is then a multiple of g of magnitude <= S; if S < 2^24 g it is an integer below 2^24 times a
 power of two, exact in fp32, so the kernel's fp32 sum is x itself in any order and its fp16
-output must equal the reference (up to the sign of zero). exact_sum_mask marks these elements
-and the bound there is 0. Elements with a NaN scale get bound 0 (NaN positions are compared
-separately).
+output must equal the reference (up to the sign of zero). The same holds for a cut
+accumulation: its head and tail partial sums (s_j and s_j - s_h) are sums of products too,
+multiples of g of magnitude <= S. exact_sum_mask marks these elements and the bound there is 0.
+Elements with a NaN scale get bound 0 (NaN positions are compared separately).
 """
 
 import math
@@ -75,8 +97,8 @@ _BLOCK_FMA_EXTRA_TERMS = 2                 # gamma_{chunk+2}, not gamma_chunk: s
 _EXACT_FLOAT64_CHUNK = 512                 # chunk sums of |products| < 2^44 stay below 2^53: exact in float64
 _PREFIX_BATCH_ELEMENTS = 1 << 22           # float64 elements of chunk sums held at once (32 MiB)
 
-__all__ = ["Expected", "FP32_ADDITION_UNIT", "accumulation_error", "error_bound", "exact_sum_mask",
-           "expected_outputs", "gamma", "ulp16"]
+__all__ = ["Expected", "FP32_ADDITION_UNIT", "accumulation_error", "cut_point", "error_bound",
+           "exact_sum_mask", "expected_outputs", "gamma", "ulp16"]
 
 
 @dataclass
@@ -131,20 +153,63 @@ def _prefix_magnitudes(a_int: torch.Tensor, b_int: torch.Tensor, chunk: int) -> 
     return total
 
 
-def accumulation_error(a_int: torch.Tensor, b_int: torch.Tensor, abs_sum: torch.Tensor,
-                       chunk: int | None) -> torch.Tensor:
-    """E of the module docstring, float64 [m, n] in units of 2^-20 (times 2^-20 by the caller)."""
-    k = a_int.shape[1]
+def cut_point(k: int, chunk: int | None, k_split: int | None) -> int:
+    """h: the first K element of the tail of a cut accumulation (module docstring); 0 when K is
+    never cut (no k_split, no declared chunk, or K < 2 k_split)."""
+    if k_split is None:
+        return 0
+    if isinstance(k_split, bool) or not isinstance(k_split, int) or k_split < 1:
+        raise ValueError(f"k_split must be a positive integer, got {k_split!r}")
     if chunk is None:
-        return abs_sum.to(torch.float64) * (gamma(k) * _FLOAT64_SLACK)
-    if chunk < 1:
-        raise ValueError(f"accumulation chunk must be >= 1, got {chunk}")
-    chunk = min(int(chunk), k)
+        return 0
+    if k_split % chunk:
+        raise ValueError(f"k_split must be a positive multiple of the accumulation chunk {chunk}, "
+                         f"got {k_split}")
+    return (k // (2 * k_split)) * k_split
+
+
+def _chain_error(a_int: torch.Tensor, b_int: torch.Tensor, abs_sum: torch.Tensor,
+                 chunk: int) -> torch.Tensor:
+    """E of one chain from 0 over all the K elements of a_int, b_int (units of 2^-20)."""
+    k = a_int.shape[1]
+    chunk = min(chunk, k)
     chunks = -(-k // chunk)
     g = gamma(chunk + 1 + _BLOCK_FMA_EXTRA_TERMS)
     growth = math.exp((chunks - 1) * math.log1p(g))
     magnitudes = abs_sum.to(torch.float64) + _prefix_magnitudes(a_int, b_int, chunk)
     return magnitudes * (g * growth * _FLOAT64_SLACK)
+
+
+def _cut_error(a_int: torch.Tensor, b_int: torch.Tensor, abs_sum: torch.Tensor,
+               numerator: torch.Tensor, chunk: int, h: int) -> torch.Tensor:
+    """E_cut of the module docstring: head [0, h) and tail [h, K) chains, then one fp32 add."""
+    assert 0 < h < a_int.shape[1] and h % chunk == 0, (h, chunk)   # no chunk straddles h
+    head_abs = exact_int_matmul(a_int[:, :h].abs(), b_int[:, :h].abs())
+    head = _chain_error(a_int[:, :h], b_int[:, :h], head_abs, chunk)
+    tail = _chain_error(a_int[:, h:], b_int[:, h:], abs_sum - head_abs, chunk)
+    both = head + tail
+    return (both + (numerator.abs().to(torch.float64) + both) * FP32_ADDITION_UNIT) * _FLOAT64_SLACK
+
+
+def accumulation_error(a_int: torch.Tensor, b_int: torch.Tensor, abs_sum: torch.Tensor,
+                       chunk: int | None, k_split: int | None = None,
+                       numerator: torch.Tensor | None = None) -> torch.Tensor:
+    """E of the module docstring, float64 [m, n] in units of 2^-20 (times 2^-20 by the caller):
+    max(E, E_cut) where ``k_split`` cuts this K. ``numerator``: the exact sum a_int @ b_int.T
+    when the caller has it (computed here otherwise, for a cut only)."""
+    k = a_int.shape[1]
+    if chunk is None:
+        cut_point(k, chunk, k_split)                # validates k_split; the bound covers any cut
+        return abs_sum.to(torch.float64) * (gamma(k) * _FLOAT64_SLACK)
+    if chunk < 1:
+        raise ValueError(f"accumulation chunk must be >= 1, got {chunk}")
+    chunk = int(chunk)
+    h = cut_point(k, chunk, k_split)
+    error = _chain_error(a_int, b_int, abs_sum, chunk)
+    if h == 0:
+        return error
+    numerator = exact_int_matmul(a_int, b_int) if numerator is None else numerator
+    return torch.maximum(error, _cut_error(a_int, b_int, abs_sum, numerator, chunk, h))
 
 
 def _fp16_distance(numerator: torch.Tensor, error_units: torch.Tensor,
@@ -159,9 +224,10 @@ def _fp16_distance(numerator: torch.Tensor, error_units: torch.Tensor,
     return torch.maximum(high - r, r - low)
 
 
-def expected_outputs(data, chunk: int | None = None) -> list[Expected]:
+def expected_outputs(data, chunk: int | None = None, k_split: int | None = None) -> list[Expected]:
     """Reference, exact value, accumulation error, bound and exact-sum mask for every group,
-    for a subject that declares accumulation ``chunk`` (see the module docstring)."""
+    for a subject that declares accumulation ``chunk`` and ``k_split`` (see the module
+    docstring). Raises ValueError when k_split is not a positive multiple of chunk."""
     results = []
     for group in range(len(data[0])):
         a_int, b_int, nan = group_integers(data, group)
@@ -170,7 +236,7 @@ def expected_outputs(data, chunk: int | None = None) -> list[Expected]:
         abs_sum = exact_int_matmul(a_int.abs(), b_int.abs())          # S * 2^20, exact
         scale = 2.0 ** PRODUCT_EXPONENT
         exact = numerator.to(torch.float64) * scale
-        error_units = accumulation_error(a_int, b_int, abs_sum, chunk)
+        error_units = accumulation_error(a_int, b_int, abs_sum, chunk, k_split, numerator)
         shift = (_min_valuation(a_int).unsqueeze(1) + _min_valuation(b_int).unsqueeze(0))
         exact_sum = ((abs_sum >> shift.clamp(max=62)) < 2 ** _FP32_SIGNIFICAND) & ~nan
         reference = round_scaled_int_to_fp16(numerator, PRODUCT_EXPONENT)
@@ -183,9 +249,9 @@ def expected_outputs(data, chunk: int | None = None) -> list[Expected]:
     return results
 
 
-def error_bound(data, chunk: int | None = None) -> list[torch.Tensor]:
+def error_bound(data, chunk: int | None = None, k_split: int | None = None) -> list[torch.Tensor]:
     """Per group float64 [m, n, 1]: the largest |kernel - reference| an honest kernel may show."""
-    return [e.bound for e in expected_outputs(data, chunk)]
+    return [e.bound for e in expected_outputs(data, chunk, k_split)]
 
 
 def exact_sum_mask(data) -> list[torch.Tensor]:

@@ -103,10 +103,11 @@ def compare(outputs, reference, bound, *, exact=None, max_worst: int = 10) -> Re
     return report
 
 
-def check_outputs(data, outputs=None, *, chunk: int | None = None, max_worst: int = 10) -> Report:
+def check_outputs(data, outputs=None, *, chunk: int | None = None, k_split: int | None = None,
+                  max_worst: int = 10) -> Report:
     """Compare outputs (default: each group's c in data) with the oracle's expectation for a
-    subject that declares accumulation ``chunk`` (bounds.py)."""
+    subject that declares accumulation ``chunk`` and ``k_split`` (bounds.py)."""
     outputs = [c for _, _, c in data[0]] if outputs is None else outputs
-    expected = expected_outputs(data, chunk)
+    expected = expected_outputs(data, chunk, k_split)
     return compare(outputs, [e.reference for e in expected], [e.bound for e in expected],
                    exact=[e.exact_sum for e in expected], max_worst=max_worst)

@@ -228,8 +228,9 @@ def check_example_in_process(variant: SubjectVariant, example: Example, *, rerun
     data = oracle.place(data, variant.device, example.layout)
     clock.lap("transfers")
     # one exact computation on the subject's device: reference, bound (for the subject's declared
-    # accumulation), exact sums
-    expected = oracle.expected_outputs(data, variant.constraints.accumulation_chunk)
+    # accumulation order and cut), exact sums
+    expected = oracle.expected_outputs(data, variant.constraints.accumulation_chunk,
+                                       variant.constraints.k_split)
     cs = [abc[2] for abc in data[0]]
     guarded = GuardedOutputs.like(cs, packed=example.layout == "packed_c")
     clock.lap("oracle")

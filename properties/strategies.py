@@ -133,6 +133,9 @@ def multi_round_sizes(draw, constraints: KernelConstraints, limits: SizeLimits, 
     runs of tiles); the snake deals one tile per CTA per round and idles none (see grid_shape)."""
     gran = constraints.k_granularity
     k = gran * draw(st.integers(1, max(1, MULTI_ROUND_MAX_K // gran)))
+    if planner.schedule == "split_last":
+        # the last round's tiles are cut in K halves only with two K tiles or more: 2 or 3
+        k = gran * draw(st.integers(2, max(3, 3 * MULTI_ROUND_MAX_K // gran)))
     groups = draw(st.integers(1, min(limits.max_groups, constraints.max_groups)))
     # the groups' K: one K, or K and K + MULTI_ROUND_MAX_K alternating from a drawn first
     mixed_k = groups >= 2 and draw(st.booleans())
@@ -217,7 +220,8 @@ def corner_examples(constraints: KernelConstraints, seed: int = 0,
     return examples
 
 
-MULTI_ROUND_CORNERS = ("light_tiles_idle_ctas", "three_rounds_mixed_tiles", "three_rounds_mixed_k")
+MULTI_ROUND_CORNERS = ("light_tiles_idle_ctas", "three_rounds_mixed_tiles", "three_rounds_mixed_k",
+                       "last_round_quarter_odd_k", "last_round_quarter_two_k")
 
 
 def multi_round_corners(constraints: KernelConstraints, planner: GridPlanner) -> dict[str, tuple]:
@@ -229,7 +233,12 @@ def multi_round_corners(constraints: KernelConstraints, planner: GridPlanner) ->
     * ``three_rounds_mixed_tiles``: up to 3 groups of one full and one light M block per N block,
       more than 2 C tiles, so a contiguous grid runs at least three rounds;
     * ``three_rounds_mixed_k``: the same tiles with K, 2 K, K over the groups (one group: K), so a
-      balanced grid deals them in the snake order, an odd round included."""
+      balanced grid deals them in the snake order, an odd round included;
+    * ``last_round_quarter_odd_k``: one group of 2 C + C // 4 tiles, K = 3 x 256 (three K tiles:
+      ``schedule="split_last"`` cuts the last round's tiles into halves of one and two K tiles);
+    * ``last_round_quarter_two_k``: 2 C tiles of K = 4 x 256, then C // 4 tiles of K = 2 x 256 in a
+      second group (the cut tiles, last in the launch order, are the second group's: halves of one
+      K tile, on a K other than the first group's)."""
     gran, g_max = constraints.k_granularity, constraints.max_groups
     k = gran * max(1, MULTI_ROUND_MAX_K // gran)
     ctas, tm, tn = planner.ctas, planner.tile_m, planner.tile_n
@@ -246,8 +255,12 @@ def multi_round_corners(constraints: KernelConstraints, planner: GridPlanner) ->
     n_blocks = -(-(2 * ctas + 1) // (2 * groups))
     mixed_sizes = tuple((tm + max(1, tm // 4 - g), n_blocks * tn - 5 * g, k, 1) for g in range(groups))
     mixed_k = tuple((m, n, 2 * k if g % 2 else k, l) for g, (m, n, _, l) in enumerate(mixed_sizes))
+    quarter = max(1, ctas // 4)
+    k_tile = gran * max(1, 256 // gran)
+    odd_k = ((tm - 5, (2 * ctas + quarter) * tn - 7, 3 * k_tile, 1),)
+    two_k = ((2 * tm - 9, ctas * tn - 3, 4 * k_tile, 1), (tm // 2 + 3, quarter * tn - 11, 2 * k_tile, 1))
     return {"light_tiles_idle_ctas": light_sizes, "three_rounds_mixed_tiles": mixed_sizes,
-            "three_rounds_mixed_k": mixed_k}
+            "three_rounds_mixed_k": mixed_k, "last_round_quarter_odd_k": odd_k, "last_round_quarter_two_k": two_k}
 
 
 @dataclass(frozen=True)

@@ -124,12 +124,24 @@ def _family_entry(name: str) -> EntrySubject:
         if not missing_dependency(exc):
             raise
         return EntrySubject(name, "loaded", None, None, None, GPU_LIMITS, f"{family.package}: {exc}")
-    constraints = all_constraints[0]
-    chunks = {c.accumulation_chunk for c in all_constraints}
     granularity = math.lcm(*(c.k_granularity for c in all_constraints))
-    constraints = replace(constraints, k_granularity=granularity,
-                          accumulation_chunk=chunks.pop() if len(chunks) == 1 else None)
+    chunk, k_split = _common_accumulation(all_constraints)
+    constraints = replace(all_constraints[0], k_granularity=granularity, accumulation_chunk=chunk,
+                          k_split=k_split)
     return EntrySubject(name, "loaded", None, None, constraints, GPU_LIMITS, reason)
+
+
+def _common_accumulation(all_constraints) -> tuple[int | None, int | None]:
+    """(accumulation_chunk, k_split) whose oracle bound covers every config the entry may choose.
+    One k_split where some configs cut K and the others do not: that k_split, sound for both
+    since the bound is max(chain, cut). Different chunks, or different cuts (one k_split cannot
+    name two cut points): no declared order, the bound of any tree of fp32 additions over K,
+    cut or not (oracle.bounds)."""
+    chunks = {c.accumulation_chunk for c in all_constraints}
+    splits = {c.k_split for c in all_constraints} - {None}
+    if len(chunks) != 1 or len(splits) > 1:
+        return None, None
+    return chunks.pop(), (splits.pop() if splits else None)
 
 
 def entry_subjects(subject: str) -> list[EntrySubject]:
@@ -318,7 +330,8 @@ class Pattern:
             self.seed += 1
             problem.refill(self.seed)
         data = problem.data
-        expected = oracle.expected_outputs(data, entry.constraints.accumulation_chunk)
+        declared = entry.constraints
+        expected = oracle.expected_outputs(data, declared.accumulation_chunk, declared.k_split)
         if poison:
             problem.poison()
         stats = entry.pipeline.fast_path.stats
@@ -411,6 +424,19 @@ def test_entry_on_another_stream(entry):
         Pattern(entry, case, stream=True).run_on_streams()
 
     on_streams()
+
+
+def test_the_combined_accumulation_covers_every_config():
+    from kernel.validation import KernelConstraints
+
+    def common(*declared):
+        return _common_accumulation([KernelConstraints(accumulation_chunk=c, k_split=s) for c, s in declared])
+
+    assert common((16, None), (16, None)) == (16, None)
+    assert common((16, None), (16, 256)) == (16, 256)          # max(chain, cut) covers the uncut config
+    assert common((16, 256), (16, 256)) == (16, 256)
+    assert common((16, 128), (16, 256)) == (None, None)        # two cut points: the any-order bound
+    assert common((16, None), (64, 256)) == (None, None)
 
 
 # ---- python -m properties.test_entry_calling_pattern: one case again --------------------------

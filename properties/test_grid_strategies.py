@@ -30,7 +30,10 @@ from properties.strategies import (MULTI_ROUND_CORNERS, MULTI_ROUND_MAX_K, corne
 from properties.subjects import resolve_subject
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = resolve_subject("model") + resolve_subject("hopper")
+# the production builds, and every declared build of a schedule they do not use
+_PRODUCTION = resolve_subject("model") + resolve_subject("hopper")
+VARIANTS = _PRODUCTION + [v for v in resolve_subject("hopper", "all")
+                          if v.planner.schedule not in {p.planner.schedule for p in _PRODUCTION}]
 # enough draws to find each kind of problem; a multi-round problem is about one draw in six
 FIND = settings(max_examples=300, derandomize=True, database=None, deadline=None,
                 suppress_health_check=list(HealthCheck))
@@ -82,8 +85,10 @@ def test_draws_pass_one_round_of_the_grid(variant):
         example = find(examples(variant), lambda e: holds(_shape(variant, e)), settings=FIND)
         shape = _shape(variant, example)
         assert holds(shape), (what, example, shape)
-        # kept cheap: K is one 256-K tile at most (one more where the groups' K differ)
-        assert all(k <= 256 + MULTI_ROUND_MAX_K for _, _, k, _ in example.sizes) or shape.tiles <= ctas, example
+        # kept cheap: K is one 256-K tile at most (one more where the groups' K differ; three for
+        # the split_last schedule, whose cut needs two K tiles or more)
+        k_max = 3 * 256 if variant.planner.schedule == "split_last" else 256 + MULTI_ROUND_MAX_K
+        assert all(k <= k_max for _, _, k, _ in example.sizes) or shape.tiles <= ctas, example
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=_ids)
@@ -115,7 +120,13 @@ def test_corners_pass_one_round_of_the_grid(variant):
     assert _shape(variant, mixed_k).tiles > 2 * ctas and not plan.k_uniform, mixed_k
     if variant.planner.schedule == "balanced":  # the snake split: some CTA runs an odd round
         assert max(len(plan.cta_tiles(c)) for c in range(plan.num_ctas)) >= 2, mixed_k
-    for name in MULTI_ROUND_CORNERS:
+    for name in ("last_round_quarter_odd_k", "last_round_quarter_two_k"):
+        plan = variant.planner.plan(corners[name].sizes)
+        assert 2 * ctas < plan.total_tiles <= 2 * ctas + ctas // 2, (name, plan.total_tiles)
+        if variant.planner.schedule == "split_last":  # every leftover tile cut, each half non-empty
+            cut = [t for t in range(plan.total_tiles) if plan.split_index(t) is not None]
+            assert len(cut) == plan.total_tiles - 2 * ctas, (name, len(cut))
+    for name in MULTI_ROUND_CORNERS[:3]:
         assert all(k <= 256 + MULTI_ROUND_MAX_K for _, _, k, _ in corners[name].sizes)
     # without a planner (a subject whose plan is unknown) there are none
     assert not set(MULTI_ROUND_CORNERS) & set(corner_examples(variant.constraints))

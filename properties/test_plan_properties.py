@@ -151,3 +151,43 @@ def test_pointer_tables_follow_new_tensors_of_the_same_shapes(sizes, seed):
         assert cache.get(plan, groups, torch.device("cpu")) is t  # same tensors -> cached, no copy
         tables.append((t, data))
     assert tables[0][0] is not tables[1][0]
+
+
+@given(sizes_strategy, tiles, st.integers(1, 140), orders)
+@example([(2320, 4096, 4096, 1)], (256, 128, 256), 132, "by_cost")  # 320 tiles: 56 cut on 132 CTAs
+@example([(300, 900, 256, 1)], (128, 128, 256), 140, "by_cost")  # one K tile: nothing to cut
+@example([(64, 64, 512, 1)], (128, 128, 256), 2, "by_cost")  # one tile, two CTAs: both halves
+def test_split_last_covers_every_k_tile_once(sizes, tile, max_ctas, order):
+    """schedule="split_last": every (tile, K tile) is run by exactly one unit; a cut tile has one
+    publishing half ([0, h)) and one combining half ([h, KT)) on two CTAs, and a slot of its own;
+    no CTA runs more K tiles than the contiguous schedule's busiest CTA on the same grid."""
+    plan = _plan(sizes, tile, max_ctas, "split_last", order)
+    assert plan.num_ctas == min(plan.total_tiles, max_ctas)
+    runs, roles = {}, {}
+    for cta in range(plan.num_ctas):
+        for u in plan.cta_units(cta):
+            assert 0 <= u.k_begin < u.k_end <= plan.k_tiles(plan.locate(u.tile).slot)
+            for kt in range(u.k_begin, u.k_end):
+                assert (u.tile, kt) not in runs, f"tile {u.tile} K tile {kt} run twice"
+                runs[(u.tile, kt)] = cta
+            roles.setdefault(u.tile, []).append((u.role, u.k_begin, u.k_end, cta))
+    want = {(t, kt) for t in range(plan.total_tiles) for kt in range(plan.k_tiles(plan.locate(t).slot))}
+    assert set(runs) == want
+    slots = set()
+    for t, parts in roles.items():
+        kt = plan.k_tiles(plan.locate(t).slot)
+        if len(parts) == 1:
+            assert parts[0][0] == "whole" and plan.split_index(t) is None
+            continue
+        (r0, b0, e0, c0), (r1, b1, e1, c1) = sorted(parts, key=lambda p: p[1])
+        assert (r0, b0, e0, r1, b1, e1) == ("publish", 0, kt // 2, "combine", kt // 2, kt) and c0 != c1
+        index = plan.split_index(t)
+        assert index is not None and 0 <= index < plan.num_ctas // 2 and index not in slots
+        slots.add(index)
+    if not plan.total_tiles:
+        return
+    contiguous = make_plan(sizes, tile_m=tile[0], tile_n=tile[1], tile_k=tile[2], max_ctas=plan.num_ctas,
+                           schedule="contiguous", order=order)
+    def busiest(p):
+        return max((sum(u.k_end - u.k_begin for u in p.cta_units(c)) for c in range(p.num_ctas)), default=0)
+    assert busiest(plan) <= busiest(contiguous)

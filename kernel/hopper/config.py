@@ -26,7 +26,7 @@ from kernel.errors import UnsupportedConfigError
 
 DequantDtype = Literal["fp16"]
 # "balanced": with y_tail64 only (kernel.plan: full tiles and light 64-row tiles split by cost)
-Schedule = Literal["contiguous", "strided", "balanced"]
+Schedule = Literal["contiguous", "strided", "balanced", "split_last"]
 # How the producer warp moves packed FP4 rows and scale blocks into a stage:
 #   "cp_async":  16-byte cp.async per lane (LDGSTS), completion through cp.async.mbarrier.arrive;
 #   (one cp.async.bulk per operand row was measured slower on every shape: docs/results.md, rows 10, D16)
@@ -112,6 +112,9 @@ EPILOGUE_BARRIER_ID0 = 4
 # y_source="prepass": named barrier 2 syncs phase 1's decoding threads (the consumer warps; the
 # producer warp issues its first tile's X stages meanwhile) around each chunk
 PHASE1_BARRIER_ID = 2
+# schedule="split_last": named barrier 3 syncs the consumer threads around a cut tile's partial
+# sums (kernel/hopper/split.py)
+SPLIT_BARRIER_ID = 3
 # epilogue="smem": columns of C per consumer warpgroup (its 64-row wgmma M slice, swapped), so a
 # staging row is 128 bytes: eight 16-byte chunks
 EPILOGUE_WG_COLS = 64
@@ -135,6 +138,9 @@ class HopperConfig:
     # 0: operands hold the exact dequantized values (two fp16 multiplies per pair);
     # -14: operands hold value * 2^-14 (one multiply), the epilogue multiplies by 2^28. Both exact.
     operand_exp_shift: int = -14
+    # kernel.plan: which CTA runs which tiles; "split_last" (y_source="prepass", label suffix
+    # "_sk"): contiguous full rounds, the last round's tiles cut in two K halves when they fill at
+    # most half the grid (one CTA publishes its fp32 sums through the workspace, the other adds them)
     schedule: Schedule = "contiguous"
     loader: Loader = "cp_async"
     dequant: Dequant = "shift"
@@ -289,7 +295,8 @@ class HopperConfig:
         swap = "_swap" if self.swapped else ""
         shift = "" if self.operand_exp_shift == -14 else f"_x{self.operand_exp_shift}"
         # schedule="balanced" goes with y_tail64 (its "_t64" suffix says both)
-        sched = "" if self.schedule in ("contiguous", "balanced") else f"_{self.schedule}"
+        # schedule="split_last" is the "_sk" suffix (last)
+        sched = "" if self.schedule in ("contiguous", "balanced", "split_last") else f"_{self.schedule}"
         sched += "" if self.loader == "cp_async" else f"_{self.loader}"
         sched += "" if self.dequant == "shift" else f"_{self.dequant}"
         sched += "" if self.producer_warps == 1 else f"_p{self.producer_warps}"
@@ -305,6 +312,7 @@ class HopperConfig:
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_pdl" if self.pdl else ""
         sched += "_pwg" if self.producer_warpgroup else ""
+        sched += "_sk" if self.schedule == "split_last" else ""
         return (
             f"h90_m{self.tile_m}n{self.tile_n}k{self.tile_k}_s{self.num_ab_stages}_{role}"
             f"{swap}_{self.dequant_dtype}{shift}{sched}"
@@ -469,8 +477,11 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"dequant_dtype must be 'fp16', got {config.dequant_dtype!r}")
     if config.operand_exp_shift not in (0, -14):
         p.append(f"operand_exp_shift must be 0 or -14, got {config.operand_exp_shift}")
-    if config.schedule not in ("contiguous", "strided", "balanced"):
-        p.append(f"schedule must be 'contiguous', 'strided' or 'balanced', got {config.schedule!r}")
+    if config.schedule not in ("contiguous", "strided", "balanced", "split_last"):
+        p.append(f"schedule must be 'contiguous', 'strided', 'balanced' or 'split_last', got {config.schedule!r}")
+    if config.schedule == "split_last" and (config.y_source != "prepass" or config.y_tail64 is not False):
+        p.append("schedule='split_last' (the last round's tiles cut in K halves) needs y_source='prepass' "
+                 "without y_tail64")
     if config.loader not in ("cp_async", "tma"):
         p.append(f"loader must be 'cp_async' or 'tma', got {config.loader!r}")
     if config.loader == "tma" and config.tile_k != 256:
@@ -537,8 +548,8 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_source='prepass' needs roles='cooperative' and x_operand='regs' (the consumers decode X only)")
         if config.loader != "tma" or config.dequant != "prmt":
             p.append("y_source='prepass' needs loader='tma' and dequant='prmt'")
-        if config.schedule not in ("contiguous", "balanced"):
-            p.append("y_source='prepass' takes schedule='contiguous' or 'balanced' (with y_tail64)")
+        if config.schedule not in ("contiguous", "balanced", "split_last"):
+            p.append("y_source='prepass' takes schedule='contiguous', 'split_last' or 'balanced' (with y_tail64)")
         if config.prepass_chunk not in PREPASS_CHUNK_SPLITS:
             p.append(f"y_source='prepass' needs prepass_chunk in {PREPASS_CHUNK_SPLITS}, got {config.prepass_chunk!r}")
         # each decoding warp stages at its own index's slot of the Y ring

@@ -107,7 +107,7 @@ class ConsumerMixin:
 
     @cute.jit
     def consume_x_regs_y_ring(self, tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                        t_begin, t_end, t_step, sy_iter=None):
+                        t_begin, t_end, t_step, sy_iter=None, ws=None):
         """The consumer warpgroups of phase 2 (prepass; ``y_pipe`` the TMA-filled Y ring) and of
         ``roles="split"`` with X in registers (``y_pipe`` the dequant warpgroups' fp16 ring): per
         64-K sub-block decode the X fragment from the raw stage (releasing the stage after the
@@ -145,13 +145,12 @@ class ConsumerMixin:
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.fp16_buffers)
         retire_state = ystate.clone()
         in_flight = cfg.wgmma_in_flight
-        for tile in range(t_begin, t_end, t_step):
-            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+        for unit in range(t_begin, self.unit_end(m_prefix, m_sizes, t_end), t_step):
+            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, self.unit_tile(unit, t_end))
             x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
             if cutlass.const_expr(self.tail64):
                 rows64 = m - m0 <= self.half_n  # a 64-row tile (run-time, per tile)
-            k_tiles = k // cfg.tile_k
-            k_begin = cutlass.Int32(0)
+            k_begin, k_tiles = self.unit_k_range(unit, t_end, cutlass.Int32(0), k // cfg.tile_k)
             self.reset_accumulator(acc)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             self.wgmma_fence()
@@ -208,7 +207,15 @@ class ConsumerMixin:
             for _r in cutlass.range_constexpr(in_flight):  # a tile's last in_flight boxes (it has >= n_sub of them)
                 self.warp_release(y_pipe, retire_state)
                 retire_state.advance()
-            self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+            if cutlass.const_expr(self.split_last):
+                if unit >= t_end and self.split_half == 0:
+                    self.split_publish(acc, tidx, ws)  # half 0 of a cut tile: no C
+                else:
+                    if unit >= t_end and k_begin > 0:
+                        self.split_combine(acc, tidx, ws)  # half 1: half 0's sums added first
+                    self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
+            else:
+                self.epilogue(acc, tCcC, m_ptrs[slot, 2], m, n, m0, n0)
             self.poison_accumulator(acc)
 
     # ------------------------------------------------------------- consumer helpers

@@ -42,8 +42,8 @@ MMA is faster only while the doubled tile count leaves SMs free. For groups of t
 over several rounds (:data:`WIDE_Y_MIN_M_MEAN`, :data:`WIDE_Y_MIN_ROUNDS`) the prepass pipeline with
 a 256-row Y tile (``WIDE_Y_CONFIG``) won both dense single groups by 7 and 9 %; it lost every
 shape of small groups (bench1-3, MoE: it has no tail tiles, and half the tiles). Its clause also
-asks for one K in every group (:data:`WIDE_Y_MAX_K_RATIO`): its contiguous schedule counts tiles,
-not K, and it was measured on single groups only.
+asks for one K in every group (:data:`WIDE_Y_MAX_K_RATIO`): its schedule (contiguous rounds, the
+last one cut in K halves) counts tiles, not K, and it was measured on single groups only.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ WIDE_Y_MIN_M_MEAN = 2176
 # ... and this many rounds of 128 x 128 tiles, so that its half as many tiles still make two rounds
 # (it won at 7.76 rounds; with one round its halved tile count leaves SMs idle: bench3 +60 %)
 WIDE_Y_MIN_ROUNDS = 4.0
-# ... with one K in every group: its contiguous schedule counts tiles, not their K (the fallback's
+# ... with one K in every group: its schedule counts tiles, not their K (the fallback's
 # snake split deals long and short tiles evenly); it was measured only on single groups
 WIDE_Y_MAX_K_RATIO = 1.0
 

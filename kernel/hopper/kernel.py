@@ -67,6 +67,7 @@ from kernel.hopper.epilogue import EpilogueMixin
 from kernel.hopper.harness import HarnessMixin
 from kernel.hopper.phase1 import Phase1Mixin
 from kernel.hopper.producer import ProducerMixin
+from kernel.hopper.split import SplitMixin
 from kernel.hopper.ptx import st_shared_u32, dequant_y_units_rs, delay_jitter_from_table, warp_skew_from_table
 
 SUB_K = cfgmod.DEQUANT_SUB_K
@@ -75,7 +76,7 @@ SUB_K = cfgmod.DEQUANT_SUB_K
 from kernel.hopper.harness import HB_WARP_WORDS  # noqa: E402
 
 
-class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, EpilogueMixin, HarnessMixin):
+class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMixin, EpilogueMixin, HarnessMixin):
     """One compiled variant: ``(config, num_groups)`` fixed, everything else run-time."""
 
     def __init__(self, config: HopperConfig, num_groups: int, perturbation: Perturbation | None = None,
@@ -94,6 +95,8 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
         self.checks = perturbation is not None and perturbation.checks
         self.hb_base = self.hb_warp = self.hb_cta = self.hb_lane = None  # set while the kernel is traced
         self.p1_chunks = None  # (prepass builds) phase 1's chunk count, set while the kernel is traced
+        # schedule="split_last": this CTA's cut tile and its half (-1: none), set while the kernel is traced
+        self.split_cut = self.split_half = None
         self.num_groups = num_groups
         self.mma_m = config.mma_m
         self.mma_n = config.mma_n
@@ -386,7 +389,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, ConsumerMixin, Epilogue
                     else:
                         c_begin, c_end, c_step = self.tile_range(total)
                     self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                               c_begin, c_end, c_step, sy_iter=storage.sY if self.tail64 else None)
+                                               c_begin, c_end, c_step, sy_iter=storage.sY if self.tail64 else None, ws=ws)
                     if tidx == 0:
                         # the last CTA through phase 1 resets its counters (off phase 1's path:
                         # the count's round trip overlapped the CTA's tiles)

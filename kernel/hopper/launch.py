@@ -40,9 +40,11 @@ ACCUMULATION_CHUNK = 16
 
 def constraints(config: HopperConfig = DEFAULT_CONFIG, *, device_type: str = "cuda") -> KernelConstraints:
     """K must be a multiple of the stage depth ``tile_k`` (128 or 256); K is accumulated in
-    order in steps of :data:`ACCUMULATION_CHUNK`."""
+    order in steps of :data:`ACCUMULATION_CHUNK`; ``schedule="split_last"`` may cut a tile's K
+    once, at a multiple of ``tile_k`` (kernel.plan.split_half)."""
     return KernelConstraints(k_granularity=config.tile_k, device_type=device_type,
-                             accumulation_chunk=ACCUMULATION_CHUNK)
+                             accumulation_chunk=ACCUMULATION_CHUNK,
+                             k_split=config.tile_k if config.schedule == "split_last" else None)
 
 
 def unavailable_reason() -> str | None:
@@ -106,7 +108,9 @@ class HopperHooks:
         barrier counters self-resetting); None for every other variant."""
         if config.y_source != "prepass":
             return None
-        return self.workspaces.get(workspace_geometry(plan.sizes), config.mma_n, stream, device)
+        slots = plan.num_ctas // 2 if config.schedule == "split_last" else 0
+        geom = workspace_geometry(plan.sizes, slots, 4 * config.tile_m * config.tile_n)
+        return self.workspaces.get(geom, config.mma_n, stream, device)
 
     def aux_template(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors]):
         """The tensor maps of this shape signature with the addresses patched per problem

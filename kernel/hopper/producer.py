@@ -18,6 +18,7 @@ from kernel.device_schedule import (
     k_uniform,
     snake_share,
     snake_tile,
+    split_last_range,
     uniform_share,
 )
 from kernel.hopper.ptx import (
@@ -166,6 +167,10 @@ class ProducerMixin:
         if cutlass.const_expr(self.tail64):
             # the balanced schedule: entries 0 .. full + light - 1 of this CTA's list (locate)
             first, end, step = cutlass.Int32(0), self.share[1] + self.share[3], cutlass.Int32(1)
+        elif cutlass.const_expr(self.split_last):
+            # whole tiles [first, end); the half of a cut tile kept on self (kernel/hopper/split.py)
+            first, end, self.split_cut, self.split_half = split_last_range(total)
+            step = cutlass.Int32(1)
         else:
             first, end, step = cta_tile_range(total, self.config.schedule)
         return first, end, step
@@ -286,8 +291,8 @@ class ProducerMixin:
         fence_proxy_async_global()
         self.check_phase1_read()  # the checker: every chunk acquired before the workspace's first TMA
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
-        for tile in range(t_begin, t_end, t_step):
-            slot, _m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, tile)
+        for unit in range(t_begin, self.unit_end(m_prefix, m_sizes, t_end), t_step):
+            slot, _m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, self.unit_tile(unit, t_end))
             y_row = self.row_offset(m_sizes, slot) + m0
             sfx = m_ptrs[slot, 4]  # X's scales, read once per tile (first needed after the early stages)
             tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
@@ -295,8 +300,7 @@ class ProducerMixin:
             if lane == 0:
                 self.acquire_map(tm_x)
             self.delay("producer", "tensormap", "after")
-            k_begin = cutlass.Int32(0)
-            k_end = k // cfg.tile_k
+            k_begin, k_end = self.unit_k_range(unit, t_end, cutlass.Int32(0), k // cfg.tile_k)
             for kt in range(k_begin, k_end):
                 if kt >= pre:
                     self.produce_x_stage(lane, pipe, state, raw_base, sfx, tm_x, k, n, n0, kt)

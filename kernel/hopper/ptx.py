@@ -978,3 +978,26 @@ def st_shared_u32_if_zero(addr: Int32, value: Int32, key: Int32, *, loc=None, ip
     thread index, a register: no special-register read, no branch)."""
     _inline_asm("{\n.reg .pred p;\nsetp.eq.u32 p, $2, 0;\n@p st.shared.u32 [$0], $1;\n}", "r,r,r,~{memory}",
                 _ir(loc, ip, (Int32, addr), (Int32, value), (Int32, key)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def st_global_v4_f32(addr: Int64, values: list, *, loc=None, ip=None) -> None:
+    """``schedule="split_last"``: four fp32 accumulators to global memory (16-byte aligned)."""
+    _inline_asm("st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f,~{memory}",
+                _ir(loc, ip, (Int64, addr), *((Float32, v) for v in values)), loc=loc, ip=ip)
+
+
+@dsl_user_op
+def add_global_v4_f32(addr: Int64, values: list, *, loc=None, ip=None) -> list:
+    """``schedule="split_last"``: ``values[i] + x[i]`` (fp32, round to nearest) for the four fp32
+    ``x`` at ``addr``, loaded at L2 (``ld.global.cg``: another CTA wrote them in this launch, and
+    this SM's L1 is not coherent with its writes)."""
+    from cutlass.cutlass_dsl import T
+
+    asm = ("{\n.reg .f32 p<4>;\nld.global.cg.v4.f32 {p0, p1, p2, p3}, [$4];\n"
+           "add.rn.f32 $0, $5, p0;\nadd.rn.f32 $1, $6, p1;\nadd.rn.f32 $2, $7, p2;\nadd.rn.f32 $3, $8, p3;\n}")
+    res = llvm.inline_asm(llvm.StructType.get_literal([T.f32()] * 4),
+                          _ir(loc, ip, (Int64, addr), *((Float32, v) for v in values)), asm,
+                          "=f,=f,=f,=f,l,f,f,f,f,~{memory}", has_side_effects=True, is_align_stack=False,
+                          asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
+    return [Float32(llvm.extractvalue(T.f32(), res, [k], loc=loc, ip=ip)) for k in range(4)]

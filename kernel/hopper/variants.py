@@ -48,14 +48,16 @@ SPLIT_WARP_CONFIG = replace(PHASE1_STAGED_CONFIG, prepass_split_warp=True)
 # a round of 128 x 128 tiles, where SMs would otherwise idle (the leaderboard's test shapes)
 FEW_TILES_CONFIG = replace(IN_FLIGHT_CONFIG, tile_n=64, consumer_warpgroups=1)
 # The prepass pipeline with a 256-row Y tile (wgmma 64x256: each decoded X fragment feeds twice the
-# rows), its 128 accumulators per thread from a producer warpgroup's registers (setmaxnreg), the
-# contiguous schedule (the 64-row tail tiles halve 128-row ones only): half the X decode per FLOP,
+# rows), its 128 accumulators per thread from a producer warpgroup's registers (setmaxnreg), whole
+# rounds of contiguous tiles, then the last round's tiles cut in two K halves when they fill at
+# most half the grid (schedule="split_last": a dense group of 2320 rows runs 2.5 tile times per CTA
+# instead of 3; no 64-row tail tiles, which halve 128-row ones only): half the X decode per FLOP,
 # for groups of thousands of rows (dense GEMMs); phase 1 decoded by the consumers and the producer
 # warpgroup's three other warps, eight items per thread in flight (one chunk per CTA on a dense group)
 WIDE_Y_CONFIG = HopperConfig(
     tile_m=256, tile_n=128, tile_k=256, num_ab_stages=3, consumer_warpgroups=2, swapped=True,
     dequant="prmt", loader="tma", x_operand="regs", y_source="prepass", fp16_buffers=4, prepass_chunk=1,
-    epilogue="smem", producer_warpgroup=True, phase1_helpers=True, prepass_batch=8,
+    epilogue="smem", producer_warpgroup=True, phase1_helpers=True, prepass_batch=8, schedule="split_last",
 )
 
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).

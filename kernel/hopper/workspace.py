@@ -7,6 +7,7 @@ One workspace is a device ``uint8`` tensor:
   claimed, ``DONE_WORD``: chunks decoded, ``PASSED_WORD``: CTAs through the barrier). Zero
   between launches: the last CTA through the barrier of a launch sets all three back to 0, so
   repeated launches (fast path, graph replays) need no host reset;
+* bytes 12..15: u32, the byte offset of the split area / 1024 (0: none);
 * bytes 128..255: the TMA tensor map over the data (encoded once per workspace, at its
   allocation: the map depends only on the data's address, its rows and its pitch);
 * from byte 256: ``rows`` rows of ``pitch`` bytes (``pitch`` = 2 x the largest K of the problem):
@@ -18,6 +19,11 @@ One workspace is a device ``uint8`` tensor:
   (``q * 128``, ``row_offsets[s] + m0``) with the 128-byte swizzle lands in shared memory exactly
   as the shared-memory decode lays out one fp16 Y buffer. Rows of a box past the group's M read
   the next slot's rows (or zero fill past the last row): they reach only accumulator columns that are never stored.
+* ``schedule="split_last"`` only, the split area (1024-aligned, after the data): ``SPLIT_FLAGS``
+  u32 flags (zeroed at allocation; the combining CTA sets its flag back to 0 after reading it),
+  then one partial-sum slot per cut tile (``split_slots`` of ``split_slot_bytes``): the publishing
+  half's fp32 accumulators, thread-major in 16-byte groups (group q of consumer thread t at
+  ``(q * threads + t) * 16``), read back by the same thread index of the combining half.
 
 Phase 1 decodes ``items``: item i is (slot, row, sub-block) with the sub-block fastest, then the
 row, then the slot (slots with N == 0 own none), so consecutive threads read consecutive 32-byte
@@ -32,7 +38,7 @@ So the barrier cannot deadlock even when the grid is not co-resident (another ke
 SMs, or a second launch on another stream); with the plan's grid (at most one CTA per SM, the
 kernel takes most of the shared memory) all CTAs are normally resident anyway.
 
-Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows),
+Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows, split area),
 allocated on that stream (so the allocator never hands its memory to another stream's work
 while a launch may still read it), its header written by a copy on that stream. Launches on
 one stream run one after the other, so they may share it; a launch on another stream gets its
@@ -50,6 +56,9 @@ DONE_WORD = 4
 PASSED_WORD = 8
 TENSOR_MAP_OFFSET = 128
 DATA_OFFSET = 256
+SPLIT_WORD = 12
+SPLIT_ALIGN = 1024
+SPLIT_FLAGS = 256  # u32 flags at the split area's start (kernel.plan.SPLIT_SLOTS cut tiles at most)
 ITEM_K = 64  # K elements of one item (one 128-byte fp16 run, one wgmma sub-block)
 ITEM_RAW_BYTES = ITEM_K // 2
 ITEM_FP16_BYTES = ITEM_K * 2
@@ -65,22 +74,36 @@ class Geometry:
     pitch: int  # bytes per row: 2 x max K
     row_offsets: tuple[int, ...]  # per slot
     items: int  # phase 1's items
+    split_slots: int = 0  # schedule="split_last": partial-sum slots (cut tiles at most)
+    split_slot_bytes: int = 0  # fp32 accumulators of one tile
 
     @property
     def data_bytes(self) -> int:
         return self.rows * self.pitch
 
     @property
+    def split_offset(self) -> int:
+        """Byte offset of the split area (0: none)."""
+        if not self.split_slots:
+            return 0
+        return -(-(DATA_OFFSET + self.data_bytes) // SPLIT_ALIGN) * SPLIT_ALIGN
+
+    @property
     def nbytes(self) -> int:
-        return DATA_OFFSET + self.data_bytes
+        if not self.split_slots:
+            return DATA_OFFSET + self.data_bytes
+        return self.split_offset + 4 * SPLIT_FLAGS + self.split_slots * self.split_slot_bytes
 
     def chunks(self, threads: int) -> int:
         per = threads * ITEMS_PER_THREAD
         return -(-self.items // per)
 
 
-def geometry(sizes: Sequence[Sequence[int]]) -> Geometry:
-    """``sizes``: (m, n, k, l) per slot (``LaunchPlan.sizes``)."""
+def geometry(sizes: Sequence[Sequence[int]], split_slots: int = 0, split_slot_bytes: int = 0) -> Geometry:
+    """``sizes``: (m, n, k, l) per slot (``LaunchPlan.sizes``); ``split_slots`` partial-sum slots
+    of ``split_slot_bytes`` each (``schedule="split_last"``; at most ``SPLIT_FLAGS``)."""
+    if not 0 <= split_slots <= SPLIT_FLAGS:
+        raise ValueError(f"split_slots must be in 0..{SPLIT_FLAGS}, got {split_slots}")
     offsets, rows, items = [], 0, 0
     for m, n, _k, *_ in sizes:
         offsets.append(rows)
@@ -88,7 +111,7 @@ def geometry(sizes: Sequence[Sequence[int]]) -> Geometry:
         if n > 0:
             items += m * (_k // ITEM_K)
     kmax = max((s[2] for s in sizes), default=0)
-    return Geometry(rows, 2 * kmax, tuple(offsets), items)
+    return Geometry(rows, 2 * kmax, tuple(offsets), items, split_slots, split_slot_bytes if split_slots else 0)
 
 
 def item_location(sizes: Sequence[Sequence[int]], item: int) -> tuple[int, int, int]:
@@ -132,7 +155,7 @@ def rows_map(workspace_address: int, geom: Geometry, box_rows: int):
 
 
 class WorkspacePool:
-    """Workspaces keyed by (device, stream handle, rows, pitch, box rows); see the module
+    """Workspaces keyed by (device, stream handle, rows, pitch, box rows, split area); see the module
     docstring. A workspace is allocated zeroed with its tensor map written in, once; evicted
     ones stay alive as long as some launch arguments hold them."""
 
@@ -145,7 +168,7 @@ class WorkspacePool:
         self._arena, self._arena_next, self._arenas = None, 0, []
 
     def get(self, geom: Geometry, box_rows: int, stream: int, device):
-        key = (str(device), stream, geom.rows, geom.pitch, box_rows)
+        key = (str(device), stream, geom.rows, geom.pitch, box_rows, geom.split_slots, geom.split_slot_bytes)
         return self._lru.get(key, lambda: self._allocate(geom, box_rows, stream, device))
 
     def _allocate(self, geom: Geometry, box_rows: int, stream: int, device):
@@ -161,12 +184,17 @@ class WorkspacePool:
         from kernel.tensor_maps import TENSOR_MAP_BYTES, encode
 
         header = np.zeros(DATA_OFFSET, dtype=np.uint8)
+        header[SPLIT_WORD : SPLIT_WORD + 4] = np.frombuffer(
+            np.array([geom.split_offset // SPLIT_ALIGN], dtype="<u4").tobytes(), dtype=np.uint8)
+        flags = slice(geom.split_offset, geom.split_offset + 4 * SPLIT_FLAGS)
         device = torch.device(device)
         if device.type != "cuda":  # the CPU tests
             ws = torch.empty(geom.nbytes, dtype=torch.uint8, device=device)
             tmap = (self._encoder or encode)(rows_map(ws.data_ptr(), geom, box_rows))
             header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
             ws[:DATA_OFFSET].copy_(torch.from_numpy(header))
+            if geom.split_slots:
+                ws[flags].zero_()
             return ws
         target = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=device)
         staged = self._header_slot()
@@ -176,6 +204,8 @@ class WorkspacePool:
             header[TENSOR_MAP_OFFSET : TENSOR_MAP_OFFSET + TENSOR_MAP_BYTES] = np.frombuffer(tmap, dtype=np.uint8)
             staged.numpy()[:] = header
             ws[:DATA_OFFSET].copy_(staged, non_blocking=True)
+            if geom.split_slots:
+                ws[flags].zero_()
         return ws
 
     def _header_slot(self):

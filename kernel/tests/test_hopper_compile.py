@@ -139,7 +139,9 @@ def test_prepass_variant_sass_structure(config, static_builds):
     assert len(batched) == 2 * config.prepass_batch, [i.opcode for i in batched]
     # (epilogue="smem": plus the staged epilogue's mma_n / 16 16-byte stores of C)
     staged = config.mma_n // 16 if config.epilogue == "smem" else 0
-    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * config.prepass_batch + staged
+    # (schedule="split_last": plus a cut tile's fp32 partial sums, 16 bytes per store)
+    partial = config.acc_regs_per_thread // 4 if config.schedule == "split_last" else 0
+    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * config.prepass_batch + staged + partial
     assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 3
     # phase 1's chunk barriers are the named barrier of its decoding threads only (the producer
     # warp decodes nothing); after the chunk loop's release add: one CTA barrier, the completion
@@ -151,8 +153,12 @@ def test_prepass_variant_sass_structure(config, static_builds):
     red = next(n for n, o in enumerate(ops) if o.startswith("REDG"))
     chunk_bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and ins[n].operands.replace(" ", "") == named]
     assert chunk_bars and max(chunk_bars) < red, chunk_bars
+    from kernel.hopper.config import SPLIT_BARRIER_ID
+
+    split_named = f"{SPLIT_BARRIER_ID:#x},{config.consumer_threads:#x}"
+    split_bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and ins[n].operands.replace(" ", "") == split_named]
     bars = [n for n, o in enumerate(ops) if o.startswith("BAR.") and n > red
-            and not (staged and ins[n].operands.replace(" ", "").endswith(",0x80"))]
+            and not (staged and ins[n].operands.replace(" ", "").endswith(",0x80")) and n not in split_bars]
     assert len(bars) == 1 and bars[0] < next(n for n, o in enumerate(ops) if o.startswith("HGMMA")), bars
     assert ins[bars[0]].operands.replace(" ", "") == "0x0", ins[bars[0]].operands
     # the producer's first X stages (TMA box and scale bulk copy) before the completion barrier,
@@ -162,6 +168,15 @@ def test_prepass_variant_sass_structure(config, static_builds):
     assert not [n for n in early if min(chunk_bars) < n < max(chunk_bars)], (early, chunk_bars)
     spins = [n for n, o in enumerate(ops) if o.startswith("LDG.E.STRONG.GPU")]
     assert spins and min(spins) < bars[0], spins
+    if config.schedule == "split_last":
+        # the cut tile: the publish's and the combine's named barrier of the consumer threads,
+        # both after the completion barrier; the combine's spin and its partial-sum loads after it
+        assert len(split_bars) == 2 and min(split_bars) > bars[0], split_bars
+        assert max(spins) > bars[0], spins
+        loads = [n for n, o in enumerate(ops) if o.startswith("LDG.E.128") and n > max(split_bars)]
+        assert len(loads) == partial, [ops[n] for n in loads]
+    else:
+        assert not split_bars, split_bars
 
 
 @pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.producer_warpgroup])

@@ -215,7 +215,9 @@ def test_prepass_smem_arithmetic_and_label():
         (dict(_PRE, swapped=False), "needs swapped tiles"),
         (dict(_PRE, x_operand="smem"), "needs roles='cooperative' and x_operand='regs'"),
         (dict(_PRE, roles="split", dequant_warpgroups=1), "needs roles='cooperative' and x_operand='regs'"),
-        (dict(_PRE, schedule="strided"), "takes schedule='contiguous' or 'balanced'"),
+        (dict(_PRE, schedule="strided"), "takes schedule='contiguous', 'split_last' or 'balanced'"),
+        (dict(_RS, schedule="split_last"), "schedule='split_last' (the last round's tiles cut in K halves) needs y_source='prepass'"),
+        (dict(_PRE, y_tail64=True, schedule="split_last"), "needs y_source='prepass' without y_tail64"),
         (dict(_PRE, fp16_buffers=1), "a Y ring of 2..16 fp16 buffers"),
         (dict(_PRE, dequant_warpgroups=1), "dequant_warpgroups is for roles='split' only"),
         (dict(_PRE, prepass_chunk=0), "needs prepass_chunk in"),
@@ -381,3 +383,18 @@ def test_phase1_helpers_decode_on_the_producer_warpgroups_other_warps():
     assert helped.threads == plain.threads == 384
     assert config_problems(helped) == [] and config_problems(plain) == []
     assert helped.label == plain.label.replace("_prec1xs_", "_prec1xsb8h_")
+
+
+def test_split_last_schedule_is_the_sk_suffix_and_declares_its_cut():
+    """schedule="split_last": label suffix "_sk" (last); its constraints declare the K cut at
+    tile_k granularity to the error bound, and no other schedule declares one."""
+    import dataclasses
+
+    from kernel.hopper.launch import constraints
+    from kernel.hopper.variants import DECLARED_VARIANTS, WIDE_Y_CONFIG
+
+    plain = dataclasses.replace(WIDE_Y_CONFIG, schedule="contiguous")
+    assert WIDE_Y_CONFIG.schedule == "split_last" and WIDE_Y_CONFIG.label == plain.label + "_sk"
+    assert config_problems(plain) == []
+    for c in DECLARED_VARIANTS:
+        assert constraints(c).k_split == (c.tile_k if c.schedule == "split_last" else None), c.label

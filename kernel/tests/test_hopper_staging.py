@@ -99,7 +99,7 @@ def test_staging_rows_and_bytes():
     assert sorted(c.label for c in STAGED) == [
         "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t64_es",
         "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es",
-        "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb8h_es_pwg",
+        "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb8h_es_pwg_sk",
     ]
     t64, fast, wide = sorted(STAGED, key=lambda c: c.label)
     assert epilogue_stage_rows(fast) == 128 and smem_bytes(fast)["epilogue_staging"] == 32768

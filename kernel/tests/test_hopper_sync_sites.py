@@ -25,6 +25,12 @@ hopper_no_barrier_before_buffer_reuse survived it). The code layout shows both:
   barrier (``UTMALDG``) by ``FENCE.VIEW.ASYNC.G`` after it. The GPU runs rarely show one missing
   (of the catalog's fence mutants, the slots' and the producer's survived every GPU verdict, the
   workspace's was caught once, by the perturbed property on one build), so the code must;
+* a cut tile of ``schedule="split_last"`` hands its fp32 partial sums to another CTA: after the
+  publishing half's last partial-sum store (``STG.E.128``) come the consumers' named barrier
+  (``BAR.SYNC`` 3) and a ``MEMBAR.ALL.GPU`` before the flag's release add; the combining half
+  spins with an acquire load (``LDG.E.STRONG.GPU``) and passes the same barrier before its first
+  partial-sum load. On the GPU a relaxed flag or a missing barrier survived the plain and
+  perturbed properties (the stores land before the flag in practice), so the code must show both;
 * the staged epilogue (``epilogue="smem"``) writes a pass of C into its staging buffer (a run of
   ``STSM``) only after a ``BAR.SYNC`` that follows every earlier read of the buffer (the previous
   pass's ``LDS``, or the previous tile, whose epilogue lies behind the mainloop's last wgmma wait),
@@ -62,6 +68,8 @@ DECODED_Y = tuple(label for label in LABELS if CONFIGS[label].y_source != "prepa
 TMA_Y_RING = tuple(label for label in LABELS if CONFIGS[label].y_source == "prepass")
 # C staged through shared memory
 STAGED_C = tuple(label for label in LABELS if CONFIGS[label].epilogue == "smem")
+# the last round's tiles cut in K halves
+SPLIT_LAST = tuple(label for label in LABELS if CONFIGS[label].schedule == "split_last")
 
 
 class _Instructions(dict):
@@ -219,3 +227,32 @@ def test_phase1_hands_its_rows_to_the_async_proxy_behind_fences(instructions, la
     assert _first(code, barrier, tma, "FENCE.VIEW.ASYNC.G") is not None, (
         f"{label}: the first TMA load after phase 1's completion barrier (0x{code[tma].offset:x}) has no async-proxy fence "
         f"after the barrier (0x{code[barrier].offset:x}): it may read workspace rows its CTA acquired through the generic proxy only")
+
+
+@pytest.mark.parametrize("label", SPLIT_LAST)
+def test_a_cut_tile_hands_its_partial_sums_over_behind_a_barrier_and_a_release(instructions, label):
+    from kernel.hopper.config import SPLIT_BARRIER_ID
+
+    code = instructions[label]
+    threads = CONFIGS[label].consumer_threads
+    bars = [n for n, ins in enumerate(code) if ins.opcode.startswith("BAR.SYNC")
+            and ins.operands.replace(" ", "").rstrip(";") == f"{SPLIT_BARRIER_ID:#x},{threads:#x}"]
+    assert len(bars) == 2, f"{label}: the split barrier twice (publish, combine), found {len(bars)}"
+    publish_bar, combine_bar = bars
+    stores = [n for n in range(publish_bar) if code[n].opcode.startswith("STG.E.128")]
+    assert stores, f"{label}: no partial-sum store before the publish's barrier (the test no longer matches the kernel)"
+    release = _first(code, publish_bar, combine_bar, "REDG.E.ADD.STRONG.GPU")
+    assert release is not None, (f"{label}: no release add of the cut tile's flag after the barrier at "
+                                 f"0x{code[publish_bar].offset:x}: its partial sums are published with a relaxed "
+                                 "store or not at all")
+    assert not [n for n in range(publish_bar, release) if code[n].opcode.startswith("STG")], (
+        f"{label}: a partial-sum store after the publish's barrier: thread 0 may release the flag before it lands")
+    assert _first(code, publish_bar, release, "MEMBAR.ALL.GPU") is not None, (
+        f"{label}: no GPU-scope fence between the barrier and the flag's add at 0x{code[release].offset:x}: the add "
+        "does not release the other threads' partial sums")
+    spin = _last(code, 0, combine_bar, "LDG.E.STRONG.GPU")
+    assert spin is not None and spin > release, (
+        f"{label}: no acquire spin on the flag before the combine's barrier at 0x{code[combine_bar].offset:x}")
+    loads = [n for n in range(len(code)) if code[n].opcode.startswith("LDG.E.128") and n > release]
+    assert loads and min(loads) > combine_bar, (
+        f"{label}: a partial-sum load before the combine's barrier: it may read the slot before the flag's acquire")

@@ -93,29 +93,50 @@ def chunked_fp32(data, chunk: int | None, *, toward_zero: bool, order: str = "ac
     """
     if order not in CHUNK_ORDERS:
         raise ValueError(f"unknown order {order!r}")
+    return [_chunked(a, b, chunk, toward_zero, order) for a, b in dequantize(data)]
+
+
+def cut_fp32(data, chunk: int, k_split: int, *, toward_zero: bool, order: str = "acc_first"):
+    """fp32 accumulators [m, n] of the cut order (oracle/bounds.py, KernelConstraints.k_split):
+    K cut at h = (K // (2 k_split)) k_split when h > 0, the head [0, h) and the tail [h, K) each
+    accumulated from 0 as chunked_fp32 does, then one fp32 addition; not cut when h = 0."""
+    if order not in CHUNK_ORDERS:
+        raise ValueError(f"unknown order {order!r}")
     outputs = []
     for a, b in dequantize(data):
-        k = a.shape[1]
-        size = k if chunk is None else chunk
-        products = [a[:, i:i + 1] * b[:, i] for i in range(k)]  # exact in fp32 (<= 12 bits)
-        acc = torch.zeros(a.shape[0], b.shape[0], dtype=torch.float32)
-        for k0 in range(0, k, size):
-            terms = products[k0:k0 + size]
-            if order == "acc_first_reversed":
-                terms = terms[::-1]
-            if order == "block_fma":
-                acc = _block_fma(acc, terms, toward_zero)
-                continue
-            if order.startswith("acc_first"):
-                for p in terms:
-                    acc = _add_fp32(acc, p, toward_zero)
-                continue
-            if order == "partial_first":
-                partial = terms[0]
-                for p in terms[1:]:
-                    partial = _add_fp32(partial, p, toward_zero)
-            else:
-                partial = _tree_sum(list(terms), toward_zero)
-            acc = _add_fp32(acc, partial, toward_zero)
-        outputs.append(acc)
+        h = (a.shape[1] // (2 * k_split)) * k_split
+        if h == 0:
+            outputs.append(_chunked(a, b, chunk, toward_zero, order))
+            continue
+        head = _chunked(a[:, :h], b[:, :h], chunk, toward_zero, order)
+        tail = _chunked(a[:, h:], b[:, h:], chunk, toward_zero, order)
+        outputs.append(_add_fp32(head, tail, toward_zero))
     return outputs
+
+
+def _chunked(a: torch.Tensor, b: torch.Tensor, chunk: int | None, toward_zero: bool,
+             order: str) -> torch.Tensor:
+    """The fp32 accumulator [m, n] of chunked_fp32 for dequantized a [m, k], b [n, k]."""
+    k = a.shape[1]
+    size = k if chunk is None else chunk
+    products = [a[:, i:i + 1] * b[:, i] for i in range(k)]  # exact in fp32 (<= 12 bits)
+    acc = torch.zeros(a.shape[0], b.shape[0], dtype=torch.float32)
+    for k0 in range(0, k, size):
+        terms = products[k0:k0 + size]
+        if order == "acc_first_reversed":
+            terms = terms[::-1]
+        if order == "block_fma":
+            acc = _block_fma(acc, terms, toward_zero)
+            continue
+        if order.startswith("acc_first"):
+            for p in terms:
+                acc = _add_fp32(acc, p, toward_zero)
+            continue
+        if order == "partial_first":
+            partial = terms[0]
+            for p in terms[1:]:
+                partial = _add_fp32(partial, p, toward_zero)
+        else:
+            partial = _tree_sum(list(terms), toward_zero)
+        acc = _add_fp32(acc, partial, toward_zero)
+    return acc

@@ -11,7 +11,7 @@ from oracle import (DISTRIBUTIONS, GroupCodes, as_uint8, check_outputs, clone_da
 from . import fraction_oracle
 from oracle.distributions import truncation_adversary
 
-from .model_kernels import (CHUNK_ORDERS, blockwise_outputs, chunked_fp32, sequential_fp32,
+from .model_kernels import (CHUNK_ORDERS, blockwise_outputs, chunked_fp32, cut_fp32, sequential_fp32,
                             sequential_outputs)
 
 # what the subjects declare (KernelConstraints.accumulation_chunk): none, Hopper wgmma,
@@ -221,6 +221,143 @@ def test_dropping_the_last_k_block_at_k7168_is_flagged_on_most_elements(chunk):
     (e,) = expected_outputs(data, chunk)
     report = compare(fp32_model_outputs(wrong), [e.reference], [e.bound])
     assert report.violations >= 0.6 * m * n, report
+
+
+# ---- a declared cut (KernelConstraints.k_split): head and tail chains, then one fp32 addition ----
+
+K_SPLIT = 256
+CUT_KS = [512, 1536, 4096, 7168]
+
+
+def _cut_point(k):
+    return (k // (2 * K_SPLIT)) * K_SPLIT
+
+
+def mirrored_cut_codes(m, n, k, seed, flip=0.02):
+    """Head sum about +X, tail sum about -X: positive head products, and a tail whose first h
+    elements repeat the head's 16-element blocks (codes and scales) in reverse block order with
+    A negated, a fraction ``flip`` of them redrawn (any sign); the rest of the tail random."""
+    gen = torch.Generator().manual_seed(seed)
+    draw = lambda lo, hi, *shape: torch.randint(lo, hi, shape, generator=gen).to(torch.uint8)  # noqa
+    h, blocks = _cut_point(k), _cut_point(k) // 16
+    a, b = draw(0, 16, m, k), draw(0, 16, n, k)
+    sfa, sfb = draw(0x20, 0x58, m, k // 16), draw(0x20, 0x58, n, k // 16)
+    a[:, :h], b[:, :h] = draw(1, 8, m, h), draw(1, 8, n, h)
+    reversed_blocks = lambda x: x.view(x.shape[0], blocks, 16).flip(1).reshape(x.shape[0], h)  # noqa
+    a[:, h:2 * h], b[:, h:2 * h] = reversed_blocks(a[:, :h]) | 0x8, reversed_blocks(b[:, :h])
+    sfa[:, blocks:2 * blocks], sfb[:, blocks:2 * blocks] = sfa[:, :blocks].flip(1), sfb[:, :blocks].flip(1)
+    redrawn = torch.rand(m, h, generator=gen) < flip
+    a[:, h:2 * h] = torch.where(redrawn, draw(0, 16, m, h), a[:, h:2 * h])
+    return GroupCodes(a, sfa, b, sfb)
+
+
+def cut_cancellation_codes(m, n, k):
+    """Exact in the uncut chain order, far off in the cut one: the head's last block sums to
+    2^14, the tail's first block to -2^14, and the other K - h - 16 tail products are
+    -0.9375 * 2^-10, under half an fp32 ulp of 2^14. The chain adds them to a zero accumulator
+    (exactly); the cut tail adds them to -2^14, where nearest and toward-zero rounding both drop
+    them, so the cut result is 0 and the exact value -(K - h - 16) * 0.9375 * 2^-10."""
+    h = _cut_point(k)
+    a, b = torch.zeros(m, k, dtype=torch.uint8), torch.zeros(n, k, dtype=torch.uint8)
+    sfa = torch.full((m, k // 16), 0x38, dtype=torch.uint8)              # 1
+    sfb = torch.full((n, k // 16), 0x38, dtype=torch.uint8)
+    a[:, h - 16:h], a[:, h:h + 16], a[:, h + 16:] = 0x6, 0xE, 0xB         # 4, -4, -1.5
+    b[:, h - 16:h + 16], b[:, h + 16:] = 0x6, 0x2                          # 4, 1
+    blocks = slice(h // 16 - 1, h // 16 + 1)
+    sfa[:, blocks], sfb[:, blocks] = 0x50, 0x50                            # 8: products of +-2^10
+    sfa[:, h // 16 + 1:], sfb[:, h // 16 + 1:] = 0x10, 0x0A                # 2^-5, 1.25 * 2^-6
+    return GroupCodes(a, sfa, b, sfb)
+
+
+def _cut_problem(kind, k):
+    m, n = 3, 4
+    if kind == "mirrored":
+        return data_from_codes([mirrored_cut_codes(m, n, k, seed=k)])
+    if kind == "cut_cancellation":
+        return data_from_codes([cut_cancellation_codes(m, n, k)])
+    if kind == "truncation_adversary":
+        return data_from_codes([truncation_adversary(m, n, k)])
+    return make_inputs([(m, n, k, 1)], k, kind)
+
+
+def _assert_within(data, acc, chunk, k_split):
+    """acc (the fp32 accumulator [m, n]) within E of the exact sum, its fp16 rounding within the
+    bound, for the declaration (chunk, k_split)."""
+    (e,) = expected_outputs(data, chunk, k_split)
+    finite = ~e.nan[..., 0] & torch.isfinite(e.exact[..., 0])
+    excess = (acc.double() - e.exact[..., 0]).abs() - e.accumulation_error[..., 0]
+    assert (excess[finite] <= 0).all(), float(excess[finite].max())
+    report = check_outputs(data, [acc.to(torch.float16).unsqueeze(-1)], chunk=chunk, k_split=k_split)
+    assert report.ok, str(report)
+
+
+@pytest.mark.parametrize("k", CUT_KS)
+@pytest.mark.parametrize("kind", ["uniform", "gaussian", "extreme", "mirrored", "cut_cancellation",
+                                  "truncation_adversary"])
+def test_cut_accumulation_stays_within_the_k_split_bound(kind, k):
+    """True fp32 additions in the cut order (head and tail each from 0, chunk by chunk in K order,
+    then one fp32 addition), nearest and toward zero: within the bound for k_split = 256."""
+    data = _cut_problem(kind, k)
+    for toward_zero in (False, True):
+        for chunk, order in ((16, "acc_first"), (64, "block_fma")):
+            (acc,) = cut_fp32(data, chunk, K_SPLIT, toward_zero=toward_zero, order=order)
+            _assert_within(data, acc, chunk, K_SPLIT)
+
+
+@given(seed=st.integers(0, 2 ** 31), distribution=st.sampled_from([*DISTRIBUTIONS, "mirrored"]),
+       m=st.integers(1, 4), n=st.integers(1, 4), k=st.sampled_from([256, 768, *CUT_KS]),
+       chunk=st.sampled_from([16, 64, 128, 256]), order=st.sampled_from(CHUNK_ORDERS),
+       toward_zero=st.booleans())
+@pytest.mark.properties
+def test_cut_accumulation_never_exceeds_the_k_split_bound(seed, distribution, m, n, k, chunk, order,
+                                                          toward_zero):
+    """Any declared chunk and chunk order, cut at k_split = 256 (not cut below K = 512)."""
+    if distribution == "mirrored":
+        data = data_from_codes([mirrored_cut_codes(m, n, k, seed)])
+    else:
+        data = make_inputs([(m, n, k, 1)], seed, distribution)
+    (acc,) = cut_fp32(data, chunk, K_SPLIT, toward_zero=toward_zero, order=order)
+    _assert_within(data, acc, chunk, K_SPLIT)
+
+
+@pytest.mark.parametrize("kind,k", [(kind, k) for kind in ("uniform", "mirrored", "cut_cancellation")
+                                    for k in (256, 384, *CUT_KS) if kind == "uniform" or k >= 2 * K_SPLIT])
+def test_the_k_split_bound_covers_the_chain_bound(kind, k):
+    """max(E, E_cut): never below the uncut bound, equal to it where K < 2 k_split (no cut) and
+    whatever k_split is with no declared chunk (the any-order bound covers every cut)."""
+    data = _cut_problem(kind, k)
+    for chunk in (16, 64, 256):
+        (chain,), (cut,) = expected_outputs(data, chunk), expected_outputs(data, chunk, K_SPLIT)
+        assert (cut.accumulation_error >= chain.accumulation_error).all()
+        assert (cut.bound >= chain.bound).all()
+        if k < 2 * K_SPLIT:
+            assert torch.equal(cut.accumulation_error, chain.accumulation_error)
+            assert torch.equal(cut.bound, chain.bound)
+    (plain,), (ignored,) = expected_outputs(data), expected_outputs(data, None, K_SPLIT)
+    assert torch.equal(plain.bound, ignored.bound)
+
+
+@pytest.mark.parametrize("k", [512, 4096])
+@pytest.mark.parametrize("toward_zero", [False, True])
+def test_the_cut_bound_is_needed(toward_zero, k):
+    """On cut_cancellation_codes the cut order's fp16 output is outside the chain-only bound on
+    every element, and inside the k_split bound."""
+    data = data_from_codes([cut_cancellation_codes(3, 4, k)])
+    (acc,) = cut_fp32(data, 16, K_SPLIT, toward_zero=toward_zero)
+    assert (acc == 0).all()
+    got = [acc.to(torch.float16).unsqueeze(-1)]
+    assert check_outputs(data, got, chunk=16).violations == 12
+    assert check_outputs(data, got, chunk=16, k_split=K_SPLIT).ok
+    (chain,) = chunked_fp32(data, 16, toward_zero=toward_zero)
+    assert check_outputs(data, [chain.to(torch.float16).unsqueeze(-1)], chunk=16).ok
+
+
+@pytest.mark.parametrize("chunk,k_split", [(16, 100), (16, 8), (64, 96), (16, 0), (16, -256), (None, 0),
+                                           (16, 256.0)])
+def test_k_split_must_be_a_positive_multiple_of_the_chunk(chunk, k_split):
+    data = make_inputs([(2, 3, 512, 1)], 0, "uniform")
+    with pytest.raises(ValueError, match="k_split must be a positive"):
+        expected_outputs(data, chunk, k_split)
 
 
 # ---- compare() rules on hand-made tensors ----
