@@ -47,12 +47,16 @@ DEFAULT_CONFIG = ModelConfig()
 DECLARED_VARIANTS = (
     DEFAULT_CONFIG,
     ModelConfig(tile_m=64, tile_n=128, tile_k=128, max_ctas=5, schedule="strided"),
+    # the last round's tiles cut in K halves (the Hopper 256-row Y tile's schedule)
+    ModelConfig(tile_m=128, tile_n=64, tile_k=128, max_ctas=6, schedule="split_last"),
 )
 
 
 def constraints(config: ModelConfig = DEFAULT_CONFIG) -> KernelConstraints:
-    # acc += a_tile @ b_tile.T: one fp32 update per K tile, torch's matmul order inside it
-    return KernelConstraints(k_granularity=64, max_groups=64, device_type="cpu", accumulation_chunk=config.tile_k)
+    # acc += a_tile @ b_tile.T: one fp32 update per K tile, torch's matmul order inside it; a cut
+    # tile's halves added once in fp32 (schedule="split_last")
+    return KernelConstraints(k_granularity=64, max_groups=64, device_type="cpu", accumulation_chunk=config.tile_k,
+                             k_split=config.tile_k if config.schedule == "split_last" else None)
 
 
 def unavailable_reason() -> str | None:
@@ -101,7 +105,18 @@ class _TableView:
         return self.by_pointer[col][self.pointers[slot][col]]
 
 
-def run_tile(plan: LaunchPlan, view: _TableView, tile: int, acc: torch.Tensor) -> None:
+def run_units(plan: LaunchPlan, view, cta: int, partials: dict) -> None:
+    """CTA ``cta``'s work units (``LaunchPlan.cta_units``): whole tiles; with
+    ``schedule="split_last"`` a cut tile's half 0 leaves its fp32 sums in ``partials`` (the split
+    area) and half 1 adds them to its own before storing C (CTA 2j runs before CTA 2j + 1)."""
+    acc = torch.empty(plan.tile_m, plan.tile_n, dtype=torch.float32)  # one accumulator per CTA
+    for unit in plan.cta_units(cta):
+        run_tile(plan, view, unit.tile, acc, unit.k_begin * plan.tile_k, unit.k_end * plan.tile_k,
+                 unit.role, partials)
+
+
+def run_tile(plan: LaunchPlan, view: _TableView, tile: int, acc: torch.Tensor, k_begin: int = 0,
+             k_end: int | None = None, role: str = "whole", partials: dict | None = None) -> None:
     coord = plan.locate(tile)
     m, n, k, _ = view.sizes[coord.slot]
     a, b, c = (view.operand(coord.slot, name) for name in ("a", "b", "c"))
@@ -110,11 +125,16 @@ def run_tile(plan: LaunchPlan, view: _TableView, tile: int, acc: torch.Tensor) -
     rows_a = torch.arange(m0, min(m0 + plan.tile_m, m))
     rows_b = torch.arange(n0, min(n0 + plan.tile_n, n))
     acc.zero_()
-    for k0 in range(0, k, plan.tile_k):
+    for k0 in range(k_begin, k if k_end is None else min(k_end, k), plan.tile_k):
         k1 = min(k0 + plan.tile_k, k)
         a_tile = _operand_tile(a, sfa, rows_a, k0, k1)
         b_tile = _operand_tile(b, sfb, rows_b, k0, k1)
         acc[: len(rows_a), : len(rows_b)] += a_tile @ b_tile.T
+    if role == "publish":
+        partials[plan.split_index(tile)] = acc.clone()
+        return
+    if role == "combine":
+        acc += partials.pop(plan.split_index(tile))
     c[m0 : m0 + len(rows_a), n0 : n0 + len(rows_b), 0] = acc[: len(rows_a), : len(rows_b)].to(torch.float16)
 
 
@@ -136,10 +156,9 @@ def custom_kernel(data, config: ModelConfig = DEFAULT_CONFIG) -> list[torch.Tens
     groups = validate_problem(data, constraints(config))
     plan = plan_for(config, [g.size for g in groups])
     view = _TableView(_tables.get(plan, groups, torch.device("cpu")), groups)
+    partials = {}
     for cta in range(plan.num_ctas):
-        acc = torch.empty(plan.tile_m, plan.tile_n, dtype=torch.float32)  # one accumulator per CTA
-        for tile in plan.cta_tiles(cta):
-            run_tile(plan, view, tile, acc)
+        run_units(plan, view, cta, partials)
     return [g.c for g in groups]
 
 
@@ -210,10 +229,9 @@ class AddressLaunch:
 
     def launch(self) -> None:
         plan, view = self.plan, _AddressView(self.tables)
+        partials = {}
         for cta in range(plan.num_ctas):
-            acc = torch.empty(plan.tile_m, plan.tile_n, dtype=torch.float32)
-            for tile in plan.cta_tiles(cta):
-                run_tile(plan, view, tile, acc)
+            run_units(plan, view, cta, partials)
 
 
 class ModelHooks:

@@ -252,9 +252,12 @@ def test_two_workers_two_gpus_one_variant_per_worker_one_table(tiny):
     done = _pytest(tiny, "-n", "2", "--subject=model", "test_tiny.py")
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
-    assert "10 passed" in done.stdout, out[-4000:]
+    from kernel import model
+
+    variants = len(model.DECLARED_VARIANTS)  # three examples each, and four tests without a variant
+    assert f"{3 * variants + 4} passed" in done.stdout, out[-4000:]
     records = [json.loads(line) for line in (tiny / "record.jsonl").read_text().splitlines()]
-    assert len(records) == 10
+    assert len(records) == 3 * variants + 4
     seen = {}
     for worker, visible, _ in records:
         seen.setdefault(worker, set()).add(visible)
@@ -265,7 +268,7 @@ def test_two_workers_two_gpus_one_variant_per_worker_one_table(tiny):
     for worker, _, variant in records:
         if variant is not None:
             by_variant.setdefault(variant, set()).add(worker)
-    assert len(by_variant) == 2 and all(len(workers) == 1 for workers in by_variant.values()), by_variant
+    assert len(by_variant) == variants and all(len(workers) == 1 for workers in by_variant.values()), by_variant
     # one closing table, from the controller, with each variant's worker and its three examples
     assert out.count(TABLE_TITLE) == 1, out[-4000:]
     table = done.stdout[done.stdout.index(TABLE_TITLE):].splitlines()

@@ -36,7 +36,9 @@ below is unchanged.) No CTA waits for a CTA that has
 not started: a chunk is only counted by the CTA that claimed it, and only a running CTA claims.
 So the barrier cannot deadlock even when the grid is not co-resident (another kernel on the
 SMs, or a second launch on another stream); with the plan's grid (at most one CTA per SM, the
-kernel takes most of the shared memory) all CTAs are normally resident anyway.
+kernel takes most of the shared memory) all CTAs are normally resident anyway. The split area's
+wait (``schedule="split_last"``, kernel/hopper/split.py) is weaker: CTA 2j + 1 waits for CTA 2j,
+which CTA dispatch in index order has started before it.
 
 Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows, split area),
 allocated on that stream (so the allocator never hands its memory to another stream's work
