@@ -137,11 +137,19 @@ def cta_work(plan, config) -> list[tuple[int, str]]:
     """Per CTA of ``plan`` (a prepared launch's host plan) under ``config``: (modelled cost,
     what it runs). The cost is the host schedule's own model, quarter units (``FULL_COST`` a full
     tile, ``LIGHT_COST`` a light one) times K tiles, its tiles (full + light). The sum over the
-    CTAs is the problem's whole weight."""
+    CTAs is the problem's whole weight. ``split_last``: a cut tile's half costs its own K tiles and
+    reads "+ half 0 (publish)" or "+ half 1 (combine)"."""
     from kernel.plan import FULL_COST
 
     out = []
     for cta in range(plan.num_ctas):
+        if plan.schedule == "split_last":
+            units = plan.cta_units(cta)
+            whole = [u for u in units if u.role == "whole"]
+            halves = [f" + half {int(u.role == 'combine')} ({u.role})" for u in units if u.role != "whole"]
+            cost = sum(FULL_COST * (u.k_end - u.k_begin) for u in units)
+            out.append((cost, f"{len(whole)} tiles" + "".join(halves)))
+            continue
         tiles = list(plan.cta_tiles(cta))
         light = sum(plan.is_light(t) for t in tiles) if plan.schedule == "balanced" else 0
         cost = sum((plan.tile_cost(t) if plan.schedule == "balanced" else FULL_COST)

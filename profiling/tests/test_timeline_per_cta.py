@@ -54,6 +54,29 @@ def test_the_planned_work_of_the_ctas_adds_up_to_the_whole_problem(seed):
     assert sum(int(d.split()[0]) + (int(d.split()[3]) if "light" in d else 0) for _, d in bal) == plan.total_tiles
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_the_planned_work_of_a_cut_grid_adds_up_to_the_whole_problem(seed):
+    """schedule="split_last": every K tile of every tile counted once over the CTAs, each cut
+    tile's two halves named on two CTAs."""
+    from kernel.hopper.variants import WIDE_Y_CONFIG
+    from kernel.plan import FULL_COST
+
+    rng = random.Random(seed)
+    sizes = [(m, n, max(k, 512), l) for m, n, k, l in _random_sizes(rng)]  # two K tiles or more: cuttable
+    tiles = make_plan(sizes, tile_m=256, tile_n=128, tile_k=256, max_ctas=None).total_tiles
+    # on even seeds two whole rounds and at most half a grid of tiles left (cut); any grid on odd ones
+    ctas = -(-2 * tiles // 5) if seed % 2 == 0 else rng.choice([2, 7, 16, 132])
+    plan = make_plan(sizes, tile_m=256, tile_n=128, tile_k=256, max_ctas=ctas, schedule="split_last")
+    work = cta_work(plan, WIDE_Y_CONFIG)
+    whole = sum(FULL_COST * plan.k_tiles(plan.locate(t).slot) for t in range(plan.total_tiles))
+    assert sum(w for w, _ in work) == whole
+    cut = sum(plan.split_index(t) is not None for t in range(plan.total_tiles))
+    assert sum("(publish)" in d for _, d in work) == sum("(combine)" in d for _, d in work) == cut
+    left = tiles - 2 * plan.num_ctas
+    if seed % 2 == 0 and 0 < left:
+        assert cut == left, (tiles, plan.num_ctas)
+
+
 def test_csv_round_trip_plot_and_summary(tmp_path):
     import struct
 
