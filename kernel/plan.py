@@ -36,7 +36,7 @@ one round take the cheapest of the next). The device twins are in kernel.device_
 Split last round (``schedule="split_last"``, the Hopper 256-row Y tile): with ``F = total // ctas``
 full rounds and ``R = total - F * ctas`` tiles left, a contiguous schedule runs ``F + 1`` tile
 times where most CTAs do ``F``. When ``0 < 2 R <= ctas`` the R last tiles are cut in two K halves
-instead (:func:`split_last_units`): CTA ``c`` runs full tiles ``[c F, (c + 1) F)``, then, for
+instead (:func:`split_last_shape`, :meth:`LaunchPlan.cta_units`): CTA ``c`` runs full tiles ``[c F, (c + 1) F)``, then, for
 ``c < 2 R``, half ``c % 2`` of tile ``F ctas + c // 2``: half 0 holds K tiles ``[0, h)`` and
 publishes its fp32 accumulators, half 1 holds ``[h, KT)`` (the longer half), waits for them, adds
 them to its own and stores the tile (``h = KT // 2``; a tile of one K tile is not cut: half 1
@@ -157,10 +157,15 @@ class LaunchPlan:
         if self.schedule == "split_last":
             return tuple(u.tile for u in self.cta_units(cta))
         if self.schedule == "contiguous":
-            per = self.tiles_per_cta
-            start = min(cta * per, self.total_tiles)
-            return range(start, min(start + per, self.total_tiles))
+            return self._contiguous_range(cta, self.tiles_per_cta)
         return range(cta, self.total_tiles, self.num_ctas)
+
+    def _contiguous_range(self, cta: int, per: int) -> range:
+        start = min(cta * per, self.total_tiles)
+        return range(start, min(start + per, self.total_tiles))
+
+    def _whole(self, tile: int) -> WorkUnit:
+        return WorkUnit(tile, 0, self.k_tiles(self.locate(tile).slot), "whole")
 
     def cta_units(self, cta: int) -> tuple[WorkUnit, ...]:
         """The work units CTA ``cta`` runs, in order: (tile, K tiles [k_begin, k_end), role).
@@ -168,15 +173,11 @@ class LaunchPlan:
         if not 0 <= cta < self.num_ctas:
             raise IndexError(f"cta {cta} outside 0..{self.num_ctas - 1}")
         if self.schedule != "split_last":
-            return tuple(WorkUnit(t, 0, self.k_tiles(self.locate(t).slot), "whole") for t in self.cta_tiles(cta))
+            return tuple(self._whole(t) for t in self.cta_tiles(cta))
         full, split = split_last_shape(self.total_tiles, self.num_ctas)
-        if not split:
-            per = ceil_div(self.total_tiles, self.num_ctas)
-            start = min(cta * per, self.total_tiles)
-            tiles = range(start, min(start + per, self.total_tiles))
-            return tuple(WorkUnit(t, 0, self.k_tiles(self.locate(t).slot), "whole") for t in tiles)
-        units = [WorkUnit(t, 0, self.k_tiles(self.locate(t).slot), "whole")
-                 for t in range(cta * full, (cta + 1) * full)]
+        if not split:  # full is the contiguous range length
+            return tuple(self._whole(t) for t in self._contiguous_range(cta, full))
+        units = [self._whole(t) for t in range(cta * full, (cta + 1) * full)]
         if cta < 2 * split:
             tile = full * self.num_ctas + cta // 2
             unit = split_half(self.k_tiles(self.locate(tile).slot), cta % 2)
@@ -191,7 +192,7 @@ class LaunchPlan:
             return None
         full, split = split_last_shape(self.total_tiles, self.num_ctas)
         first = full * self.num_ctas
-        if split and first <= tile < first + split and self.k_tiles(self.locate(tile).slot) >= 2:
+        if split and first <= tile < first + split and split_half(self.k_tiles(self.locate(tile).slot), 0):
             return tile - first
         return None
 

@@ -21,7 +21,7 @@ from kernel.hopper.config import HopperConfig, check_config, smem_bytes
 from kernel.hopper.variants import DEFAULT_CONFIG
 from kernel.hopper.workspace import WorkspacePool
 from kernel.hopper.workspace import geometry as workspace_geometry
-from kernel.plan import LaunchPlan
+from kernel.plan import LaunchPlan, split_last_shape
 from kernel.tables import GUARD_BYTE, GUARD_ROWS, guarded
 from kernel.tensor_maps import TensorMapCache, map_template
 from kernel.validation import GroupTensors, KernelConstraints
@@ -108,7 +108,8 @@ class HopperHooks:
         barrier counters self-resetting); None for every other variant."""
         if config.y_source != "prepass":
             return None
-        slots = plan.num_ctas // 2 if config.schedule == "split_last" else 0
+        # schedule="split_last": one partial-sum slot per tile this grid cuts (none: no split area)
+        slots = split_last_shape(plan.total_tiles, plan.num_ctas)[1] if config.schedule == "split_last" else 0
         geom = workspace_geometry(plan.sizes, slots, 4 * config.tile_m * config.tile_n)
         return self.workspaces.get(geom, config.mma_n, stream, device)
 

@@ -200,3 +200,29 @@ def test_hook_gives_a_workspace_to_prepass_variants_only(monkeypatch):
     assert ws is hooks.workspace(PRE, plan, 1, torch.device("cpu"))
     assert ws is not hooks.workspace(PRE, plan, 2, torch.device("cpu"))
     assert ws.numel() == W.geometry(plan.sizes).nbytes
+
+
+@pytest.mark.parametrize("rows, cut", [(2320, 56), (4096, 0)])
+def test_a_cut_grid_gets_a_split_area_of_one_slot_per_cut_tile(monkeypatch, rows, cut):
+    """schedule="split_last": the workspace holds one partial-sum slot (the tile's fp32
+    accumulators) per tile the grid cuts, after the data, 1024-aligned, its flags zeroed and its
+    offset in header word SPLIT_WORD; a grid that cuts nothing gets no split area (word 0)."""
+    import importlib
+
+    from kernel.hopper.variants import WIDE_Y_CONFIG as WIDE
+
+    launch = importlib.import_module("kernel.hopper.launch")
+    hooks = launch.HopperHooks()
+    monkeypatch.setattr(hooks.workspaces, "_encoder", lambda rm: bytes(128))
+    plan = make_plan([(rows, 4096, 512, 1)], tile_m=WIDE.tile_m, tile_n=WIDE.tile_n, tile_k=WIDE.tile_k,
+                     max_ctas=132, schedule=WIDE.schedule)
+    assert sum(plan.split_index(t) is not None for t in range(plan.total_tiles)) == cut
+    ws = hooks.workspace(WIDE, plan, 1, torch.device("cpu"))
+    data_end = W.DATA_OFFSET + rows * 2 * 512
+    offset = int(np.frombuffer(ws[W.SPLIT_WORD:W.SPLIT_WORD + 4].numpy().tobytes(), dtype="<u4")[0]) * W.SPLIT_ALIGN
+    if not cut:
+        assert offset == 0 and ws.numel() == data_end
+        return
+    assert offset >= data_end and offset % W.SPLIT_ALIGN == 0 and offset - data_end < W.SPLIT_ALIGN
+    assert ws.numel() == offset + 4 * W.SPLIT_FLAGS + cut * 4 * WIDE.tile_m * WIDE.tile_n
+    assert not ws[offset:offset + 4 * W.SPLIT_FLAGS].any()
