@@ -46,6 +46,10 @@ class KernelConstraints:
     # the kernel reads the plain (row-major) sfa/sfb; False: it reads only the blocked copies, and
     # the plain ones may live anywhere (the leaderboard keeps them in host memory)
     reads_plain_scales: bool = False
+    # per-group row counts (M) where the subject's work changes shape beyond the common tile edges
+    # (a narrower wgmma from that many rows down: the Hopper y_tail64 widths); the property
+    # strategies draw each of them and the next one up besides properties.strategies.EDGE_SIZES
+    m_edges: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,11 @@ class Example:
         return " ".join(args)
 
 
-def _dim(limit: int, allow_zero: bool) -> st.SearchStrategy[int]:
-    edges = [e for e in EDGE_SIZES if e <= limit]
+def _dim(limit: int, allow_zero: bool, extra_edges: tuple[int, ...] = ()) -> st.SearchStrategy[int]:
+    """A size up to ``limit``: a tile edge (EDGE_SIZES, and each of ``extra_edges`` and the size
+    one past it), any size, or (``allow_zero``) 0."""
+    more = {e + d for e in extra_edges for d in (0, 1)}
+    edges = sorted(e for e in set(EDGE_SIZES) | more if 1 <= e <= limit)
     choices = [st.sampled_from(edges), st.integers(1, limit)]
     if allow_zero:
         choices.append(st.just(0))
@@ -69,9 +72,9 @@ def problem_sizes(
     if constraints.device_type == "cuda" and STANDARD_K // gran > limits.max_k_blocks:
         # the standard shapes' K range (up to 7168) on the GPU, where it costs little
         k_of = st.one_of(k_of, st.integers(limits.max_k_blocks + 1, STANDARD_K // gran).map(lambda b: b * gran))
-    m_of = _dim(limits.max_m, allow_zero=True)
+    m_of = _dim(limits.max_m, allow_zero=True, extra_edges=constraints.m_edges)
     n_of = _dim(limits.max_n, allow_zero=True)
-    shared_m = draw(_dim(limits.max_m, allow_zero=False)) if layout == "shared_a" else None
+    shared_m = draw(_dim(limits.max_m, allow_zero=False, extra_edges=constraints.m_edges)) if layout == "shared_a" else None
     shared_n = draw(_dim(limits.max_n, allow_zero=False)) if layout == "shared_b" else None
     shared_k = draw(k_of) if layout in ("shared_a", "shared_b") else None
     sizes = []
@@ -189,7 +192,8 @@ def corner_examples(constraints: KernelConstraints, seed: int = 0,
     Empty groups (M or N zero) before, between and after non-empty ones in caller order; M and N
     at the tile multiples 64, 128, 256 and one past; G = 1 and G = max_groups; K at the
     granularity and at the standard shapes' 7168; every group sharing one B; the leaderboard's
-    first test case in its layout; the four standard shapes at full size. With the subject's
+    first test case in its layout; the four standard shapes at full size; with row edges
+    (``constraints.m_edges``), one group at each and one past it. With the subject's
     ``planner``, two problems past one round of its grid (:func:`multi_round_corners`)."""
     gran, g_max = constraints.k_granularity, constraints.max_groups
     k_std = -(-STANDARD_K // gran) * gran
@@ -204,6 +208,11 @@ def corner_examples(constraints: KernelConstraints, seed: int = 0,
         "max_groups": tuple(((7 * g) % 130, (11 * g) % 70 + 1, gran * (1 + g % 3), 1) for g in range(g_max)),
         "ragged_k7168": ((33, 200, k_std, 1), (0, 64, k_std, 1), (130, 17, k_std, 1)),
     }
+    if constraints.m_edges:
+        # every row edge of the subject and the row count one past it, one group each (N and K
+        # small), spread over as many launches' groups as max_groups allows
+        edge_rows = sorted({e + d for e in constraints.m_edges for d in (0, 1)})
+        corners["row_edges"] = tuple((m, 72 + 8 * (i % 3), gran, 1) for i, m in enumerate(edge_rows[:g_max]))
     examples = {name: Example(sizes, seed, "uniform", "separate") for name, sizes in corners.items()}
     examples["all_groups_share_b"] = Example(((1, 136, k_small, 1), (128, 136, k_small, 1), (200, 136, k_small, 1)),
                                              seed, "uniform", "shared_b")

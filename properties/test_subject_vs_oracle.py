@@ -29,14 +29,15 @@ def test_subject_matches_oracle(subject_variant, data):
 
 
 # every corner's name (a subject without a grid planner skips the multi-round ones)
-CORNERS = sorted(corner_examples(KernelConstraints(k_granularity=64), planner=GridPlanner(128, 128, 256, 132)))
+CORNERS = sorted(corner_examples(KernelConstraints(k_granularity=64, m_edges=(64,)), planner=GridPlanner(128, 128, 256, 132)))
 
 
 @pytest.mark.parametrize("corner", CORNERS)
 def test_subject_matches_oracle_on_corners(subject_variant, corner):
     """Fixed structured corners (properties.strategies.corner_examples), in every profile: empty
     groups around non-empty ones, tile multiples and one past, G = 1 and max, K = granularity and
-    7168, one shared B, the standard shapes at full size (those skip the determinism rerun), and
+    7168, one shared B, the standard shapes at full size (those skip the determinism rerun), one
+    group at each of the subject's row edges and one past it (a y_tail64 build's wgmma widths), and
     two problems past one round of the subject's own grid (light tiles leaving CTAs idle, three
     rounds of mixed tiles)."""
     if corner in STANDARD_SHAPES and subject_variant.device == "cpu" and not os.environ.get("NVFP4_FULL_SIZE_CORNERS"):
@@ -45,6 +46,8 @@ def test_subject_matches_oracle_on_corners(subject_variant, corner):
         pytest.skip(f"{corner} at full size runs on GPU subjects (NVFP4_FULL_SIZE_CORNERS=1 runs it on the CPU)")
     if corner in MULTI_ROUND_CORNERS and subject_variant.planner is None:
         pytest.skip(f"{corner} is sized in rounds of the subject's grid, and {subject_variant.test_id} has no grid planner")
+    if corner == "row_edges" and not subject_variant.constraints.m_edges:
+        pytest.skip(f"{subject_variant.test_id} declares no row edges (KernelConstraints.m_edges)")
     example = corner_examples(subject_variant.constraints, planner=subject_variant.planner).get(corner)
     if example is None:
         pytest.skip(f"{corner} does not fit {subject_variant.test_id}'s constraints {subject_variant.constraints}")

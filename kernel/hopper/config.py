@@ -121,6 +121,8 @@ EPILOGUE_WG_COLS = 64
 # producer_warpgroup: the registers per thread setmaxnreg leaves the producer warpgroup and gives
 # the two consumer warpgroups (4 x 32 x 40 + 8 x 32 x 232 = 64512 of the SM's 65536)
 PRODUCER_WARPGROUP_REGS = 40
+# y_tail_step's choices: the row granules a y_tail64 tile's wgmma N is rounded to
+Y_TAIL_STEPS = (16, 32, 64)
 CONSUMER_WARPGROUP_REGS = 232
 
 
@@ -171,6 +173,13 @@ class HopperConfig:
     # time (m - m0 <= 64); with schedule="balanced" (kernel.plan): each CTA runs a cost-balanced
     # share, heavy tiles first
     y_tail64: bool = False
+    # y_tail64 only (label "_t64r<n>" when not 64): the rows of Y a tile's wgmmas cover. A tile
+    # with r valid Y rows (r = min(m - m0, 128)) issues m64nNk16 with N = r rounded up to a
+    # multiple of y_tail_step, on the first N rows of its Y buffer and into the first N / 2
+    # accumulators of each thread (64: N is 64 or 128; 16: N is 16, 32, .., 128, so a group of
+    # 80 rows multiplies 80 rows, not 128). The balanced schedule's light tiles stay the ones of
+    # at most 64 rows; the same per-element chain, one m64nNk16 per 16 K in K order.
+    y_tail_step: int = 64
     # y_tail64 only (label letter "w" after the prepass letters): the balanced split is searched
     # by the producer warp's 32 lanes together (kernel.device_schedule.balanced_share_warp:
     # ~150 instructions instead of ~1200 on one lane's path before phase 1's completion barrier;
@@ -272,6 +281,12 @@ class HopperConfig:
         return CONSUMER_WARPGROUP_REGS if self.producer_warpgroup else self.launch_register_cap
 
     @property
+    def narrow_widths(self) -> tuple[int, ...]:
+        """y_tail64: the wgmma N values below mma_n a tile may issue (y_tail_step, 2 y_tail_step, ..);
+        every other build: none."""
+        return tuple(range(self.y_tail_step, self.mma_n, self.y_tail_step)) if self.y_tail64 else ()
+
+    @property
     def acc_regs_per_thread(self) -> int:
         return self.mma_m * self.mma_n // self.consumer_threads
 
@@ -309,6 +324,7 @@ class HopperConfig:
         sched += f"b{self.prepass_batch}" if self.y_source == "prepass" and self.prepass_batch != PREPASS_BATCH else ""
         sched += "h" if self.phase1_helpers else ""
         sched += "_t64" if self.y_tail64 else ""
+        sched += f"r{self.y_tail_step}" if self.y_tail64 and self.y_tail_step != 64 else ""
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_pdl" if self.pdl else ""
         sched += "_pwg" if self.producer_warpgroup else ""
@@ -579,6 +595,11 @@ def config_problems(config: HopperConfig) -> list[str]:
         if config.mma_n != 128 or config.mma_m not in (64, 128) or not config.swapped:
             p.append("y_tail64 halves a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128 "
                      "(or 64 with one consumer warpgroup)")
+    if not isinstance(config.y_tail_step, int) or isinstance(config.y_tail_step, bool) or config.y_tail_step not in Y_TAIL_STEPS:
+        p.append(f"y_tail_step must be one of {Y_TAIL_STEPS} (wgmma N is a multiple of 8 up to the tile's 128 "
+                 f"rows), got {config.y_tail_step!r}")
+    elif config.y_tail_step != 64 and config.y_tail64 is not True:
+        p.append("y_tail_step sets y_tail64's wgmma widths: y_tail64 only")
     if (config.schedule == "balanced") != (config.y_tail64 is True):
         p.append("schedule='balanced' and y_tail64 go together (the balanced split costs the 64-row tiles)")
     if not _is_bool(config.prepass_split_warp):

@@ -22,6 +22,12 @@ from kernel.hopper.ptx import (
 SUB_K = cfgmod.DEQUANT_SUB_K
 
 
+def narrow_rows_tiler(width: int, buffers: int):
+    """The by-mode tiler that restricts the Y ring's (128 rows, SUB_K, buffers) layout to the
+    first ``width`` rows of every buffer (``cute.composition``; kernel/tests/test_hopper_tail64_layout.py)."""
+    return (cute.make_layout(width), cute.make_layout(SUB_K), cute.make_layout(buffers))
+
+
 from kernel.hopper.harness import HB_DIRTY, HB_ISSUED, HB_PUBLISHED, HB_READER, HB_RETIRED  # noqa: E402
 
 
@@ -116,11 +122,11 @@ class ConsumerMixin:
         two sub-blocks back, two groups). No named barrier: each warp arrives on the empty
         mbarriers itself.
 
-        ``y_tail64`` (``sy_iter``: the Y ring's storage): a tile with at most 64 Y rows issues
-        m64n64k16 wgmmas (``mma64``) on the first 64 rows of the same 128-row Y buffer (the ring
-        seen as 64-row buffers, buffer 2 b = the first half of buffer b) into the first half of
-        the accumulators (the m64nNk16 accumulator fragment's first N/2 values are columns
-        0 .. N/2 - 1, in the same order); the epilogue is unchanged (columns 64.. are zero and
+        ``y_tail64`` (``sy_iter``: the Y ring's storage): a tile with r <= 128 - y_tail_step Y
+        rows issues m64nNk16 wgmmas (:meth:`narrow_mmas`, N = r rounded up to a multiple of
+        ``y_tail_step``) on the first N rows of the same 128-row Y buffer into the first N / 2
+        accumulators (the m64nNk16 accumulator fragment's first N/2 values are columns
+        0 .. N - 1, in the same order); the epilogue is unchanged (columns N.. are zero and
         never stored: their rows are past the group's M). Per element the same m64nNk16 chain,
         one per 16 K in K order."""
         cfg = self.config
@@ -128,17 +134,8 @@ class ConsumerMixin:
         tCrY = tiled_mma.make_fragment_B(thr_mma.partition_B(sY))
         acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
         if cutlass.const_expr(self.tail64):
-            mma64 = sm90_utils.make_trivial_tiled_mma(
-                cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K, cutlass.Float32,
-                (cfg.consumer_warpgroups, 1, 1), tiler_mn=(64, self.half_n), a_source=warpgroup.OperandSource.RMEM,
-            )
-            atom64 = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
-            y64_layout = cute.tile_to_shape(atom64, (self.half_n, SUB_K, 2 * self.fp16_buffers), order=(0, 1, 2))
-            sY64 = sy_iter.get_tensor(y64_layout.outer, swizzle=y64_layout.inner)
-            thr64 = mma64.get_slice(tidx)
-            tCrY64 = mma64.make_fragment_B(thr64.partition_B(sY64))
-            acc64 = cute.make_tensor(acc.iterator, cute.make_layout(thr64.partition_shape_C((self.mma_m, self.half_n))))
-            mma64.set(warpgroup.Field.ACCUMULATE, True)
+            narrow = self.narrow_mmas(tidx, sy_iter, acc)
+            step = cfg.y_tail_step
         tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
         filler = self.wgmma_filler(tidx)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -149,7 +146,7 @@ class ConsumerMixin:
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, self.unit_tile(unit, t_end))
             x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
             if cutlass.const_expr(self.tail64):
-                rows64 = m - m0 <= self.half_n  # a 64-row tile (run-time, per tile)
+                narrow_tile = m - m0 <= self.mma_n - step  # fewer Y rows than the full width (run-time, per tile)
             k_begin, k_tiles = self.unit_k_range(unit, t_end, cutlass.Int32(0), k // cfg.tile_k)
             self.reset_accumulator(acc)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
@@ -172,11 +169,13 @@ class ConsumerMixin:
                     if cutlass.const_expr(self.tail64):
                         # each branch commits its own group (a commit after the join made ptxas add
                         # a null HGMMA carrying it: a second group per sub-block)
-                        if rows64:
-                            for kb in cutlass.range_constexpr(SUB_K // 16):
-                                cute.gemm(mma64, acc64, x_frag[(None, None, kb)],
-                                          tCrY64[(None, None, kb, 2 * ystate.index)], acc64)
-                            self.commit_group(ystate.index)
+                        if narrow_tile:
+                            if cutlass.const_expr(len(narrow) == 1):
+                                self.narrow_gemm(narrow[0], x_frag, ystate.index)
+                            else:
+                                for w in cutlass.range_constexpr(len(narrow)):
+                                    if (m - m0 - 1) // step == w:  # the narrow width: w + 1 steps
+                                        self.narrow_gemm(narrow[w], x_frag, ystate.index)
                         else:
                             for kb in cutlass.range_constexpr(SUB_K // 16):
                                 cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],
@@ -219,6 +218,38 @@ class ConsumerMixin:
             self.poison_accumulator(acc)
 
     # ------------------------------------------------------------- consumer helpers
+    def narrow_mmas(self, tidx, sy_iter, acc):
+        """``y_tail64``: per narrow width N (``HopperConfig.narrow_widths``), the
+        m64nNk16 tiled MMA, its B fragments on the first N rows of every 128-row Y buffer (the
+        ring's layout restricted mode by mode: same offsets, same swizzle) and the view of the
+        first N / 2 accumulators of ``acc`` (traced once, at the kernel's start)."""
+        cfg = self.config
+        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
+        y_layout = cute.tile_to_shape(atom, (self.mma_n, SUB_K, self.fp16_buffers), order=(0, 1, 2))
+        out = []
+        for width in cfg.narrow_widths:
+            mma = sm90_utils.make_trivial_tiled_mma(
+                cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K, cutlass.Float32,
+                (cfg.consumer_warpgroups, 1, 1), tiler_mn=(64, width), a_source=warpgroup.OperandSource.RMEM,
+            )
+            rows = cute.composition(y_layout.outer, narrow_rows_tiler(width, self.fp16_buffers))
+            thr = mma.get_slice(tidx)
+            tCrY = mma.make_fragment_B(thr.partition_B(sy_iter.get_tensor(rows, swizzle=y_layout.inner)))
+            acc_view = cute.make_tensor(acc.iterator, cute.make_layout(thr.partition_shape_C((self.mma_m, width))))
+            mma.set(warpgroup.Field.ACCUMULATE, True)
+            out.append((mma, tCrY, acc_view))
+        return out
+
+    @cute.jit
+    def narrow_gemm(self, narrow, x_frag, buf):
+        """One sub-block's m64nNk16 wgmmas of a narrow tile on Y buffer ``buf``, committed as
+        its own group (a commit after the branches join made ptxas add a null HGMMA carrying
+        it: a second group per sub-block)."""
+        mma, tCrY, acc_view = narrow
+        for kb in cutlass.range_constexpr(SUB_K // 16):
+            cute.gemm(mma, acc_view, x_frag[(None, None, kb)], tCrY[(None, None, kb, buf)], acc_view)
+        self.commit_group(buf)
+
     @cute.jit
     def warp_release(self, fp16_pipe, state):
         """Release ``state``'s fp16 buffer once per warp (the empty barrier counts warps).

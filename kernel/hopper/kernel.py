@@ -145,7 +145,6 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
         # tiles come from the balanced schedule (kernel.plan): this CTA's (first full, full
         # count, first light, light count), set while the kernel is traced
         self.tail64 = config.y_tail64
-        self.half_n = self.mma_n // 2
         self.share = None
         if self.tail64:
             # the share's four int32 after the claim slots (the producer warp computes it during

@@ -41,10 +41,12 @@ ACCUMULATION_CHUNK = 16
 def constraints(config: HopperConfig = DEFAULT_CONFIG, *, device_type: str = "cuda") -> KernelConstraints:
     """K must be a multiple of the stage depth ``tile_k`` (128 or 256); K is accumulated in
     order in steps of :data:`ACCUMULATION_CHUNK`; ``schedule="split_last"`` may cut a tile's K
-    once, at a multiple of ``tile_k`` (kernel.plan.split_half)."""
+    once, at a multiple of ``tile_k`` (kernel.plan.split_half); a y_tail64 build's narrow wgmma
+    widths, in a group's first and second Y block, are its row edges (``m_edges``)."""
     return KernelConstraints(k_granularity=config.tile_k, device_type=device_type,
                              accumulation_chunk=ACCUMULATION_CHUNK,
-                             k_split=config.tile_k if config.schedule == "split_last" else None)
+                             k_split=config.tile_k if config.schedule == "split_last" else None,
+                             m_edges=tuple(block + w for block in (0, config.mma_n) for w in config.narrow_widths))
 
 
 def unavailable_reason() -> str | None:

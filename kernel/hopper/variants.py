@@ -75,6 +75,9 @@ PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
 SPILL_ALLOWANCE: dict[str, tuple[int, str]] = {
     IN_FLIGHT_CONFIG.label: (12, "three epilogue values held across the tile's K loop at the 168-register cap with "
                                  "three X fragments live: stored before the K loop, loaded after its last wgmma"),
+    replace(SPLIT_WARP_CONFIG, y_tail_step=16).label: (
+        36, "nine tile-loop values (bounds, epilogue offsets) held across the K loop at the 168-register cap beside "
+            "eight wgmma widths' operands: stored before the K loop, loaded after its last wgmma"),
 }
 
 EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
@@ -101,6 +104,8 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     ),
     # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
     PHASE1_STAGED_CONFIG,
+    # wgmma widths: SPLIT_WARP_CONFIG multiplying a tile's Y rows rounded up to 16, not 64 or 128
+    replace(SPLIT_WARP_CONFIG, y_tail_step=16),
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

@@ -131,8 +131,8 @@ def test_prepass_variant_sass_structure(config, static_builds):
     barrier after it; both wgmma shapes of y_tail64 per sub-block; 0 spills."""
     ins = _kernel_without_spills(config, static_builds)
     ops = [i.opcode for i in ins]
-    # (y_tail64: both wgmma shapes per sub-block, test_tail64_variant_sass_structure)
-    assert sum(o.startswith("HGMMA") for o in ops) == (32 if config.y_tail64 else 16)
+    # (y_tail64: every wgmma width per sub-block, test_tail64_variant_sass_structure)
+    assert sum(o.startswith("HGMMA") for o in ops) == 16 * (1 + len(config.narrow_widths))
     # the batched loads: predicated 128-bit loads of every item before the first decode store
     first_stg = next(n for n, o in enumerate(ops) if o.startswith("STG.E.128"))
     batched = [i for i in ins[:first_stg] if i.opcode.startswith("LDG.E.128") and i.predicate]
@@ -201,26 +201,30 @@ def test_producer_warpgroup_variant_moves_registers(label, static_builds):
 
 @pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.y_tail64])
 def test_tail64_variant_sass_structure(label, static_builds):
-    """y_tail64: per 64-K sub-block one branch of 4 HGMMA.64x64x16
-    (a 64-row tile) and one of 4 HGMMA.64x128x16, each ending its own group (gsb0), into the
-    same accumulator registers (the 64-wide one the first half); no null HGMMA (ptxas adds a
-    ``HGMMA.64x8x16 RZ`` to carry a commit placed after the join: a second group per sub-block,
-    and the wait_group(1) after it would then retire this sub-block's wgmmas before the next
-    X decode); every wait leaves one group in flight; 0 spills within the 288-thread cap."""
+    """y_tail64: per 64-K sub-block one branch of 4 HGMMA.64xNx16 per width N (each narrow width
+    of ``narrow_widths``, then 128), each ending its own group (gsb0), into the same accumulator
+    registers (a narrow one their prefix); no null HGMMA (ptxas adds a ``HGMMA.64x8x16 RZ`` to
+    carry a commit placed after the join: a second group per sub-block, and the wait_group(1)
+    after it would then retire this sub-block's wgmmas before the next X decode); every wait
+    leaves one group in flight; 0 spills within the 288-thread cap (or the variant's allowance)."""
     from profiling import sass
 
     config = next(c for c in STATIC_MATRIX if c.label == label)
     build = static_builds.build(config, 8)
     ins = static_builds.code(config, 8)
     usage = [u for u in sass.resource_usage(build["cubin"]) if u.function == ins[0].function][0]
-    assert usage.stack_bytes == 0 and usage.local_bytes == 0 and usage.registers <= config.launch_register_cap
-    assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
+    assert usage.registers <= config.launch_register_cap
+    if config.label not in SPILL_ALLOWANCE:
+        assert usage.stack_bytes == 0 and usage.local_bytes == 0
+        assert not [i for i in ins if i.opcode.startswith(("STL", "LDL"))]
     mmas = [i for i in ins if i.opcode.startswith("HGMMA")]
     shapes = [i.opcode.split(".")[1] for i in mmas]
-    assert shapes.count("64x64x16") == 16 and shapes.count("64x128x16") == 16, shapes
-    assert all(i.operands.split(",")[0].strip() == "R24" for i in mmas), "one accumulator base for both shapes"
+    widths = (*config.narrow_widths, config.mma_n)
+    assert sorted(set(shapes)) == sorted(f"64x{w}x16" for w in widths), shapes
+    assert all(shapes.count(f"64x{w}x16") == 16 for w in widths), shapes
+    assert all(i.operands.split(",")[0].strip() == "R24" for i in mmas), "one accumulator base for every width"
     closing = [i for i in mmas if "gsb0" in i.operands]
-    assert len(closing) == 8 and {i.opcode.split(".")[1] for i in closing} == {"64x64x16", "64x128x16"}
+    assert len(closing) == 4 * len(widths) and {i.opcode.split(".")[1] for i in closing} == set(shapes)
     waits = [i.operands for i in ins if i.opcode.startswith("WARPGROUP.DEPBAR")]
     assert waits and all(int(w.split(",")[-1].strip().rstrip(";"), 16) <= 1 for w in waits), waits
 

@@ -235,11 +235,29 @@ def test_prepass_smem_arithmetic_and_label():
         (dict(_RS, prepass_batch=8), "prepass_batch is for y_source='prepass' only"),
         (dict(_PRE, phase1_helpers=True), "phase1_helpers needs producer_warpgroup"),
         (dict(_PRE, phase1_helpers=1), "phase1_helpers must be a bool"),
+        (dict(_PRE, y_tail64=True, schedule="balanced", y_tail_step=24), "y_tail_step must be one of"),
+        (dict(_PRE, y_tail64=True, schedule="balanced", y_tail_step=True), "y_tail_step must be one of"),
+        (dict(_PRE, y_tail_step=16), "y_tail_step sets y_tail64's wgmma widths"),
     ],
 )
 def test_prepass_rules(kwargs, words):
     problems = config_problems(HopperConfig(**kwargs))
     assert any(words in p for p in problems), problems
+
+
+def test_tail_step_widths_and_label():
+    """y_tail_step: the narrow wgmma widths a y_tail64 build issues, below the full 128, and the
+    label letters that tell the builds apart (step 64 keeps the plain ``_t64``)."""
+    from dataclasses import replace
+
+    from kernel.hopper import SPLIT_WARP_CONFIG, WIDE_Y_CONFIG
+
+    assert SPLIT_WARP_CONFIG.narrow_widths == (64,)
+    r16 = replace(SPLIT_WARP_CONFIG, y_tail_step=16)
+    assert r16.narrow_widths == (16, 32, 48, 64, 80, 96, 112) and config_problems(r16) == []
+    assert replace(SPLIT_WARP_CONFIG, y_tail_step=32).narrow_widths == (32, 64, 96)
+    assert r16.label == SPLIT_WARP_CONFIG.label.replace("_t64", "_t64r16")
+    assert WIDE_Y_CONFIG.narrow_widths == () and DEFAULT_CONFIG.narrow_widths == ()
 
 
 def test_producer_warpgroup_rules_and_budget():
