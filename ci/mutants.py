@@ -51,8 +51,6 @@ HOPPER_PROPERTY = [
     "--subject=hopper",
     f"--variant={HOPPER_VARIANT}",
 ]
-# the build whose tiles issue eight wgmma widths (y_tail_step 16): the width choice's mutants
-NARROW_VARIANT = "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64r16_es"
 # the sm_90a kernel compiled on the CPU: the dequant-buffer barrier rule of its SASS, on the
 # default variant (one compile)
 HOPPER_BUFFER_BARRIER = [
@@ -419,13 +417,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "hopper_narrow_width_one_row_late",
         "narrow wgmma width chosen from the row count instead of the row count - 1: a tile of a "
         "multiple of y_tail_step rows takes the next width, and one of 128 - y_tail_step rows none "
-        "(its wgmmas never issued, C's rows stored as zeros)",
-        "kernel/hopper/consumer.py",
-        "                                    if (m - m0 - 1) // step == w:",
-        "                                    if (m - m0) // step == w:",
-        "hopper",
-        ["properties/test_subject_vs_oracle.py::test_subject_matches_oracle", "--subject=hopper",
-         f"--variant={NARROW_VARIANT}", "--perturb=off"],
+        "(its wgmmas never issued, C's rows stored as zeros); the kernel traces the function the "
+        "CPU test runs",
+        "kernel/hopper/config.py",
+        "    return (rows - 1) // step",
+        "    return rows // step",
+        "hopper-static",
+        ["kernel/tests/test_hopper_config.py::test_narrow_width_covers_the_tile_rows"],
     ),
     _m(
         "hopper_upper_half_wrong_scale",

@@ -123,6 +123,14 @@ EPILOGUE_WG_COLS = 64
 PRODUCER_WARPGROUP_REGS = 40
 # y_tail_step's choices: the row granules a y_tail64 tile's wgmma N is rounded to
 Y_TAIL_STEPS = (16, 32, 64)
+
+
+def narrow_width_index(rows, step):
+    """The narrow wgmma width a y_tail64 tile of ``rows`` Y rows issues (1 <= rows <= 128 - step):
+    index i of ``HopperConfig.narrow_widths``, whose width (i + 1) step is the least multiple of
+    ``step`` that covers the rows. Plain arithmetic: the kernel traces it on run-time Int32
+    values (kernel/hopper/consumer.py), the tests run it on ints."""
+    return (rows - 1) // step
 CONSUMER_WARPGROUP_REGS = 232
 
 

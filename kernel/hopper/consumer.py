@@ -174,7 +174,7 @@ class ConsumerMixin:
                                 self.narrow_gemm(narrow[0], x_frag, ystate.index)
                             else:
                                 for w in cutlass.range_constexpr(len(narrow)):
-                                    if (m - m0 - 1) // step == w:  # the narrow width: w + 1 steps
+                                    if cfgmod.narrow_width_index(m - m0, step) == w:
                                         self.narrow_gemm(narrow[w], x_frag, ystate.index)
                         else:
                             for kb in cutlass.range_constexpr(SUB_K // 16):

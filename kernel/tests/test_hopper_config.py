@@ -260,6 +260,27 @@ def test_tail_step_widths_and_label():
     assert WIDE_Y_CONFIG.narrow_widths == () and DEFAULT_CONFIG.narrow_widths == ()
 
 
+@pytest.mark.parametrize("step", [16, 32, 64])
+def test_narrow_width_covers_the_tile_rows(step):
+    """The width a narrow tile issues (kernel.hopper.config.narrow_width_index, what the kernel
+    traces) is the least width of the build that covers its rows, for every row count a narrow
+    tile has; the rows past it take the full 128."""
+    from dataclasses import replace
+
+    from kernel.hopper import SPLIT_WARP_CONFIG
+    from kernel.hopper.config import narrow_width_index
+
+    config = replace(SPLIT_WARP_CONFIG, y_tail_step=step)
+    widths = config.narrow_widths
+    for rows in range(1, config.mma_n + 1):
+        if rows > config.mma_n - step:
+            assert not [w for w in widths if w >= rows], (rows, widths)  # only the full width covers them
+            continue
+        i = narrow_width_index(rows, step)
+        assert 0 <= i < len(widths), (rows, i)
+        assert widths[i] >= rows and (i == 0 or widths[i - 1] < rows), (rows, widths[i])
+
+
 def test_producer_warpgroup_rules_and_budget():
     """producer_warpgroup: the prepass build with two consumer warpgroups only; 384 threads, the
     consumers' register cap is what setmaxnreg gives them (232), not the 288-thread launch's 168."""
