@@ -121,6 +121,8 @@ EPILOGUE_WG_COLS = 64
 # producer_warpgroup: the registers per thread setmaxnreg leaves the producer warpgroup and gives
 # the two consumer warpgroups (4 x 32 x 40 + 8 x 32 x 232 = 64512 of the SM's 65536)
 PRODUCER_WARPGROUP_REGS = 40
+CONSUMER_WARPGROUP_REGS = 232
+
 # y_tail_step's choices: the row granules a y_tail64 tile's wgmma N is rounded to
 Y_TAIL_STEPS = (16, 32, 64)
 
@@ -131,7 +133,6 @@ def narrow_width_index(rows, step):
     ``step`` that covers the rows. Plain arithmetic: the kernel traces it on run-time Int32
     values (kernel/hopper/consumer.py), the tests run it on ints."""
     return (rows - 1) // step
-CONSUMER_WARPGROUP_REGS = 232
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from kernel.hopper.ptx import (
 SUB_K = cfgmod.DEQUANT_SUB_K
 
 
+from kernel.hopper.harness import HB_DIRTY, HB_ISSUED, HB_PUBLISHED, HB_READER, HB_RETIRED  # noqa: E402
+
+
 def narrow_rows_tiler(width: int, buffers: int):
     """The by-mode tiler that restricts the Y ring's (128 rows, SUB_K, buffers) layout to the
     first ``width`` rows of every buffer (``cute.composition``; kernel/tests/test_hopper_tail64_layout.py)."""
     return (cute.make_layout(width), cute.make_layout(SUB_K), cute.make_layout(buffers))
-
-
-from kernel.hopper.harness import HB_DIRTY, HB_ISSUED, HB_PUBLISHED, HB_READER, HB_RETIRED  # noqa: E402
 
 
 class ConsumerMixin:
