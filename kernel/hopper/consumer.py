@@ -146,7 +146,7 @@ class ConsumerMixin:
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, self.unit_tile(unit, t_end))
             x_sf_row0, _y_sf_row0 = self.sf_rows(m0, n0)
             if cutlass.const_expr(self.tail64):
-                narrow_tile = m - m0 <= self.mma_n - step  # fewer Y rows than the full width (run-time, per tile)
+                narrow_tile = m - m0 <= cfg.narrow_widths[-1]  # a narrow width covers the rows (run-time, per tile)
             k_begin, k_tiles = self.unit_k_range(unit, t_end, cutlass.Int32(0), k // cfg.tile_k)
             self.reset_accumulator(acc)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
