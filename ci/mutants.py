@@ -552,6 +552,9 @@ SYNC_VARIANTS = {
     # (its last round's tiles cut in two K halves: one CTA publishes its fp32 sums through the
     # workspace, the other adds them, kernel/hopper/split.py)
     "wide": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb8h_es_pwg_sk",
+    # wide with phase 1 beside the tiles (experimental): the helper warps alone decode it, one
+    # flag per chunk, each tile's producer waiting for its own rows' chunks, no completion barrier
+    "beside": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb2ho_es_pwg_sk",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -708,12 +711,13 @@ _SYNC_EDITS = (
     ("phase1_claim_not_reset", "counter not reset: the last CTA through phase 1 leaves the claim counter "
      "at its final value, so the next call's claims all lie past the chunk count (no chunk decoded, "
      "the completion wait never ends)", _K1,
-     f"{_I12}store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))\n", "", ("prod", "wide")),
+     f"{_I8}if passed == cutlass.Int32(num_ctas) - 1:\n{_I12}store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))\n",
+     f"{_I8}if passed == cutlass.Int32(num_ctas) - 1:\n", ("prod", "wide")),
     ("producer_no_proxy_fence_after_phase1", "fence removed: the producer's TMA loads of the workspace "
      "are not ordered after the phase-1 writes its CTA acquired at the completion barrier", _KP,
-     f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
-     f"{_I8}fence_proxy_async_global()\n",
-     f"{_I8}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n", ("prod", "wide")),
+     f"{_I12}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n"
+     f"{_I12}fence_proxy_async_global()\n",
+     f"{_I12}# phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy\n", ("prod", "wide")),
     ("staged_slots_no_proxy_fence", "fence removed: phase 1's generic writes to its staging slots (the "
      "Y ring) are not ordered before the Y boxes' TMA writes to the same bytes", _K1,
      f"{_I8}# the slots' generic writes before the Y ring's TMA (async proxy) writes to them\n"
@@ -792,6 +796,26 @@ _SYNC_EDITS = (
     ("split_halves_overlap", "cut off by one: half 0 runs one K tile past the middle, which half 1 "
      "also runs (that K tile counted twice in the cut tiles)", "kernel/hopper/split.py",
      "                k_end = k_tiles // 2\n", "                k_end = k_tiles // 2 + 1\n", ("wide",)),
+    # phase1_beside: the chunk flags (kernel/hopper/phase1.py, kernel/hopper/producer.py)
+    ("beside_publish_relaxed", "release removed: the lead helper sets a chunk's flag with a relaxed "
+     "store (no fence.acq_rel, no red.release), so a producer's acquire of the flag is not ordered "
+     "after the chunk's workspace stores", _K1,
+     "        arrive_release_gpu(flags + cutlass.Int64(chunk) * 4, cutlass.Int32(1))\n",
+     "        store_relaxed_gpu(flags + cutlass.Int64(chunk) * 4, cutlass.Int32(1))\n", ("beside",)),
+    ("beside_producer_no_proxy_fence", "fence removed: the producer's Y boxes read rows it acquired "
+     "through the generic proxy only (no fence.proxy.async.global after the chunk wait)", _KP,
+     "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n"
+     "                    fence_proxy_async_global()\n",
+     "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n",
+     ("beside",)),
+    ("beside_producer_no_wait", "wait removed: the producer loads a K stage's Y boxes without waiting for "
+     "the chunks that hold them (the first tiles read rows phase 1 has not written yet)", _KP,
+     "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n",
+     "", ("beside",)),
+    ("beside_flags_not_reset", "flags not reset: the last party through leaves the chunk flags set, "
+     "so the next launch's producers read rows before that launch's helpers wrote them", _K1,
+     "                store_relaxed_gpu(flags + cutlass.Int64(c) * 4, cutlass.Int32(0))\n", "                pass\n",
+     ("beside",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",
@@ -821,7 +845,8 @@ _STATIC_OF_SYNC = ("hopper_sync_y_ring_wait_lax__prod", "hopper_sync_no_publish_
                    "hopper_sync_epilogue_no_reuse_barrier__prod", "hopper_sync_epilogue_no_reuse_barrier__wide",
                    "hopper_sync_phase1_no_global_proxy_fence__prod", "hopper_sync_staged_slots_no_proxy_fence__prod",
                    "hopper_sync_producer_no_proxy_fence_after_phase1__wide",
-                   "hopper_sync_split_publish_relaxed__wide", "hopper_sync_split_publish_before_barrier__wide")
+                   "hopper_sync_split_publish_relaxed__wide", "hopper_sync_split_publish_before_barrier__wide",
+                   "hopper_sync_beside_publish_relaxed__beside", "hopper_sync_beside_producer_no_proxy_fence__beside")
 STATIC_SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
     Mutant(f"hopper_static_{m.name.removeprefix('hopper_sync_')}", f"{m.kind}; seen in the SASS on a CPU",
            m.target, m.original, m.replacement, "hopper-static", ("kernel/tests/test_hopper_sync_sites.py", "-k", m.variant))

@@ -283,3 +283,101 @@ def simulate(launch: Launch, seed: int, mutation: str | None = None, counters: C
         else:
             state[key] = got
     raise RuntimeError(f"no end after {max_steps} steps")
+
+
+# ---- phase 1 beside the tiles (HopperConfig.phase1_beside) ------------------------------------
+# Each CTA's helper warps claim chunks until none is left, decode each and release its flag; each
+# CTA's producer warp acquires the flags of every K stage's chunks before reading them; both
+# parties then count themselves through, and the last of the grid's 2 x CTAs parties zeroes the
+# flags, the claim word and the count (kernel/hopper/phase1.py, kernel/hopper/workspace.py).
+# :func:`simulate_beside` runs that protocol for consecutive launches on one workspace, every party
+# a program interleaved by a seeded scheduler; its ``mutation`` options are the beside edits of
+# ci/mutants.py (hopper_sync_beside_*), and ``one_party`` a count-through of one party per CTA.
+BESIDE_MUTATIONS = ("publish_relaxed", "no_wait", "flags_not_reset", "one_party")
+
+
+@dataclass
+class BesideRun:
+    stale_reads: list = field(default_factory=list)  # (launch, CTA, chunk): read before it was decoded
+    dirty_ends: list = field(default_factory=list)  # (launch, claim, passed, flags set) left for the next
+    hung: bool = False
+
+
+def simulate_beside(chunks: int, ctas: int, reads: list[list[tuple[int, int]]], seed: int, launches: int = 2,
+                    mutation: str | None = None, max_steps: int = 200_000) -> BesideRun:
+    """``launches`` consecutive launches (each after the previous one ended, as on one stream) of
+    ``chunks`` chunks on ``ctas`` CTAs; ``reads[cta]``: the (first, last) chunk range of each K
+    stage its producer reads, in order. A read sees a chunk's rows only if that launch's helpers
+    wrote them before it (``publish_relaxed``: the flag may be seen before the rows)."""
+    if mutation is not None and mutation not in BESIDE_MUTATIONS:
+        raise ValueError(f"unknown mutation {mutation!r}; one of {BESIDE_MUTATIONS}")
+    run = BesideRun()
+    rng = random.Random(seed)
+    flags = [0] * chunks
+    written = [0] * chunks  # the launch whose rows a chunk holds
+    hdr = {"claim": 0, "passed": 0}
+    parties = ctas if mutation == "one_party" else 2 * ctas
+
+    for launch in range(1, launches + 1):
+        def count_through():
+            passed = hdr["passed"]
+            hdr["passed"] += 1
+            yield "step"
+            if passed == parties - 1:
+                if mutation != "flags_not_reset":
+                    for c in range(chunks):
+                        flags[c] = 0
+                hdr["claim"] = hdr["passed"] = 0
+                yield "step"
+
+        def helpers(cta):
+            while True:
+                c = hdr["claim"]
+                hdr["claim"] += 1
+                yield "step"
+                if c >= chunks:
+                    break
+                if mutation == "publish_relaxed":
+                    flags[c] += 1  # the flag may land before the rows
+                    yield "step"
+                    written[c] = launch
+                else:
+                    written[c] = launch
+                    yield "step"
+                    flags[c] += 1
+                yield "step"
+            yield from count_through()
+
+        def producer(cta):
+            for first, last in reads[cta]:
+                if mutation != "no_wait":
+                    while any(flags[c] < 1 for c in range(first, last + 1)):
+                        yield "spin"
+                for c in range(first, last + 1):
+                    if written[c] != launch:
+                        run.stale_reads.append((launch, cta, c))
+                yield "step"
+            yield from count_through()
+
+        programs = [helpers(cta) for cta in range(ctas)] + [producer(cta) for cta in range(ctas)]
+        live = list(range(len(programs)))
+        spins = 0
+        for _ in range(max_steps):
+            if not live:
+                break
+            i = rng.choice(live)
+            try:
+                got = next(programs[i])
+            except StopIteration:
+                live.remove(i)
+                spins = 0
+                continue
+            spins = spins + 1 if got == "spin" else 0
+            if spins > 50 * len(live) + 1000:  # only spinning producers are left
+                run.hung = True
+                return run
+        else:
+            raise RuntimeError(f"no end after {max_steps} steps")
+        if hdr["claim"] or hdr["passed"] or any(flags):
+            run.dirty_ends.append((launch, hdr["claim"], hdr["passed"], sum(1 for f in flags if f)))
+    return run

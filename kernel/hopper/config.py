@@ -122,6 +122,14 @@ EPILOGUE_WG_COLS = 64
 # the two consumer warpgroups (4 x 32 x 40 + 8 x 32 x 232 = 64512 of the SM's 65536)
 PRODUCER_WARPGROUP_REGS = 40
 CONSUMER_WARPGROUP_REGS = 232
+# ... with phase1_beside, whose three helper warps decode phase 1 beside the tiles under the
+# producer warpgroup's registers (4 x 32 x 72 + 8 x 32 x 216 = 64512, the same total; two items
+# per helper thread in flight decode without spills at 72, four spill)
+BESIDE_PRODUCER_WARPGROUP_REGS = 72
+BESIDE_CONSUMER_WARPGROUP_REGS = 216
+# phase1_beside: the helper warps' staged stores get a shared region of their own (the Y ring is
+# in use by the tiles meanwhile): PREPASS_STAGED_WARP_BYTES per helper warp
+PHASE1_HELPER_WARPS = 3
 
 # y_tail_step's choices: the row granules a y_tail64 tile's wgmma N is rounded to
 Y_TAIL_STEPS = (16, 32, 64)
@@ -176,6 +184,14 @@ class HopperConfig:
     # warpgroup's three other warps decode phase 1's chunks beside the consumer warps (phase 1 is
     # latency-bound: more warps, more loads in flight); after it they only pass the barriers
     phase1_helpers: bool = False
+    # phase1_helpers only (label letter "o" after "h"): phase 1 runs beside the tiles. Only the
+    # producer warpgroup's three other warps decode its chunks (their staged stores through a
+    # shared region of their own), each chunk published by a release of its own flag in the
+    # workspace (kernel.hopper.workspace); the consumer warps start their tiles at once, and the
+    # producer warp, before a tile's first Y box, waits (acquire) for the flags of the chunks that
+    # hold the tile's Y rows. No completion barrier: the first tiles wait only for their own rows,
+    # and the rest of phase 1 overlaps the MMA
+    phase1_beside: bool = False
     # y_source="prepass" only (label suffix "_t64"): a group's last Y block of at most 64 rows
     # runs as a 64-row tile (wgmma N = 64, the first half of the accumulators; the Y box is still
     # 128 rows: the rows past the group reach only columns never stored), chosen per tile at run
@@ -237,7 +253,10 @@ class HopperConfig:
     def phase1_threads(self) -> int:
         """``y_source="prepass"``: the threads that decode phase 1's chunks, the consumer
         warpgroups (the producer warp issues the first tile's X stages meanwhile), and with
-        ``phase1_helpers`` the producer warpgroup's three other warps."""
+        ``phase1_helpers`` the producer warpgroup's three other warps (with ``phase1_beside``
+        those three only)."""
+        if self.phase1_beside:
+            return 32 * PHASE1_HELPER_WARPS
         return self.consumer_threads + (96 if self.phase1_helpers else 0)
 
     @property
@@ -245,6 +264,8 @@ class HopperConfig:
         """The warps that decode phase 1's chunks (their index in the CTA): the consumer warps,
         and with ``phase1_helpers`` the three after the producer warp."""
         consumers = tuple(range(self.consumer_threads // 32))
+        if self.phase1_beside:
+            return tuple(range(len(consumers) + 1, len(consumers) + 1 + PHASE1_HELPER_WARPS))
         if self.phase1_helpers:
             return consumers + tuple(range(len(consumers) + 1, len(consumers) + 4))
         return consumers
@@ -287,7 +308,9 @@ class HopperConfig:
     @property
     def register_cap(self) -> int:
         """Registers per thread the wgmma (consumer) warps may use."""
-        return CONSUMER_WARPGROUP_REGS if self.producer_warpgroup else self.launch_register_cap
+        if self.producer_warpgroup:
+            return BESIDE_CONSUMER_WARPGROUP_REGS if self.phase1_beside else CONSUMER_WARPGROUP_REGS
+        return self.launch_register_cap
 
     @property
     def narrow_widths(self) -> tuple[int, ...]:
@@ -332,6 +355,7 @@ class HopperConfig:
         sched += "w" if self.prepass_split_warp else ""
         sched += f"b{self.prepass_batch}" if self.y_source == "prepass" and self.prepass_batch != PREPASS_BATCH else ""
         sched += "h" if self.phase1_helpers else ""
+        sched += "o" if self.phase1_beside else ""
         sched += "_t64" if self.y_tail64 else ""
         sched += f"r{self.y_tail_step}" if self.y_tail64 and self.y_tail_step != 64 else ""
         sched += "_es" if self.epilogue == "smem" else ""
@@ -430,7 +454,12 @@ def _smem_bytes_before_staging(config: HopperConfig) -> dict[str, int]:
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
     total = barriers + 3 * SMEM_ALIGN + raw + dq
-    return {"barriers": barriers, "raw_stages": raw, "dequant_buffers": dq, "total": total}
+    out = {"barriers": barriers, "raw_stages": raw, "dequant_buffers": dq, "total": total}
+    if config.phase1_beside:
+        # the helper warps' staged stores, a fourth 1024-aligned region
+        out["phase1_staging"] = PHASE1_HELPER_WARPS * PREPASS_STAGED_WARP_BYTES
+        out["total"] += SMEM_ALIGN + out["phase1_staging"]
+    return out
 
 
 def epilogue_stage_bytes_for(config: HopperConfig, rows: int) -> int:
@@ -577,8 +606,9 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("y_source='prepass' takes schedule='contiguous', 'split_last' or 'balanced' (with y_tail64)")
         if config.prepass_chunk not in PREPASS_CHUNK_SPLITS:
             p.append(f"y_source='prepass' needs prepass_chunk in {PREPASS_CHUNK_SPLITS}, got {config.prepass_chunk!r}")
-        # each decoding warp stages at its own index's slot of the Y ring
-        if (max(config.phase1_warps) + 1) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
+        # each decoding warp stages at its own index's slot of the Y ring (phase1_beside: in a
+        # region of the helper warps' own)
+        if not config.phase1_beside and (max(config.phase1_warps) + 1) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
             p.append(f"phase 1 stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
                      f"{max(config.phase1_warps) + 1} warps need more than its {config.fp16_buffers} buffers")
         if config.prepass_batch not in PREPASS_BATCHES or _is_bool(config.prepass_batch):
@@ -591,6 +621,11 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"phase1_helpers must be a bool, got {config.phase1_helpers!r}")
     elif config.phase1_helpers and not config.producer_warpgroup:
         p.append("phase1_helpers needs producer_warpgroup (its three warps besides the producer decode)")
+    if not _is_bool(config.phase1_beside):
+        p.append(f"phase1_beside must be a bool, got {config.phase1_beside!r}")
+    elif config.phase1_beside and (config.phase1_helpers is not True or config.y_tail64 is not False):
+        p.append("phase1_beside needs phase1_helpers (its three warps decode phase 1 beside the tiles) and no "
+                 "y_tail64 (the balanced split is computed during phase 1's completion wait)")
     if not _is_bool(config.producer_warpgroup):
         p.append(f"producer_warpgroup must be a bool, got {config.producer_warpgroup!r}")
     elif config.producer_warpgroup and (config.y_source != "prepass" or config.consumer_warpgroups != 2

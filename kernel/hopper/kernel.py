@@ -164,6 +164,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
         self.smem_storage = None  # the kernel's SharedStorage, set while the kernel is traced
 
         epi_bytes = cfgmod.epilogue_stage_bytes_for(config, self.epi_rows) if self.staged_epilogue else 0
+        p1s_bytes = cfgmod.PHASE1_HELPER_WARPS * cfgmod.PREPASS_STAGED_WARP_BYTES
 
         @cute.struct
         class SharedStorage:
@@ -174,6 +175,8 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
             sY: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, y_elems], cfgmod.SMEM_ALIGN]
             if self.staged_epilogue:  # epilogue="smem": the staging buffers of C
                 sC: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, epi_bytes], cfgmod.SMEM_ALIGN]
+            if config.phase1_beside:  # the helper warps' staged stores (phase 1 beside the tiles)
+                p1s: cute.struct.Align[cute.struct.MemRange[cutlass.Uint8, p1s_bytes], cfgmod.SMEM_ALIGN]
             if self.checks:  # harness builds only: the checker's shadow state
                 hb: cute.struct.MemRange[cutlass.Int32, hb_words]
 
@@ -303,8 +306,9 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
 
         first_claim = cutlass.Int32(0)
         if cutlass.const_expr(self.prepass and not self.ablates("prepass")):
-            if tidx == 0:
-                # phase 1's first claim, in flight while the tables are read
+            # phase 1's first claim, in flight while the tables are read, by the thread that
+            # claims (thread 0; phase1_beside: the first helper thread)
+            if tidx == (self.consumer_threads + 32 if cfg.phase1_beside else 0):
                 first_claim = self.claim_chunk(ws_ptr.toint(), check=False)
         m_sizes = cute.make_tensor(sizes_ptr, cute.make_layout((G, 4), stride=(4, 1)))
         m_prefix = cute.make_tensor(prefix_ptr, cute.make_layout(G + 1))
@@ -327,7 +331,33 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
             if cutlass.const_expr(self.checks):
                 self.p1_chunks = self.prepass_chunk_count(m_sizes)  # the checker's phase-1 rules
             chunks = cutlass.Int32(0)
-            if cutlass.const_expr(self.ablates("phase2")):
+            if cutlass.const_expr(cfg.phase1_beside):
+                # ------------------- phase 1 beside the tiles: three roles from the start, no join
+                # (setmaxnreg at each role's start: the roles never meet again)
+                if warp_idx >= self.producer_warp:
+                    self.give_registers(False)
+                    if self.is_producer(warp_idx):
+                        p_begin, p_end, p_step = self.tile_range(total)
+                        self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base,
+                                               sy_base, p_begin, p_end, p_step, total)
+                    else:
+                        # the helper warps: every chunk of phase 1, claimed until none is left;
+                        # then their first warp counts them through (done with the chunk flags)
+                        # (names of this branch's own: a value carried out of a role's branch
+                        # makes ptxas drop the consumers' setmaxnreg)
+                        if cutlass.const_expr(not self.ablates("prepass")):
+                            helper_chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots,
+                                                                       storage.p1s.data_ptr().toint(), first_claim)
+                        else:
+                            helper_chunks = self.prepass_chunk_count(m_sizes)
+                        if warp_idx == self.producer_warp + 1:
+                            self.beside_count_through(ws, helper_chunks)
+                else:
+                    self.give_registers(True)
+                    c_begin, c_end, c_step = self.tile_range(total)
+                    self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
+                                               c_begin, c_end, c_step, ws=ws)
+            elif cutlass.const_expr(self.ablates("phase2")):
                 # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
                 if self.decodes_phase1(warp_idx):
                     chunks = self.prepass_decode_scaled(tidx, m_sizes, m_ptrs, ws, claim_slots, sy_base, first_claim)

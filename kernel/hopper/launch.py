@@ -112,7 +112,7 @@ class HopperHooks:
             return None
         # schedule="split_last": one partial-sum slot per tile this grid cuts (none: no split area)
         slots = split_last_shape(plan.total_tiles, plan.num_ctas)[1] if config.schedule == "split_last" else 0
-        geom = workspace_geometry(plan.sizes, slots, 4 * config.tile_m * config.tile_n)
+        geom = workspace_geometry(plan.sizes, slots, 4 * config.tile_m * config.tile_n, config.phase1_beside)
         return self.workspaces.get(geom, config.mma_n, stream, device)
 
     def aux_template(self, config: HopperConfig, plan: LaunchPlan, groups: list[GroupTensors]):

@@ -20,6 +20,7 @@ from kernel.hopper.ptx import (
     copy_y_staged_items,
     store_y_staged_item,
     atom_add_relaxed_gpu,
+    ld_relaxed_gpu,
     load_y_global_items,
     fence_proxy_async_global,
     ld_shared_u32,
@@ -30,7 +31,8 @@ from kernel.hopper.ptx import (
 
 SUB_K = cfgmod.DEQUANT_SUB_K
 # y_source="prepass": the workspace's layout (kernel.hopper.workspace states it for the host)
-from kernel.hopper.workspace import CLAIM_WORD, DATA_OFFSET, DONE_WORD, PASSED_WORD  # noqa: E402
+from kernel.hopper.workspace import (CLAIM_WORD, DATA_OFFSET, DONE_WORD, FLAGS_WORD, PASSED_WORD,  # noqa: E402
+                                     SPLIT_ALIGN, beside_item, box_chunk_range)
 
 
 class Phase1Mixin:
@@ -95,6 +97,97 @@ class Phase1Mixin:
         arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))
         self.delay("phase1", "publish", "after")
 
+    def publish_chunk_flag(self, flags, chunk, it):
+        """``phase1_beside``, the lead helper thread after the CTA's ``it``-th chunk's helper
+        barrier: release chunk ``chunk``'s flag (``fence.acq_rel`` + ``red.release``, add 1: the
+        chunk's stores, every helper's before the barrier, happen before any acquire that reads
+        the flag). Traced inline."""
+        self.delay("phase1", "publish", "before")
+        self.check_phase1_publish(it)
+        arrive_release_gpu(flags + cutlass.Int64(chunk) * 4, cutlass.Int32(1))
+        self.delay("phase1", "publish", "after")
+
+    def chunk_flags(self, ws):
+        """``phase1_beside``: the chunk-flag area's address (its offset / ``SPLIT_ALIGN`` is header
+        word ``FLAGS_WORD``, written by the host). Traced inline."""
+        return ws + cutlass.Int64(ld_relaxed_gpu(ws + FLAGS_WORD)) * SPLIT_ALIGN
+
+    @cute.jit
+    def wait_stage_chunks(self, flags: cutlass.Int64, chunk: cutlass.Int32, rows_total: cutlass.Int32,
+                          y_row: cutlass.Int32, rows: cutlass.Int32, kt: cutlass.Int32):
+        """``phase1_beside``, the producer warp (all 32 lanes) before K stage ``kt``'s Y boxes: wait
+        (acquire) until the chunks holding them are published (``box_chunk_range`` of each of the
+        stage's sub-blocks, ``rows`` workspace rows from ``y_row``). Lanes 8q .. 8q + 7 spin on
+        sub-block q's chunks, lane 8q + j on its j-th, (j + 8)-th, ..: one round trip for the stage
+        once they are out; then the lanes meet (``__syncwarp`` orders their acquires before the
+        caller's proxy fence and TMA)."""
+        self.delay("phase1", "wait", "before")
+        lane = cute.arch.lane_idx()
+        per = 32 // self.n_sub
+        c_lo, c_hi = box_chunk_range(kt * self.n_sub + lane // per, rows_total, y_row, rows, chunk)
+        for c in range(c_lo + lane % per, c_hi + 1, per):
+            wait_geq_acquire_gpu(flags + cutlass.Int64(c) * 4, cutlass.Int32(1))
+        cute.arch.sync_warp()
+        self.delay("phase1", "wait", "after")
+
+    @cute.jit
+    def beside_items(self, m_sizes: cute.Tensor):
+        """``phase1_beside``: the workspace's rows and phase 1's items (``workspace.beside_items``:
+        every (sub-block of the largest K, row) pair, holes included)."""
+        rows_total = cutlass.Int32(0)
+        kmax = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(self.num_groups):
+            rows_total = rows_total + self.slot_rows(m_sizes[s, 0])
+            kmax = cutlass.max(kmax, m_sizes[s, 2])
+        return rows_total, (kmax // SUB_K) * rows_total
+
+    @cute.jit
+    def beside_item_addresses(self, item: cutlass.Int32, rows_total: cutlass.Int32, roffs: list, m_sizes: cute.Tensor,
+                              m_ptrs: cute.Tensor, data: cutlass.Int64, pitch: cutlass.Int64):
+        """``phase1_beside``: (raw A, scale word, workspace run, whether the item is no hole) of
+        sub-block-major ``item`` (``workspace.beside_item``): its row's slot is the last one whose
+        first row is at or before it (a slot without rows shares the next one's first row)."""
+        sb, r = beside_item(item, rows_total)
+        sel_slot = cutlass.Int32(0)
+        sel_roff = cutlass.Int32(0)
+        for s in cutlass.range_constexpr(self.num_groups):
+            if r >= roffs[s]:
+                sel_slot = cutlass.Int32(s)
+                sel_roff = roffs[s]
+        k = m_sizes[sel_slot, 2]
+        ksub = k // SUB_K
+        valid = cutlass.Int32(sb < ksub) * cutlass.Int32(m_sizes[sel_slot, 1] != 0)
+        raw, sf, dst = self.row_run_addresses(sel_slot, r - sel_roff, sb, k, ksub, sel_roff, m_ptrs, data, pitch)
+        return raw, sf, dst, valid
+
+    @cute.jit
+    def beside_count_through(self, ws: cutlass.Int64, chunks: cutlass.Int32):
+        """``phase1_beside``, one whole warp of a party done with the chunk flags (a CTA's producer
+        warp after its last wait, its lead helper warp after its last publish): count the party
+        through ``PASSED_WORD`` (lane 0: ``fence.acq_rel`` then the add, a release of everything the
+        party did); the last of the grid's 2 x CTAs parties (lane 0: ``fence.acq_rel`` after the
+        add, an acquire of every other party's) sets this launch's chunk flags, the claim word and
+        the count back to 0, the flags spread over the warp's lanes."""
+        lane = cute.arch.lane_idx()
+        passed = cutlass.Int32(0)
+        self.delay("phase1", "reset", "before")
+        if lane == 0:
+            cute.arch.fence_acq_rel_gpu()
+            passed = atom_add_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(1))
+            cute.arch.fence_acq_rel_gpu()
+        passed = cute.arch.shuffle_sync(passed, 0)
+        cute.arch.sync_warp()
+        num_ctas, _, _ = cute.arch.grid_dim()
+        if passed == 2 * cutlass.Int32(num_ctas) - 1:
+            flags = self.chunk_flags(ws)
+            for c in range(lane, chunks, 32):
+                store_relaxed_gpu(flags + cutlass.Int64(c) * 4, cutlass.Int32(0))
+            if lane == 0:
+                store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
+                store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
+                self.check_phase1_reset(ws)
+        self.delay("phase1", "reset", "after")
+
     def acquire_chunks(self, ws, target):
         """Thread 0: wait (acquire) until ``target`` chunks are counted done. Traced inline."""
         wait_geq_acquire_gpu(ws + DONE_WORD, target)
@@ -127,28 +220,38 @@ class Phase1Mixin:
         claims only while running, and decodes every chunk it claimed before it waits."""
         threads = self.config.phase1_threads
         batch = self.config.prepass_batch
+        beside = self.config.phase1_beside
         # the thread's index among the decoding threads (phase1_helpers: the producer warp's 32
-        # threads, between the consumers and the helpers, skipped); its staging slots stay its
-        # warp's own
+        # threads, between the consumers and the helpers, skipped; phase1_beside: the helpers
+        # only); its staging slots stay its warp's own
         dtid = tidx
-        if cutlass.const_expr(self.config.phase1_helpers):
+        if cutlass.const_expr(beside):
+            dtid = tidx - (self.consumer_threads + 32)
+        elif cutlass.const_expr(self.config.phase1_helpers):
             dtid = tidx - 32 * cutlass.Int32(tidx >= self.consumer_threads)
+        # the thread that claims, broadcasts and publishes: thread 0 (phase1_beside: the first helper)
+        lead = dtid if beside else tidx
         # per group: first item, first workspace row (registers for the whole loop)
         bases, roffs, counts, items, kmax = self.prepass_groups(m_sizes)
+        if cutlass.const_expr(beside):
+            # sub-block-major items; the decode takes the workspace's rows in place of the bases
+            bases, items = self.beside_items(m_sizes)
         chunk, chunks = self.prepass_chunking(items)
         if cutlass.const_expr(self.checks):
-            if tidx == 0:
+            if lead == 0:
                 self.check_phase1_claim(first_claim)
         pitch = cutlass.Int64(kmax * 2)
         data = ws + DATA_OFFSET
-        # each warp's 32 item slots in the Y ring (unused until phase 1
-        # ends; its TMA writes come after the proxy fence below and the completion barrier)
-        warp_slots = scratch + (tidx // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
+        flags = self.chunk_flags(ws) if beside else None
+        # each warp's 32 item slots in the Y ring (unused until phase 1 ends; its TMA writes come
+        # after the proxy fence below and the completion barrier); phase1_beside: in the helpers'
+        # own region, whose Y ring the tiles use meanwhile
+        warp_slots = scratch + ((dtid if beside else tidx) // 32) * cfgmod.PREPASS_STAGED_WARP_BYTES
         it = cutlass.Int32(0)
-        c = self.prepass_broadcast(tidx, slots, it, first_claim)
+        c = self.prepass_broadcast(lead, slots, it, first_claim)
         while c < chunks:
             nxt = cutlass.Int32(0)
-            if tidx == 0:
+            if lead == 0:
                 # the next claim, in flight while this chunk is loaded and decoded
                 nxt = self.claim_chunk(ws)
             first = c * chunk
@@ -157,13 +260,16 @@ class Phase1Mixin:
                                     pitch, warp_slots)
             # this thread's generic stores -> ordered before the async proxy (other CTAs' TMA)
             self.fence_chunk_stores(it)
-            if tidx == 0:
+            if lead == 0:
                 st_shared_u32(slots + ((it + 1) % 2) * 4, nxt)
                 if cutlass.const_expr(self.timeline):
                     self.timeline_point("phase1_fenced")
             self.phase1_barrier()
-            if tidx == 0:
-                self.publish_chunk(ws, it)
+            if lead == 0:
+                if cutlass.const_expr(beside):
+                    self.publish_chunk_flag(flags, c, it)
+                else:
+                    self.publish_chunk(ws, it)
                 if cutlass.const_expr(self.timeline):
                     self.timeline_point("phase1_published")
             it = it + 1
@@ -188,7 +294,12 @@ class Phase1Mixin:
         for j in cutlass.range_constexpr(batch):
             item = first + tidx + j * threads
             ok = item < end
-            raw, sf, dst = self.prepass_item_addresses(item, bases, roffs, counts, m_sizes, m_ptrs, data, pitch)
+            if cutlass.const_expr(self.config.phase1_beside):
+                # sub-block-major items (bases: the workspace's rows); a hole is not decoded
+                raw, sf, dst, valid = self.beside_item_addresses(item, bases, roffs, m_sizes, m_ptrs, data, pitch)
+                ok = (cutlass.Int32(ok) * valid) != 0
+            else:
+                raw, sf, dst = self.prepass_item_addresses(item, bases, roffs, counts, m_sizes, m_ptrs, data, pitch)
             loads.append((raw, sf, cutlass.Int32(ok)))
             dsts.append(dst)
             oks.append(ok)
@@ -206,7 +317,10 @@ class Phase1Mixin:
     @cute.jit
     def prepass_chunk_count(self, m_sizes: cute.Tensor):
         """Phase 1's chunk count (what ``prepass_decode_scaled`` computes), for any thread."""
-        _b, _r, _c, items, _k = self.prepass_groups(m_sizes)
+        if cutlass.const_expr(self.config.phase1_beside):
+            _rows, items = self.beside_items(m_sizes)
+        else:
+            _b, _r, _c, items, _k = self.prepass_groups(m_sizes)
         _chunk, chunks = self.prepass_chunking(items)
         return chunks
 
@@ -260,6 +374,12 @@ class Phase1Mixin:
         local = item - first_item
         row = local // ksub
         sb = local - row * ksub
+        return self.row_run_addresses(slot, row, sb, k, ksub, first_row, m_ptrs, data, pitch)
+
+    def row_run_addresses(self, slot, row, sb, k, ksub, first_row, m_ptrs, data, pitch):
+        """(raw A, scale word, workspace run) of sub-block ``sb`` of row ``row`` of group slot
+        ``slot`` (K ``k``, ``ksub`` sub-blocks), whose rows start at workspace row ``first_row``.
+        Traced inline."""
         i = row % 128
         raw = m_ptrs[slot, 0] + cutlass.Int64(row) * cutlass.Int64(k // 2) + cutlass.Int64(sb * (SUB_K // 2))
         sf = (

@@ -125,10 +125,13 @@ class ProducerMixin:
         warpgroup down to PRODUCER_WARPGROUP_REGS, the consumers up to CONSUMER_WARPGROUP_REGS
         (nothing otherwise). Traced inline."""
         if self.config.producer_warpgroup:
+            beside = self.config.phase1_beside
             if consumer:
-                cute.arch.warpgroup_reg_alloc(cfgmod.CONSUMER_WARPGROUP_REGS)
+                cute.arch.warpgroup_reg_alloc(cfgmod.BESIDE_CONSUMER_WARPGROUP_REGS if beside
+                                              else cfgmod.CONSUMER_WARPGROUP_REGS)
             else:
-                cute.arch.warpgroup_reg_dealloc(cfgmod.PRODUCER_WARPGROUP_REGS)
+                cute.arch.warpgroup_reg_dealloc(cfgmod.BESIDE_PRODUCER_WARPGROUP_REGS if beside
+                                                else cfgmod.PRODUCER_WARPGROUP_REGS)
 
     def balanced_setup(self, m_sizes: cute.Tensor, total, slots):
         """y_tail64, the producer warp: this CTA's share of the balanced split
@@ -280,19 +283,30 @@ class ProducerMixin:
         raw X stage and the tile's fp16 Y boxes. (The first tile's origin is computed again here
         and in the loop: once per CTA.)"""
         cfg = self.config
+        beside = cfg.phase1_beside
         lane = cute.arch.lane_idx()
         tm_ws = ws + TENSOR_MAP_OFFSET
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-        _slot, _m, _n, k_first, _m0, _n0 = self.tile_origin(m_prefix, m_sizes, cutlass.min(t_begin, total - 1))
-        pre = self.early_x_stages(k_first, t_begin, t_end)  # X stages of the first tile already issued
-        for _kt in range(pre):
-            state.advance()
-        # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
-        fence_proxy_async_global()
-        self.check_phase1_read()  # the checker: every chunk acquired before the workspace's first TMA
+        if cutlass.const_expr(beside):
+            # phase 1 runs beside the tiles: no stage went early, and each tile waits for its
+            # own rows' chunk flags (below) instead of a completion barrier
+            pre = cutlass.Int32(0)
+            if lane == 0:
+                self.acquire_map(tm_ws, workspace=True)
+            flags = self.chunk_flags(ws)
+            rows_total, items = self.beside_items(m_sizes)
+            chunk, chunks = self.prepass_chunking(items)
+        else:
+            _slot, _m, _n, k_first, _m0, _n0 = self.tile_origin(m_prefix, m_sizes, cutlass.min(t_begin, total - 1))
+            pre = self.early_x_stages(k_first, t_begin, t_end)  # X stages of the first tile already issued
+            for _kt in range(pre):
+                state.advance()
+            # phase 1's writes (acquired by thread 0 before the CTA barrier) -> the async proxy
+            fence_proxy_async_global()
+            self.check_phase1_read()  # the checker: every chunk acquired before the workspace's first TMA
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         for unit in range(t_begin, self.unit_end(m_prefix, m_sizes, t_end), t_step):
-            slot, _m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, self.unit_tile(unit, t_end))
+            slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, self.unit_tile(unit, t_end))
             y_row = self.row_offset(m_sizes, slot) + m0
             sfx = m_ptrs[slot, 4]  # X's scales, read once per tile (first needed after the early stages)
             tm_x = tmaps_ptr.toint() + cutlass.Int64(slot) * 256 + 128  # B's map (swapped: X = B)
@@ -305,6 +319,12 @@ class ProducerMixin:
                 if kt >= pre:
                     self.produce_x_stage(lane, pipe, state, raw_base, sfx, tm_x, k, n, n0, kt)
                     state.advance()
+                if cutlass.const_expr(beside and not self.ablates("prepass")):
+                    # the chunks holding this K stage's Y boxes (the tile's rows inside its group,
+                    # sub-blocks kt * n_sub ..), acquired by the warp's lanes, then their writes
+                    # -> the async proxy
+                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)
+                    fence_proxy_async_global()
                 if cutlass.const_expr(not self.ablates("y_ring")):
                     for sb in cutlass.range_constexpr(self.n_sub):
                         self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
@@ -315,6 +335,9 @@ class ProducerMixin:
         if cutlass.const_expr(not self.ablates("y_ring")):
             self.producer_tail(y_pipe, ystate, HB_OUT_Y)
         self.check_producer_exit()
+        if cutlass.const_expr(beside):
+            self.beside_count_through(ws, chunks)  # done with the chunk flags
+
 
     @cute.jit
     def produce_y_box(self, lane, y_pipe, ystate, sy_base, tm_ws, sub_block, y_row):

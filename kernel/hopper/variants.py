@@ -60,6 +60,9 @@ WIDE_Y_CONFIG = HopperConfig(
     epilogue="smem", producer_warpgroup=True, phase1_helpers=True, prepass_batch=8, schedule="split_last",
 )
 
+# ... with phase 1 run beside the tiles (experimental)
+WIDE_BESIDE_CONFIG = replace(WIDE_Y_CONFIG, phase1_beside=True, prepass_batch=2)
+
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
     DEFAULT_CONFIG,
@@ -106,6 +109,10 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     PHASE1_STAGED_CONFIG,
     # wgmma widths: SPLIT_WARP_CONFIG multiplying a tile's Y rows rounded up to 16, not 64 or 128
     replace(SPLIT_WARP_CONFIG, y_tail_step=16),
+    # phase 1 beside the tiles: WIDE_Y_CONFIG with phase 1 decoded by the producer warpgroup's
+    # three helper warps only while the consumers run their tiles, each tile waiting for its own
+    # rows' chunks (two items per helper thread in flight: they decode at 72 registers)
+    WIDE_BESIDE_CONFIG,
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

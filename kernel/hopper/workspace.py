@@ -8,6 +8,7 @@ One workspace is a device ``uint8`` tensor:
   between launches: the last CTA through the barrier of a launch sets all three back to 0, so
   repeated launches (fast path, graph replays) need no host reset;
 * bytes 12..15: u32, the byte offset of the split area / 1024 (0: none);
+* bytes 16..19: u32, the byte offset of the chunk-flag area / 1024 (0: none);
 * bytes 128..255: the TMA tensor map over the data (encoded once per workspace, at its
   allocation: the map depends only on the data's address, its rows and its pitch);
 * from byte 256: ``rows`` rows of ``pitch`` bytes (``pitch`` = 2 x the largest K of the problem):
@@ -24,6 +25,16 @@ One workspace is a device ``uint8`` tensor:
   then one partial-sum slot per cut tile (``split_slots`` of ``split_slot_bytes``): the publishing
   half's fp32 accumulators, thread-major in 16-byte groups (group q of consumer thread t at
   ``(q * threads + t) * 16``), read back by the same thread index of the combining half.
+* ``phase1_beside`` builds only, the chunk-flag area (1024-aligned, after the data and the split
+  area): one u32 per chunk phase 1 can have (``chunk_flags``: its items over the smallest chunk,
+  ``PREPASS_MIN_CHUNK``), zeroed at allocation. Its items run sub-block-major (``beside_item``:
+  every row's first 64 K, then every row's second, ..), so the first K stages of every tile are
+  decoded first, whatever the schedule. The helper warps that decoded chunk c release flag c
+  (``fence.acq_rel`` + ``red.release``, add 1); a producer warp waits (``ld.acquire``) for the
+  flags of the chunks that hold a K stage's Y boxes before it issues them. Each CTA's
+  producer warp and its helper warps count themselves through ``PASSED_WORD`` when they are done
+  with the flags (a release before the add); the last of the grid's 2 x CTAs (an acquire after
+  it) sets the flags of this launch's chunks, the claim word and the count back to 0.
 
 Phase 1 decodes ``items``: item i is (slot, row, sub-block) with the sub-block fastest, then the
 row, then the slot (slots with N == 0 own none), so consecutive threads read consecutive 32-byte
@@ -40,7 +51,8 @@ kernel takes most of the shared memory) all CTAs are normally resident anyway. T
 wait (``schedule="split_last"``, kernel/hopper/split.py) is weaker: CTA 2j + 1 waits for CTA 2j,
 which CTA dispatch in index order has started before it.
 
-Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows, split area),
+Ownership (:class:`WorkspacePool`): one workspace per (device, stream, rows, pitch, box rows, split area,
+chunk flags),
 allocated on that stream (so the allocator never hands its memory to another stream's work
 while a launch may still read it), its header written by a copy on that stream. Launches on
 one stream run one after the other, so they may share it; a launch on another stream gets its
@@ -59,6 +71,7 @@ PASSED_WORD = 8
 TENSOR_MAP_OFFSET = 128
 DATA_OFFSET = 256
 SPLIT_WORD = 12
+FLAGS_WORD = 16
 SPLIT_ALIGN = 1024
 SPLIT_FLAGS = 256  # u32 flags at the split area's start: room for more cut tiles than kernel.plan.SPLIT_SLOTS
 ITEM_K = 64  # K elements of one item (one 128-byte fp16 run, one wgmma sub-block)
@@ -78,6 +91,7 @@ class Geometry:
     items: int  # phase 1's items
     split_slots: int = 0  # schedule="split_last": partial-sum slots (cut tiles at most)
     split_slot_bytes: int = 0  # fp32 accumulators of one tile
+    chunk_flags: int = 0  # phase1_beside: one u32 flag per chunk phase 1 can have (0: no flag area)
 
     @property
     def data_bytes(self) -> int:
@@ -91,19 +105,76 @@ class Geometry:
         return -(-(DATA_OFFSET + self.data_bytes) // SPLIT_ALIGN) * SPLIT_ALIGN
 
     @property
-    def nbytes(self) -> int:
+    def _before_flags(self) -> int:
         if not self.split_slots:
             return DATA_OFFSET + self.data_bytes
         return self.split_offset + 4 * SPLIT_FLAGS + self.split_slots * self.split_slot_bytes
+
+    @property
+    def flags_offset(self) -> int:
+        """Byte offset of the chunk-flag area (0: none)."""
+        if not self.chunk_flags:
+            return 0
+        return -(-self._before_flags // SPLIT_ALIGN) * SPLIT_ALIGN
+
+    @property
+    def nbytes(self) -> int:
+        if not self.chunk_flags:
+            return self._before_flags
+        return self.flags_offset + 4 * self.chunk_flags
 
     def chunks(self, threads: int) -> int:
         per = threads * ITEMS_PER_THREAD
         return -(-self.items // per)
 
 
-def geometry(sizes: Sequence[Sequence[int]], split_slots: int = 0, split_slot_bytes: int = 0) -> Geometry:
+def max_chunks(items: int) -> int:
+    """The most chunks phase 1 can cut ``items`` into: every chunk at least ``PREPASS_MIN_CHUNK``
+    items (kernel.hopper.phase1.prepass_chunking)."""
+    from kernel.hopper.config import PREPASS_MIN_CHUNK
+
+    return -(-items // PREPASS_MIN_CHUNK)
+
+
+def beside_items(rows: int, pitch: int) -> int:
+    """``phase1_beside``: phase 1's item count, sub-block-major: every (64-K sub-block of the
+    largest K, workspace row) pair, the pairs past a row's own K (or of a slot without columns)
+    holes a decoding thread skips."""
+    return (pitch // ITEM_FP16_BYTES) * rows
+
+
+def beside_item(item, rows_total):
+    """``phase1_beside``: item -> (sub-block, workspace row): sub-block-major, so every tile's
+    first sub-blocks come first. One function for the host and the helper warps, which trace it."""
+    sub_block = item // rows_total
+    return sub_block, item - sub_block * rows_total
+
+
+def box_chunk_range(sub_block, rows_total, y_row, rows, chunk):
+    """``phase1_beside``: the first and the last chunk (of ``chunk`` items) holding the items of
+    one Y box, sub-block ``sub_block`` of ``rows`` workspace rows from ``y_row`` (the tile's rows
+    inside its group). One function for the host and the producer warp, which traces it."""
+    lo = sub_block * rows_total + y_row
+    return lo // chunk, (lo + rows - 1) // chunk
+
+
+def beside_item_location(sizes: Sequence[Sequence[int]], item: int) -> tuple[int, int, int] | None:
+    """``phase1_beside``: item -> (slot, row inside the group, sub-block), or None for a hole."""
+    g = geometry(sizes)
+    sub_block, r = beside_item(item, g.rows)
+    for slot, (m, n, k, *_) in enumerate(sizes):
+        if g.row_offsets[slot] <= r < g.row_offsets[slot] + m:
+            if n > 0 and sub_block < k // ITEM_K:
+                return slot, r - g.row_offsets[slot], sub_block
+            return None
+    raise IndexError(f"item {item} outside 0..{beside_items(g.rows, g.pitch) - 1}")
+
+
+def geometry(sizes: Sequence[Sequence[int]], split_slots: int = 0, split_slot_bytes: int = 0,
+             chunk_flags: bool = False) -> Geometry:
     """``sizes``: (m, n, k, l) per slot (``LaunchPlan.sizes``); ``split_slots`` partial-sum slots
-    of ``split_slot_bytes`` each (``schedule="split_last"``; at most ``SPLIT_FLAGS``)."""
+    of ``split_slot_bytes`` each (``schedule="split_last"``; at most ``SPLIT_FLAGS``);
+    ``chunk_flags``: a flag per chunk phase 1 can have (``phase1_beside``)."""
     if not 0 <= split_slots <= SPLIT_FLAGS:
         raise ValueError(f"split_slots must be in 0..{SPLIT_FLAGS}, got {split_slots}")
     offsets, rows, items = [], 0, 0
@@ -113,7 +184,8 @@ def geometry(sizes: Sequence[Sequence[int]], split_slots: int = 0, split_slot_by
         if n > 0:
             items += m * (_k // ITEM_K)
     kmax = max((s[2] for s in sizes), default=0)
-    return Geometry(rows, 2 * kmax, tuple(offsets), items, split_slots, split_slot_bytes if split_slots else 0)
+    return Geometry(rows, 2 * kmax, tuple(offsets), items, split_slots, split_slot_bytes if split_slots else 0,
+                    max(1, max_chunks(beside_items(rows, 2 * kmax))) if chunk_flags else 0)
 
 
 def item_location(sizes: Sequence[Sequence[int]], item: int) -> tuple[int, int, int]:
@@ -157,7 +229,7 @@ def rows_map(workspace_address: int, geom: Geometry, box_rows: int):
 
 
 class WorkspacePool:
-    """Workspaces keyed by (device, stream handle, rows, pitch, box rows, split area); see the module
+    """Workspaces keyed by (device, stream handle, rows, pitch, box rows, split area, chunk flags); see the module
     docstring. A workspace is allocated zeroed with its tensor map written in, once; evicted
     ones stay alive as long as some launch arguments hold them."""
 
@@ -170,7 +242,8 @@ class WorkspacePool:
         self._arena, self._arena_next, self._arenas = None, 0, []
 
     def get(self, geom: Geometry, box_rows: int, stream: int, device):
-        key = (str(device), stream, geom.rows, geom.pitch, box_rows, geom.split_slots, geom.split_slot_bytes)
+        key = (str(device), stream, geom.rows, geom.pitch, box_rows, geom.split_slots, geom.split_slot_bytes,
+               geom.chunk_flags)
         return self._lru.get(key, lambda: self._allocate(geom, box_rows, stream, device))
 
     def _allocate(self, geom: Geometry, box_rows: int, stream: int, device):
@@ -188,7 +261,10 @@ class WorkspacePool:
         header = np.zeros(DATA_OFFSET, dtype=np.uint8)
         header[SPLIT_WORD : SPLIT_WORD + 4] = np.frombuffer(
             np.array([geom.split_offset // SPLIT_ALIGN], dtype="<u4").tobytes(), dtype=np.uint8)
+        header[FLAGS_WORD : FLAGS_WORD + 4] = np.frombuffer(
+            np.array([geom.flags_offset // SPLIT_ALIGN], dtype="<u4").tobytes(), dtype=np.uint8)
         flags = slice(geom.split_offset, geom.split_offset + 4 * SPLIT_FLAGS)
+        chunk_flags = slice(geom.flags_offset, geom.flags_offset + 4 * geom.chunk_flags)
         device = torch.device(device)
         if device.type != "cuda":  # the CPU tests
             ws = torch.empty(geom.nbytes, dtype=torch.uint8, device=device)
@@ -197,6 +273,8 @@ class WorkspacePool:
             ws[:DATA_OFFSET].copy_(torch.from_numpy(header))
             if geom.split_slots:
                 ws[flags].zero_()
+            if geom.chunk_flags:
+                ws[chunk_flags].zero_()
             return ws
         target = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=device)
         staged = self._header_slot()
@@ -208,6 +286,8 @@ class WorkspacePool:
             ws[:DATA_OFFSET].copy_(staged, non_blocking=True)
             if geom.split_slots:
                 ws[flags].zero_()
+            if geom.chunk_flags:
+                ws[chunk_flags].zero_()
         return ws
 
     def _header_slot(self):

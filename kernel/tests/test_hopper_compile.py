@@ -117,8 +117,8 @@ def _phase1_levers():
     return [replace(SPLIT_WARP_CONFIG, producer_warpgroup=True, phase1_helpers=True)]
 
 
-@pytest.mark.parametrize("config", [c for c in STATIC_MATRIX if c.y_source == "prepass"] + _phase1_levers(),
-                         ids=lambda c: c.label)
+@pytest.mark.parametrize("config", [c for c in STATIC_MATRIX if c.y_source == "prepass" and not c.phase1_beside]
+                         + _phase1_levers(), ids=lambda c: c.label)
 def test_prepass_variant_sass_structure(config, static_builds):
     """The prepass builds: phase 1 issues every item's loads of a chunk (prepass_batch items x
     two 128-bit loads and one scale word, predicated) before its decodes, claims the next chunk
@@ -283,3 +283,28 @@ def test_staged_epilogue_sass_structure(label, static_builds):
     assert any(waits[-1].offset < b.offset < first_stsm for b in bars)
     first_pass = epilogue_stage_rows(config) // 16
     assert any(stsm[first_pass - 1].offset < b.offset < lds128[0].offset for b in bars)
+
+
+@pytest.mark.parametrize("config", [c for c in STATIC_MATRIX if c.phase1_beside], ids=lambda c: c.label)
+def test_beside_variant_sass_structure(config, static_builds):
+    """phase1_beside: the helpers' phase 1 as in the other prepass builds (every item's loads of a
+    chunk before its decodes, whole 128-byte runs stored, the helpers' own named barrier of 96
+    threads around each chunk), four global atomics (the first claim, the loop's claim, and one
+    count-through per party: the producer warp and the lead helper warp), the wgmmas of one
+    256-row tile, no spills (the CTA-wide barrier's absence and the fences:
+    kernel/tests/test_hopper_sync_sites.py)."""
+    from kernel.hopper.config import PHASE1_BARRIER_ID
+
+    ins = _kernel_without_spills(config, static_builds)
+    ops = [i.opcode for i in ins]
+    assert sum(o.startswith("HGMMA") for o in ops) == 16
+    first_stg = next(n for n, o in enumerate(ops) if o.startswith("STG.E.128"))
+    batched = [i for i in ins[:first_stg] if i.opcode.startswith("LDG.E.128") and i.predicate]
+    assert len(batched) == 2 * config.prepass_batch, [i.opcode for i in batched]
+    staged = config.mma_n // 16
+    partial = config.acc_regs_per_thread // 4 if config.schedule == "split_last" else 0
+    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * config.prepass_batch + staged + partial
+    assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 4
+    named = f"{PHASE1_BARRIER_ID:#x},{config.phase1_threads:#x}"
+    assert config.phase1_threads == 96
+    assert [n for n, o in enumerate(ops) if o.startswith("BAR.") and ins[n].operands.replace(" ", "") == named]

@@ -437,3 +437,30 @@ def test_split_last_schedule_is_the_sk_suffix_and_declares_its_cut():
     assert config_problems(plain) == []
     for c in DECLARED_VARIANTS:
         assert constraints(c).k_split == (c.tile_k if c.schedule == "split_last" else None), c.label
+
+
+def test_phase1_beside_decodes_on_the_helper_warps_only():
+    """phase1_beside (label letter "o" after "h"): the producer warpgroup's three helper warps
+    alone decode phase 1 (96 threads, staging in a shared region of their own: the tiles use the
+    Y ring meanwhile), and setmaxnreg splits the launch's 64512 registers as 72 per producer
+    warpgroup thread and 216 per consumer thread (at least what the 256-row tile's wgmma warps
+    need). It needs phase1_helpers and no y_tail64."""
+    import dataclasses
+
+    from kernel.hopper import config as cfgmod
+    from kernel.hopper.variants import SPLIT_WARP_CONFIG, WIDE_BESIDE_CONFIG as B, WIDE_Y_CONFIG
+
+    assert B.phase1_warps == (9, 10, 11) and B.phase1_threads == 96 == 32 * cfgmod.PHASE1_HELPER_WARPS
+    assert B.label == dataclasses.replace(WIDE_Y_CONFIG, prepass_batch=2).label.replace("h_es", "ho_es")
+    assert B.register_cap == cfgmod.BESIDE_CONSUMER_WARPGROUP_REGS >= B.mma_regs_per_thread
+    launch = B.threads * B.launch_register_cap
+    assert (128 * cfgmod.BESIDE_PRODUCER_WARPGROUP_REGS + 256 * cfgmod.BESIDE_CONSUMER_WARPGROUP_REGS == launch
+            == 128 * cfgmod.PRODUCER_WARPGROUP_REGS + 256 * cfgmod.CONSUMER_WARPGROUP_REGS)
+    sm = cfgmod.smem_bytes(B)
+    assert sm["phase1_staging"] == cfgmod.PHASE1_HELPER_WARPS * cfgmod.PREPASS_STAGED_WARP_BYTES
+    assert "phase1_staging" not in cfgmod.smem_bytes(WIDE_Y_CONFIG) and sm["total"] <= cfgmod.SMEM_CAPACITY_BYTES
+    assert config_problems(B) == []
+    for bad, says in ((dataclasses.replace(B, phase1_helpers=False), "phase1_beside needs phase1_helpers"),
+                      (dataclasses.replace(SPLIT_WARP_CONFIG, phase1_beside=True), "phase1_beside needs phase1_helpers"),
+                      (dataclasses.replace(B, phase1_beside=1), "phase1_beside must be a bool")):
+        assert any(says in p for p in config_problems(bad)), (bad.label, config_problems(bad))

@@ -226,3 +226,79 @@ def test_a_cut_grid_gets_a_split_area_of_one_slot_per_cut_tile(monkeypatch, rows
     assert offset >= data_end and offset % W.SPLIT_ALIGN == 0 and offset - data_end < W.SPLIT_ALIGN
     assert ws.numel() == offset + 4 * W.SPLIT_FLAGS + cut * 4 * WIDE.tile_m * WIDE.tile_n
     assert not ws[offset:offset + 4 * W.SPLIT_FLAGS].any()
+
+
+def test_a_beside_build_gets_a_zeroed_flag_per_chunk_phase1_can_have(monkeypatch):
+    """phase1_beside: the workspace ends in a chunk-flag area, 1024-aligned after the data and the
+    split area, its offset in header word FLAGS_WORD, one zeroed u32 per chunk phase 1 can cut its
+    items into (chunks of at least PREPASS_MIN_CHUNK items, whatever the grid); builds without it
+    get none (word 0)."""
+    import importlib
+
+    from kernel.hopper.config import PREPASS_MIN_CHUNK
+    from kernel.hopper.variants import WIDE_BESIDE_CONFIG as BESIDE, WIDE_Y_CONFIG as WIDE
+
+    launch = importlib.import_module("kernel.hopper.launch")
+    hooks = launch.HopperHooks()
+    monkeypatch.setattr(hooks.workspaces, "_encoder", lambda rm: bytes(128))
+    sizes = [(2320, 4096, 512, 1)]
+    plan = make_plan(sizes, tile_m=BESIDE.tile_m, tile_n=BESIDE.tile_n, tile_k=BESIDE.tile_k, max_ctas=132,
+                     schedule=BESIDE.schedule)
+
+    def word(ws, at):
+        return int(np.frombuffer(ws[at:at + 4].numpy().tobytes(), dtype="<u4")[0])
+
+    ws = hooks.workspace(BESIDE, plan, 1, torch.device("cpu"))
+    split = word(ws, W.SPLIT_WORD) * W.SPLIT_ALIGN
+    flags = word(ws, W.FLAGS_WORD) * W.SPLIT_ALIGN
+    items = W.beside_items(2320, 2 * 512)
+    assert items == 2320 * (512 // W.ITEM_K)
+    count = -(-items // PREPASS_MIN_CHUNK)
+    assert split and flags % W.SPLIT_ALIGN == 0 and flags > split
+    assert ws.numel() == flags + 4 * count and not ws[flags:].any()
+    # every chunking the device may choose (any grid) fits the area
+    for grid in (1, 7, 132, 264):
+        for split_by in (1, 2, 4):
+            chunk = min(max(-(-items // (split_by * grid)), PREPASS_MIN_CHUNK), BESIDE.phase1_threads * BESIDE.prepass_batch)
+            assert -(-items // chunk) <= count
+    plain = hooks.workspace(WIDE, plan, 2, torch.device("cpu"))
+    assert word(plain, W.FLAGS_WORD) == 0 and plain.numel() < ws.numel()
+
+
+def test_beside_items_run_sub_block_major_and_cover_every_run_once():
+    """phase1_beside: every (slot with columns, row, 64-K sub-block of its K) is exactly one item
+    that is no hole, and the items run sub-block-major: all rows' sub-block 0, then sub-block 1
+    (a row of a smaller K leaves holes in the later sub-blocks)."""
+    g = W.geometry(SIZES)
+    total = W.beside_items(g.rows, g.pitch)
+    runs = [W.beside_item_location(SIZES, i) for i in range(total)]
+    want = {(slot, row, sb) for slot, (m, n, k, _) in enumerate(SIZES) if n > 0
+            for row in range(m) for sb in range(k // W.ITEM_K)}
+    found = [r for r in runs if r is not None]
+    assert len(found) == len(set(found)) and set(found) == want
+    assert [r[2] for r in found] == sorted(r[2] for r in found)
+
+
+@pytest.mark.parametrize("chunk", [32, 96, 100, 192])
+def test_a_stage_waits_for_exactly_the_chunks_of_its_boxes(chunk):
+    """phase1_beside: the chunk range a producer waits for before a Y box (box_chunk_range, the
+    function the producer warp traces) holds every item of the box (its tile's rows inside the
+    group, one sub-block) and no chunk without one."""
+    sizes = [(300, 256, 512, 1), (7, 0, 256, 1), (513, 384, 1024, 1), (1, 128, 256, 1), (256, 128, 768, 1)]
+    tile_m = 256
+    g = W.geometry(sizes)
+    total = W.beside_items(g.rows, g.pitch)
+    where: dict = {}
+    for i in range(total):
+        loc = W.beside_item_location(sizes, i)
+        if loc is not None:
+            where[loc] = i
+    for slot, (m, n, k, _) in enumerate(sizes):
+        if not n:
+            continue
+        for m0 in range(0, m, tile_m):
+            rows = min(m - m0, tile_m)
+            for sb in range(k // W.ITEM_K):
+                c_lo, c_hi = W.box_chunk_range(sb, g.rows, g.row_offsets[slot] + m0, rows, chunk)
+                items = [where[slot, row, sb] for row in range(m0, m0 + rows)]
+                assert {i // chunk for i in items} == set(range(c_lo, c_hi + 1)), (slot, m0, sb)

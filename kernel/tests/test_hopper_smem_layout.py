@@ -27,8 +27,11 @@ EXTRA = (
 def test_allocation_matches_the_accounting(config):
     from kernel.hopper.kernel import HopperNvfp4GroupedGemm
 
-    accounted = smem_bytes(config)["total"]
+    regions = smem_bytes(config)
+    accounted = regions["total"]
     allocated = HopperNvfp4GroupedGemm(config, 8).shared_storage.size_in_bytes()
     assert allocated <= accounted <= SMEM_CAPACITY_BYTES
-    # the accounting adds worst-case alignment padding, nothing more
-    assert accounted - allocated < 3 * SMEM_ALIGN, (allocated, accounted)
+    # the accounting adds worst-case alignment padding, nothing more (one SMEM_ALIGN more with the
+    # phase-1 helpers' staging region)
+    slack = 3 + ("phase1_staging" in regions)
+    assert accounted - allocated < slack * SMEM_ALIGN, (allocated, accounted)

@@ -256,3 +256,66 @@ def test_a_cut_tile_hands_its_partial_sums_over_behind_a_barrier_and_a_release(i
     loads = [n for n in range(len(code)) if code[n].opcode.startswith("LDG.E.128") and n > release]
     assert loads and min(loads) > combine_bar, (
         f"{label}: a partial-sum load before the combine's barrier: it may read the slot before the flag's acquire")
+
+
+# builds whose producer warpgroup hands registers to the consumers (setmaxnreg)
+REGISTER_HANDOFF = tuple(c.label for c in CONFIGS.values() if c.producer_warpgroup)
+# phase 1 beside the tiles: chunk flags instead of the completion barrier
+BESIDE = tuple(c.label for c in CONFIGS.values() if c.phase1_beside)
+
+
+@pytest.mark.parametrize("label", REGISTER_HANDOFF)
+def test_the_producer_warpgroup_hands_its_registers_to_the_consumers(instructions, label):
+    """setmaxnreg: ptxas drops an instruction it cannot honour (a role's value carried past a join,
+    results row D30) without failing the build; the SASS must show the producer warpgroup's
+    ``USETMAXREG.DEALLOC`` and the consumers' ``USETMAXREG.TRY_ALLOC`` at the config's figures."""
+    from kernel.hopper import config as cfgmod
+
+    config = CONFIGS[label]
+    beside = config.phase1_beside
+    give = cfgmod.BESIDE_PRODUCER_WARPGROUP_REGS if beside else cfgmod.PRODUCER_WARPGROUP_REGS
+    take = cfgmod.BESIDE_CONSUMER_WARPGROUP_REGS if beside else cfgmod.CONSUMER_WARPGROUP_REGS
+    ops = [(ins.opcode, ins.operands.replace(" ", "").rstrip(";")) for ins in instructions[label]
+           if ins.opcode.startswith("USETMAXREG")]
+    assert [o for o in ops if o[0].startswith("USETMAXREG.DEALLOC") and o[1].endswith(f"{give:#x}")], (label, ops)
+    assert [o for o in ops if o[0].startswith("USETMAXREG.TRY_ALLOC") and o[1].endswith(f"{take:#x}")], (label, ops)
+
+
+@pytest.mark.parametrize("label", BESIDE)
+def test_phase1_beside_hands_each_chunk_over_behind_a_release_and_each_tile_reads_behind_an_acquire(
+        instructions, label):
+    """phase1_beside: no CTA-wide barrier once the roles start (the first ``USETMAXREG``: nothing
+    waits for all of phase 1); a chunk's publish
+    (``REDG.E.ADD.STRONG.GPU``) follows the last workspace store before it with an async-proxy
+    fence and a GPU-scope fence between; and some TMA load follows an acquire spin
+    (``LDG.E.STRONG.GPU``) and an async-proxy fence after it (the producer's wait for its tile's
+    chunks)."""
+    code = instructions[label]
+    roles = _first(code, 0, len(code), "USETMAXREG")
+    assert roles is not None, f"{label}: no setmaxnreg (the test no longer matches the kernel)"
+    late = _first(code, roles, len(code), "BAR.SYNC", "0x0")
+    assert late is None, f"{label}: a CTA-wide barrier at 0x{code[late].offset:x}, after the roles start"
+    publishes = [n for n, ins in enumerate(code) if ins.opcode.startswith("REDG.E.ADD.STRONG.GPU")]
+    assert publishes, f"{label}: no release add (the test no longer matches the kernel)"
+    from kernel.hopper.config import PHASE1_BARRIER_ID
+
+    checked = 0
+    for publish in publishes:
+        bar = _last(code, 0, publish, "BAR.SYNC")
+        if bar is None or not code[bar].operands.replace(" ", "").startswith(f"{PHASE1_BARRIER_ID:#x},"):
+            continue  # not behind the helpers' chunk barrier: the cut tile's flag
+        stg = _last(code, 0, bar, "STG")
+        assert stg is not None, f"{label}: no workspace store before the chunk barrier at 0x{code[bar].offset:x}"
+        at = f"{label}: a workspace store at 0x{code[stg].offset:x}, then a publish at 0x{code[publish].offset:x}"
+        assert _first(code, stg, publish, "FENCE.VIEW.ASYNC.G") is not None, f"{at} with no async-proxy fence"
+        assert _first(code, stg, publish, "MEMBAR.ALL.GPU") is not None, f"{at} with no GPU-scope fence"
+        checked += 1
+    assert checked, f"{label}: no chunk publish after a workspace store (the test no longer matches the kernel)"
+    guarded = []
+    for tma in (n for n, ins in enumerate(code) if ins.opcode.startswith("UTMALDG")):
+        fence = _last(code, 0, tma, "FENCE.VIEW.ASYNC.G")
+        if fence is not None and _last(code, 0, fence, "LDG.E.STRONG.GPU") is not None:
+            spin = _last(code, 0, fence, "LDG.E.STRONG.GPU")
+            if not [n for n in range(spin, fence) if code[n].opcode.startswith(("REDG", "STG"))]:
+                guarded.append(tma)
+    assert guarded, f"{label}: no TMA load behind an acquire spin and an async-proxy fence (the producer's chunk wait)"

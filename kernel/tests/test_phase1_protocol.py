@@ -168,3 +168,48 @@ def test_a_claim_counter_left_set_hangs_the_next_call():
     assert second.hung and second.decoded == []
     assert all(e.chunk >= launch.chunks for e in second.events if isinstance(e, Claim))
     assert not simulate(launch, 2, counters=Counters()).hung
+
+
+def _beside_case(rng):
+    """A random beside launch: chunks, CTAs, and per CTA the chunk range of each K stage it reads."""
+    chunks = rng.randint(1, 12)
+    ctas = rng.randint(1, 4)
+    reads = []
+    for _cta in range(ctas):
+        stages = []
+        for _s in range(rng.randint(0, 4)):
+            first = rng.randrange(chunks)
+            stages.append((first, rng.randint(first, min(chunks - 1, first + 2))))
+        reads.append(stages)
+    return chunks, ctas, reads
+
+
+def test_phase1_beside_protocol_reads_only_decoded_rows_and_leaves_a_clean_workspace():
+    """phase1_beside's protocol, two consecutive launches on one workspace, 300 seeded schedules
+    of random grids and reads: no producer reads a chunk before its launch's helpers decoded it,
+    nothing hangs, and each launch leaves the claim word, the count and every flag at 0."""
+    import random
+
+    from kernel.phase1_protocol import simulate_beside
+
+    for seed in range(300):
+        chunks, ctas, reads = _beside_case(random.Random(seed))
+        run = simulate_beside(chunks, ctas, reads, seed)
+        assert not run.hung and not run.stale_reads and not run.dirty_ends, (seed, chunks, ctas, reads, run)
+
+
+@pytest.mark.parametrize("mutation", ["publish_relaxed", "no_wait", "flags_not_reset", "one_party"])
+def test_each_beside_edit_breaks_the_protocol_on_some_schedule(mutation):
+    """The beside edits of ci/mutants.py (and a count-through of one party per CTA): each reads a
+    chunk before it is decoded, hangs, or leaves the next launch a dirty workspace on some of the
+    300 schedules."""
+    import random
+
+    from kernel.phase1_protocol import simulate_beside
+
+    broken = 0
+    for seed in range(300):
+        chunks, ctas, reads = _beside_case(random.Random(seed))
+        run = simulate_beside(chunks, ctas, reads, seed, mutation=mutation)
+        broken += bool(run.hung or run.stale_reads or run.dirty_ends)
+    assert broken, mutation
