@@ -128,7 +128,8 @@ CONSUMER_WARPGROUP_REGS = 232
 BESIDE_PRODUCER_WARPGROUP_REGS = 72
 BESIDE_CONSUMER_WARPGROUP_REGS = 216
 # phase1_beside: the helper warps' staged stores get a shared region of their own (the Y ring is
-# in use by the tiles meanwhile): PREPASS_STAGED_WARP_BYTES per helper warp
+# in use by the tiles meanwhile): PREPASS_STAGED_WARP_BYTES per helper warp. With y_tail64 the
+# consumers wait on one more mbarrier for the balanced share (no completion barrier carries it)
 PHASE1_HELPER_WARPS = 3
 
 # y_tail_step's choices: the row granules a y_tail64 tile's wgmma N is rounded to
@@ -450,6 +451,8 @@ def _smem_bytes_before_staging(config: HopperConfig) -> dict[str, int]:
         barriers += PREPASS_SMEM_SLOT_BYTES
     if config.y_tail64:
         barriers += TAIL64_SHARE_BYTES
+        if config.phase1_beside:  # the mbarrier the consumers wait on for the share
+            barriers += MBARRIER_BYTES
     raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
@@ -623,9 +626,8 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append("phase1_helpers needs producer_warpgroup (its three warps besides the producer decode)")
     if not _is_bool(config.phase1_beside):
         p.append(f"phase1_beside must be a bool, got {config.phase1_beside!r}")
-    elif config.phase1_beside and (config.phase1_helpers is not True or config.y_tail64 is not False):
-        p.append("phase1_beside needs phase1_helpers (its three warps decode phase 1 beside the tiles) and no "
-                 "y_tail64 (the balanced split is computed during phase 1's completion wait)")
+    elif config.phase1_beside and config.phase1_helpers is not True:
+        p.append("phase1_beside needs phase1_helpers (its three warps decode phase 1 beside the tiles)")
     if not _is_bool(config.producer_warpgroup):
         p.append(f"producer_warpgroup must be a bool, got {config.producer_warpgroup!r}")
     elif config.producer_warpgroup and (config.y_source != "prepass" or config.consumer_warpgroups != 2

@@ -62,6 +62,10 @@ WIDE_Y_CONFIG = HopperConfig(
 
 # ... with phase 1 run beside the tiles (experimental)
 WIDE_BESIDE_CONFIG = replace(WIDE_Y_CONFIG, phase1_beside=True, prepass_batch=2)
+# the prepass build (128-row Y tiles, the balanced schedule) with a producer warpgroup whose three
+# helper warps run phase 1 beside the tiles (experimental)
+SPLIT_BESIDE_CONFIG = replace(SPLIT_WARP_CONFIG, producer_warpgroup=True, phase1_helpers=True, phase1_beside=True,
+                              prepass_batch=2)
 
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
@@ -113,6 +117,8 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     # three helper warps only while the consumers run their tiles, each tile waiting for its own
     # rows' chunks (two items per helper thread in flight: they decode at 72 registers)
     WIDE_BESIDE_CONFIG,
+    # ... and the prepass build so (bench1-3 and the MoE shapes: phase 1 is their fixed cost too)
+    SPLIT_BESIDE_CONFIG,
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

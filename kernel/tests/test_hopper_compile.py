@@ -182,13 +182,14 @@ def test_prepass_variant_sass_structure(config, static_builds):
 @pytest.mark.parametrize("label", [c.label for c in STATIC_MATRIX if c.producer_warpgroup])
 def test_producer_warpgroup_variant_moves_registers(label, static_builds):
     """producer_warpgroup: 384 threads; the producer warpgroup gives registers back
-    (USETMAXREG.DEALLOC) and the consumers take them (USETMAXREG.TRY_ALLOC), both after phase 1's
-    completion barrier (ptxas drops setmaxnreg before a point where the roles' code joins again:
-    the kernel would then run at the launch's 168 registers and spill); 0 spills with the
-    accumulators of the 256-row Y tile (128 per thread)."""
+    (USETMAXREG.DEALLOC) and the consumers take them (USETMAXREG.TRY_ALLOC), both after the last
+    CTA-wide barrier (phase 1's completion barrier; with phase1_beside the setup's) (ptxas drops
+    setmaxnreg before a point where the roles' code joins again: the kernel would then run at the
+    launch's 168 registers and spill); 0 spills, with the 256-row Y tile's 128 accumulators per
+    thread too."""
     config = next(c for c in STATIC_MATRIX if c.label == label)
     build = static_builds.build(config, 8)
-    assert build["threads_per_cta"] == 384 and config.acc_regs_per_thread == 128
+    assert build["threads_per_cta"] == 384
     ins = _kernel_without_spills(config, static_builds)
     ops = [i.opcode for i in ins]
     dealloc = [n for n, o in enumerate(ops) if o.startswith("USETMAXREG.DEALLOC")]
@@ -290,14 +291,15 @@ def test_beside_variant_sass_structure(config, static_builds):
     """phase1_beside: the helpers' phase 1 as in the other prepass builds (every item's loads of a
     chunk before its decodes, whole 128-byte runs stored, the helpers' own named barrier of 96
     threads around each chunk), four global atomics (the first claim, the loop's claim, and one
-    count-through per party: the producer warp and the lead helper warp), the wgmmas of one
-    256-row tile, no spills (the CTA-wide barrier's absence and the fences:
+    count-through per party: the producer warp and the lead helper warp), the tile's wgmmas, no
+    spills (the CTA-wide barrier's absence and the fences:
     kernel/tests/test_hopper_sync_sites.py)."""
     from kernel.hopper.config import PHASE1_BARRIER_ID
 
     ins = _kernel_without_spills(config, static_builds)
     ops = [i.opcode for i in ins]
-    assert sum(o.startswith("HGMMA") for o in ops) == 16
+    # (y_tail64: every wgmma width per sub-block, test_tail64_variant_sass_structure)
+    assert sum(o.startswith("HGMMA") for o in ops) == 16 * (1 + len(config.narrow_widths))
     first_stg = next(n for n, o in enumerate(ops) if o.startswith("STG.E.128"))
     batched = [i for i in ins[:first_stg] if i.opcode.startswith("LDG.E.128") and i.predicate]
     assert len(batched) == 2 * config.prepass_batch, [i.opcode for i in batched]
