@@ -140,6 +140,21 @@ class HarnessMixin:
         published = ld_relaxed_gpu(self.delay_table + cutlass.Int64(4 * PHASE1_PUBLISHED_WORD))
         hb_check(self.delay_table, "lt.u32", published, self.p1_chunks, rule, me, me, self.hb_cta, self.hb_lane)
 
+    def mark_beside_acquired(self, stage):
+        """``phase1_beside``, the producer warp after its acquires of the chunks of its ``stage``-th
+        K stage (counted over its tiles from 0): it may read that stage's rows."""
+        if self.checks:
+            self.hb_store(HB_P1_ACQUIRED, stage + 1)
+
+    def check_beside_read(self, stage):
+        """``phase1_beside``, the producer warp before a Y box of its ``stage``-th K stage: it
+        acquired that stage's chunks (rule ``phase1_read_unpublished``; no race needed: a missing or
+        late wait fires on every run)."""
+        if self.checks:
+            me = self.hb_warp
+            hb_check(self.delay_table, "lt.u32", self.hb_load(HB_P1_ACQUIRED), stage + 1,
+                     CHECK_RULE_INDEX["phase1_read_unpublished"], me, me, self.hb_cta, self.hb_lane)
+
     def check_phase1_reset(self, ws):
         """The last CTA through phase 1, after its reset stores: the three counters read back 0."""
         if self.checks:

@@ -305,6 +305,7 @@ class ProducerMixin:
             fence_proxy_async_global()
             self.check_phase1_read()  # the checker: every chunk acquired before the workspace's first TMA
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
+        stage = cutlass.Int32(0)  # phase1_beside with the checker: the K stages issued so far
         for unit in range(t_begin, self.unit_end(m_prefix, m_sizes, t_end), t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, self.unit_tile(unit, t_end))
             y_row = self.row_offset(m_sizes, slot) + m0
@@ -325,10 +326,15 @@ class ProducerMixin:
                     # -> the async proxy
                     self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)
                     fence_proxy_async_global()
+                    self.mark_beside_acquired(stage)
                 if cutlass.const_expr(not self.ablates("y_ring")):
                     for sb in cutlass.range_constexpr(self.n_sub):
+                        if cutlass.const_expr(beside and not self.ablates("prepass")):
+                            self.check_beside_read(stage)
                         self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
                         ystate.advance()  # here, in the loop's own body: the loop carries it
+                if cutlass.const_expr(beside and self.checks):
+                    stage = stage + 1
             pre = cutlass.Int32(0)  # only the first tile's first stages went early
         self.delay("producer", "tail", "before")
         self.producer_tail(pipe, state)

@@ -117,18 +117,10 @@ def _phase1_levers():
     return [replace(SPLIT_WARP_CONFIG, producer_warpgroup=True, phase1_helpers=True)]
 
 
-@pytest.mark.parametrize("config", [c for c in STATIC_MATRIX if c.y_source == "prepass" and not c.phase1_beside]
-                         + _phase1_levers(), ids=lambda c: c.label)
-def test_prepass_variant_sass_structure(config, static_builds):
-    """The prepass builds: phase 1 issues every item's loads of a chunk (prepass_batch items x
-    two 128-bit loads and one scale word, predicated) before its decodes, claims the next chunk
-    inside the loop (two claim atomics and one passed atomic) and stores whole 128-byte runs
-    (8 per item batch) between named barriers of its decoding threads; its completion barrier is
-    ONE instruction that every thread executes
-    (bar.sync is barrier.sync.aligned: reached from two role sites it is undefined in PTX, and
-    compute-sanitizer synccheck aborts the launch on it); the producer's first X stages (TMA box
-    and scale bulk copy) come before that barrier and every Y box after it; no other CTA
-    barrier after it; both wgmma shapes of y_tail64 per sub-block; 0 spills."""
+def _phase1_decode_structure(config, static_builds):
+    """A prepass build's instructions, opcodes and staged-epilogue stores, after the checks its
+    phase 1 and tile share: no spills, the wgmmas of every width, every item's loads of a chunk
+    before its first decode store (predicated 128-bit loads), whole 128-byte runs stored."""
     ins = _kernel_without_spills(config, static_builds)
     ops = [i.opcode for i in ins]
     # (y_tail64: every wgmma width per sub-block, test_tail64_variant_sass_structure)
@@ -142,6 +134,22 @@ def test_prepass_variant_sass_structure(config, static_builds):
     # (schedule="split_last": plus a cut tile's fp32 partial sums, 16 bytes per store)
     partial = config.acc_regs_per_thread // 4 if config.schedule == "split_last" else 0
     assert sum(o.startswith("STG.E.128") for o in ops) == 8 * config.prepass_batch + staged + partial
+    return ins, ops, staged
+
+
+@pytest.mark.parametrize("config", [c for c in STATIC_MATRIX if c.y_source == "prepass" and not c.phase1_beside]
+                         + _phase1_levers(), ids=lambda c: c.label)
+def test_prepass_variant_sass_structure(config, static_builds):
+    """The prepass builds: phase 1 issues every item's loads of a chunk (prepass_batch items x
+    two 128-bit loads and one scale word, predicated) before its decodes, claims the next chunk
+    inside the loop (two claim atomics and one passed atomic) and stores whole 128-byte runs
+    (8 per item batch) between named barriers of its decoding threads; its completion barrier is
+    ONE instruction that every thread executes
+    (bar.sync is barrier.sync.aligned: reached from two role sites it is undefined in PTX, and
+    compute-sanitizer synccheck aborts the launch on it); the producer's first X stages (TMA box
+    and scale bulk copy) come before that barrier and every Y box after it; no other CTA
+    barrier after it; both wgmma shapes of y_tail64 per sub-block; 0 spills."""
+    ins, ops, staged = _phase1_decode_structure(config, static_builds)
     assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 3
     # phase 1's chunk barriers are the named barrier of its decoding threads only (the producer
     # warp decodes nothing); after the chunk loop's release add: one CTA barrier, the completion
@@ -174,7 +182,7 @@ def test_prepass_variant_sass_structure(config, static_builds):
         assert len(split_bars) == 2 and min(split_bars) > bars[0], split_bars
         assert max(spins) > bars[0], spins
         loads = [n for n, o in enumerate(ops) if o.startswith("LDG.E.128") and n > max(split_bars)]
-        assert len(loads) == partial, [ops[n] for n in loads]
+        assert len(loads) == config.acc_regs_per_thread // 4, [ops[n] for n in loads]
     else:
         assert not split_bars, split_bars
 
@@ -296,16 +304,7 @@ def test_beside_variant_sass_structure(config, static_builds):
     kernel/tests/test_hopper_sync_sites.py)."""
     from kernel.hopper.config import PHASE1_BARRIER_ID
 
-    ins = _kernel_without_spills(config, static_builds)
-    ops = [i.opcode for i in ins]
-    # (y_tail64: every wgmma width per sub-block, test_tail64_variant_sass_structure)
-    assert sum(o.startswith("HGMMA") for o in ops) == 16 * (1 + len(config.narrow_widths))
-    first_stg = next(n for n, o in enumerate(ops) if o.startswith("STG.E.128"))
-    batched = [i for i in ins[:first_stg] if i.opcode.startswith("LDG.E.128") and i.predicate]
-    assert len(batched) == 2 * config.prepass_batch, [i.opcode for i in batched]
-    staged = config.mma_n // 16
-    partial = config.acc_regs_per_thread // 4 if config.schedule == "split_last" else 0
-    assert sum(o.startswith("STG.E.128") for o in ops) == 8 * config.prepass_batch + staged + partial
+    ins, ops, _staged = _phase1_decode_structure(config, static_builds)
     assert sum(o.startswith("ATOMG.E.ADD.STRONG.GPU") for o in ops) == 4
     named = f"{PHASE1_BARRIER_ID:#x},{config.phase1_threads:#x}"
     assert config.phase1_threads == 96
