@@ -123,10 +123,10 @@ EPILOGUE_WG_COLS = 64
 PRODUCER_WARPGROUP_REGS = 40
 CONSUMER_WARPGROUP_REGS = 232
 # ... with phase1_beside, whose three helper warps decode phase 1 beside the tiles under the
-# producer warpgroup's registers (4 x 32 x 72 + 8 x 32 x 216 = 64512, the same total; two items
-# per helper thread in flight decode without spills at 72, four spill)
-BESIDE_PRODUCER_WARPGROUP_REGS = 72
-BESIDE_CONSUMER_WARPGROUP_REGS = 216
+# producer warpgroup's registers, by prepass_batch (items per helper thread in flight): (producer
+# warpgroup, consumer) registers, each pair the same 64512 in all (4 x 32 x 72 + 8 x 32 x 216).
+# Two items decode without spills at 72, four spill there (96 bytes) and not at 88
+BESIDE_WARPGROUP_REGS = {2: (72, 216), 4: (88, 208)}
 # phase1_beside: the helper warps' staged stores get a shared region of their own (the Y ring is
 # in use by the tiles meanwhile): PREPASS_STAGED_WARP_BYTES per helper warp. With y_tail64 the
 # consumers wait on one more mbarrier for the balanced share (no completion barrier carries it)
@@ -310,8 +310,17 @@ class HopperConfig:
     def register_cap(self) -> int:
         """Registers per thread the wgmma (consumer) warps may use."""
         if self.producer_warpgroup:
-            return BESIDE_CONSUMER_WARPGROUP_REGS if self.phase1_beside else CONSUMER_WARPGROUP_REGS
+            return self.warpgroup_regs[1]
         return self.launch_register_cap
+
+    @property
+    def warpgroup_regs(self) -> tuple[int, int]:
+        """``producer_warpgroup``: the registers per thread setmaxnreg leaves the producer warpgroup
+        and gives each consumer thread (``BESIDE_WARPGROUP_REGS`` by prepass_batch with
+        phase1_beside)."""
+        if self.phase1_beside and self.prepass_batch in BESIDE_WARPGROUP_REGS:
+            return BESIDE_WARPGROUP_REGS[self.prepass_batch]
+        return PRODUCER_WARPGROUP_REGS, CONSUMER_WARPGROUP_REGS
 
     @property
     def narrow_widths(self) -> tuple[int, ...]:
@@ -628,6 +637,9 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"phase1_beside must be a bool, got {config.phase1_beside!r}")
     elif config.phase1_beside and config.phase1_helpers is not True:
         p.append("phase1_beside needs phase1_helpers (its three warps decode phase 1 beside the tiles)")
+    elif config.phase1_beside and config.prepass_batch not in BESIDE_WARPGROUP_REGS:
+        p.append(f"phase1_beside takes prepass_batch in {tuple(BESIDE_WARPGROUP_REGS)} (the helpers' registers "
+                 f"are set for those), got {config.prepass_batch!r}")
     if not _is_bool(config.producer_warpgroup):
         p.append(f"producer_warpgroup must be a bool, got {config.producer_warpgroup!r}")
     elif config.producer_warpgroup and (config.y_source != "prepass" or config.consumer_warpgroups != 2

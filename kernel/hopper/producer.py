@@ -122,16 +122,14 @@ class ProducerMixin:
 
     def give_registers(self, consumer: bool):
         """``producer_warpgroup``: setmaxnreg, each warpgroup at the start of its role: the producer
-        warpgroup down to PRODUCER_WARPGROUP_REGS, the consumers up to CONSUMER_WARPGROUP_REGS
-        (nothing otherwise). Traced inline."""
+        warpgroup down to its share, the consumers up to theirs (``HopperConfig.warpgroup_regs``;
+        nothing otherwise). Traced inline."""
         if self.config.producer_warpgroup:
-            beside = self.config.phase1_beside
+            producer, consumers = self.config.warpgroup_regs
             if consumer:
-                cute.arch.warpgroup_reg_alloc(cfgmod.BESIDE_CONSUMER_WARPGROUP_REGS if beside
-                                              else cfgmod.CONSUMER_WARPGROUP_REGS)
+                cute.arch.warpgroup_reg_alloc(consumers)
             else:
-                cute.arch.warpgroup_reg_dealloc(cfgmod.BESIDE_PRODUCER_WARPGROUP_REGS if beside
-                                                else cfgmod.PRODUCER_WARPGROUP_REGS)
+                cute.arch.warpgroup_reg_dealloc(producer)
 
     def balanced_setup(self, m_sizes: cute.Tensor, total, slots):
         """y_tail64, the producer warp: this CTA's share of the balanced split

@@ -114,8 +114,9 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     # wgmma widths: SPLIT_WARP_CONFIG multiplying a tile's Y rows rounded up to 16, not 64 or 128
     replace(SPLIT_WARP_CONFIG, y_tail_step=16),
     # phase 1 beside the tiles: WIDE_Y_CONFIG with phase 1 decoded by the producer warpgroup's
-    # three helper warps only while the consumers run their tiles, each tile waiting for its own
-    # rows' chunks (two items per helper thread in flight: they decode at 72 registers)
+    # three helper warps only while the consumers run their tiles, each K stage waiting for its
+    # own chunks (two items per helper thread in flight; ``:prepass_batch=4`` times four, at 88
+    # registers for them and 208 for each consumer thread)
     WIDE_BESIDE_CONFIG,
     # ... and the prepass build so (bench1-3 and the MoE shapes: phase 1 is their fixed cost too)
     SPLIT_BESIDE_CONFIG,

@@ -442,9 +442,9 @@ def test_split_last_schedule_is_the_sk_suffix_and_declares_its_cut():
 def test_phase1_beside_decodes_on_the_helper_warps_only():
     """phase1_beside (label letter "o" after "h"): the producer warpgroup's three helper warps
     alone decode phase 1 (96 threads, staging in a shared region of their own: the tiles use the
-    Y ring meanwhile), and setmaxnreg splits the launch's 64512 registers as 72 per producer
-    warpgroup thread and 216 per consumer thread (at least what the 256-row tile's wgmma warps
-    need). It needs phase1_helpers and no y_tail64."""
+    Y ring meanwhile), and setmaxnreg splits the launch's 64512 registers between the producer
+    warpgroup and the consumers by the helpers' items in flight (two: 72 and 216; four: 88 and 208;
+    each at least what the 256-row tile's wgmma warps need). It needs phase1_helpers."""
     import dataclasses
 
     from kernel.hopper import config as cfgmod
@@ -452,10 +452,14 @@ def test_phase1_beside_decodes_on_the_helper_warps_only():
 
     assert B.phase1_warps == (9, 10, 11) and B.phase1_threads == 96 == 32 * cfgmod.PHASE1_HELPER_WARPS
     assert B.label == dataclasses.replace(WIDE_Y_CONFIG, prepass_batch=2).label.replace("h_es", "ho_es")
-    assert B.register_cap == cfgmod.BESIDE_CONSUMER_WARPGROUP_REGS >= B.mma_regs_per_thread
+    assert B.warpgroup_regs == (72, 216) and B.register_cap == 216 >= B.mma_regs_per_thread
     launch = B.threads * B.launch_register_cap
-    assert (128 * cfgmod.BESIDE_PRODUCER_WARPGROUP_REGS + 256 * cfgmod.BESIDE_CONSUMER_WARPGROUP_REGS == launch
-            == 128 * cfgmod.PRODUCER_WARPGROUP_REGS + 256 * cfgmod.CONSUMER_WARPGROUP_REGS)
+    assert 128 * cfgmod.PRODUCER_WARPGROUP_REGS + 256 * cfgmod.CONSUMER_WARPGROUP_REGS == launch
+    for batch, (give, take) in cfgmod.BESIDE_WARPGROUP_REGS.items():
+        wider = dataclasses.replace(B, prepass_batch=batch)
+        assert wider.warpgroup_regs == (give, take) and 128 * give + 256 * take == launch
+        assert give % 8 == 0 and take % 8 == 0 and take >= wider.mma_regs_per_thread and not config_problems(wider)
+    assert any("phase1_beside takes prepass_batch" in p for p in config_problems(dataclasses.replace(B, prepass_batch=8)))
     sm = cfgmod.smem_bytes(B)
     assert sm["phase1_staging"] == cfgmod.PHASE1_HELPER_WARPS * cfgmod.PREPASS_STAGED_WARP_BYTES
     assert "phase1_staging" not in cfgmod.smem_bytes(WIDE_Y_CONFIG) and sm["total"] <= cfgmod.SMEM_CAPACITY_BYTES

@@ -272,9 +272,10 @@ def test_the_producer_warpgroup_hands_its_registers_to_the_consumers(instruction
     from kernel.hopper import config as cfgmod
 
     config = CONFIGS[label]
-    beside = config.phase1_beside
-    give = cfgmod.BESIDE_PRODUCER_WARPGROUP_REGS if beside else cfgmod.PRODUCER_WARPGROUP_REGS
-    take = cfgmod.BESIDE_CONSUMER_WARPGROUP_REGS if beside else cfgmod.CONSUMER_WARPGROUP_REGS
+    give, take = config.warpgroup_regs
+    assert 128 * give + 256 * take == config.threads * config.launch_register_cap
+    if not config.phase1_beside:
+        assert (give, take) == (cfgmod.PRODUCER_WARPGROUP_REGS, cfgmod.CONSUMER_WARPGROUP_REGS)
     ops = [(ins.opcode, ins.operands.replace(" ", "").rstrip(";")) for ins in instructions[label]
            if ins.opcode.startswith("USETMAXREG")]
     assert [o for o in ops if o[0].startswith("USETMAXREG.DEALLOC") and o[1].endswith(f"{give:#x}")], (label, ops)
