@@ -150,7 +150,8 @@ TIMELINE_POINTS: tuple[tuple[str, str], ...] = (
     ("phase1_loaded", "first"),  # prepass builds, thread 0: its first chunk's first item loaded
     ("phase1_fenced", "first"),  # ... that chunk's stores issued and proxy-fenced
     ("phase1_published", "first"),  # ... that chunk's barrier passed and its release issued
-    ("phase1_decoded", "last"),  # prepass_chunk builds, thread 0: its phase-1 chunks' stores issued
+    # prepass_chunk builds, thread 0 (phase1_beside: the lead helper): its phase-1 chunks' stores issued
+    ("phase1_decoded", "last"),
     ("phase1_passed", "last"),  # prepass_chunk builds, thread 0: phase 1's grid barrier passed
     ("phase1_done", "last"),
     ("producer_first_acquire", "first"),

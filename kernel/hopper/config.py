@@ -620,7 +620,8 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append(f"y_source='prepass' needs prepass_chunk in {PREPASS_CHUNK_SPLITS}, got {config.prepass_chunk!r}")
         # each decoding warp stages at its own index's slot of the Y ring (phase1_beside: in a
         # region of the helper warps' own)
-        if not config.phase1_beside and (max(config.phase1_warps) + 1) * PREPASS_STAGED_WARP_BYTES > config.fp16_buffers * y_box_tx_bytes(config):
+        staged = (max(config.phase1_warps) + 1) * PREPASS_STAGED_WARP_BYTES
+        if not config.phase1_beside and staged > config.fp16_buffers * y_box_tx_bytes(config):
             p.append(f"phase 1 stages {PREPASS_STAGED_WARP_BYTES} bytes per warp in the Y ring: "
                      f"{max(config.phase1_warps) + 1} warps need more than its {config.fp16_buffers} buffers")
         if config.prepass_batch not in PREPASS_BATCHES or _is_bool(config.prepass_batch):

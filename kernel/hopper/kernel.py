@@ -367,6 +367,10 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
                                                                        storage.p1s.data_ptr().toint(), first_claim)
                         else:
                             helper_chunks = self.prepass_chunk_count(m_sizes)
+                        if cutlass.const_expr(self.timeline):
+                            if tidx == self.consumer_threads + 32:
+                                if helper_chunks >= 0:  # its chunks' stores issued
+                                    self.timeline_point("phase1_decoded")
                         if warp_idx == self.producer_warp + 1:
                             self.beside_count_through(ws, helper_chunks)
                 else:
