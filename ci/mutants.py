@@ -555,10 +555,6 @@ SYNC_VARIANTS = {
     # wide with phase 1 beside the tiles (experimental): the helper warps alone decode it, one
     # flag per chunk, each tile's producer waiting for its own rows' chunks, no completion barrier
     "beside": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb2ho_es_pwg_sk",
-    # prod with a producer warpgroup whose helper warps run phase 1 beside the tiles
-    # (experimental): beside's phase 1, prod's balanced schedule, its share handed to the
-    # consumers through an mbarrier
-    "split_beside": "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xswb2ho_t64_es_pwg",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -805,25 +801,21 @@ _SYNC_EDITS = (
      "store (no fence.acq_rel, no red.release), so a producer's acquire of the flag is not ordered "
      "after the chunk's workspace stores", _K1,
      "        arrive_release_gpu(flags + cutlass.Int64(chunk) * 4, cutlass.Int32(1))\n",
-     "        store_relaxed_gpu(flags + cutlass.Int64(chunk) * 4, cutlass.Int32(1))\n", ("beside", "split_beside")),
+     "        store_relaxed_gpu(flags + cutlass.Int64(chunk) * 4, cutlass.Int32(1))\n", ("beside",)),
     ("beside_producer_no_proxy_fence", "fence removed: the producer's Y boxes read rows it acquired "
      "through the generic proxy only (no fence.proxy.async.global after the chunk wait)", _KP,
      "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n"
      "                    fence_proxy_async_global()\n",
      "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n",
-     ("beside", "split_beside")),
+     ("beside",)),
     ("beside_producer_no_wait", "wait removed: the producer loads a K stage's Y boxes without waiting for "
      "the chunks that hold them (the first tiles read rows phase 1 has not written yet)", _KP,
      "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n",
-     "", ("beside", "split_beside")),
+     "", ("beside",)),
     ("beside_flags_not_reset", "flags not reset: the last party through leaves the chunk flags set, "
      "so the next launch's producers read rows before that launch's helpers wrote them", _K1,
      "                store_relaxed_gpu(flags + cutlass.Int64(c) * 4, cutlass.Int32(0))\n", "                pass\n",
-     ("beside", "split_beside")),
-    ("beside_share_no_wait", "wait removed: the consumers read the balanced share without waiting on its "
-     "mbarrier (they may run the tiles of a share not yet stored, or none)", _K,
-     "                        cute.arch.mbarrier_wait(share_bar, 0)  # the producer warp's share, stored\n", "",
-     ("split_beside",)),
+     ("beside",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",
@@ -854,8 +846,7 @@ _STATIC_OF_SYNC = ("hopper_sync_y_ring_wait_lax__prod", "hopper_sync_no_publish_
                    "hopper_sync_phase1_no_global_proxy_fence__prod", "hopper_sync_staged_slots_no_proxy_fence__prod",
                    "hopper_sync_producer_no_proxy_fence_after_phase1__wide",
                    "hopper_sync_split_publish_relaxed__wide", "hopper_sync_split_publish_before_barrier__wide",
-                   "hopper_sync_beside_publish_relaxed__beside", "hopper_sync_beside_producer_no_proxy_fence__beside",
-                   "hopper_sync_beside_share_no_wait__split_beside")
+                   "hopper_sync_beside_publish_relaxed__beside", "hopper_sync_beside_producer_no_proxy_fence__beside")
 STATIC_SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
     Mutant(f"hopper_static_{m.name.removeprefix('hopper_sync_')}", f"{m.kind}; seen in the SASS on a CPU",
            m.target, m.original, m.replacement, "hopper-static", ("kernel/tests/test_hopper_sync_sites.py", "-k", m.variant))

@@ -1,5 +1,7 @@
 """GPU smoke test of the y_source="prepass" variants, before the properties: small problems,
-bit-identical to the fastest smem-decode variant (same operand values, same wgmma order),
+bit-identical to the fastest smem-decode variant (same operand values, same wgmma order; a
+build that cuts tiles in K, ``schedule="split_last"``, sums a cut tile's halves in another order,
+so its outputs are held to the oracle's bound for the K split it declares instead),
 repeated launches (the grid barrier's counters go back to zero by themselves), two problems of
 one geometry launched alternately (one workspace: nothing of a launch may look ready to the
 next), and two streams at once (each its own workspace). Run under ``timeout``: a wrong grid
@@ -20,6 +22,13 @@ import sys
 
 
 def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
+    from kernel.hopper.launch import constraints
+
+    contract = constraints(pre)
+
+    def check(torch, what, got, want, datas):
+        return _mismatch(torch, oracle, what, got, want, datas, contract)
+
     cases = [
         [(40, 512, 256, 1)],
         [(130, 384, 1024, 1), (7, 256, 512, 1), (0, 128, 256, 1), (256, 640, 768, 1)],
@@ -33,7 +42,7 @@ def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
             _nan_outputs(data)
             got = hopper.custom_kernel(data, config=pre)
             torch.cuda.synchronize()
-            bad += _differs(torch, f"case {i} rep {rep} {sizes[:2]}...", got, want)
+            bad += check(torch, f"case {i} rep {rep} {sizes[:2]}...", got, want, [data])
     # two problems of one geometry, launched alternately without a sync in between: one
     # workspace for both, so a counter left looking ready by the previous launch would let a tile read the other problem's fp16 Y
     da = oracle.make_inputs(cases[1], 21, device="cuda")
@@ -47,7 +56,7 @@ def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
         oa = hopper.custom_kernel(da, config=pre)
         ob = hopper.custom_kernel(db, config=pre)
         torch.cuda.synchronize()
-        bad += _differs(torch, f"alternating problems rep {rep}", oa + ob, wa + wb)
+        bad += check(torch, f"alternating problems rep {rep}", oa + ob, wa + wb, [da, db])
     # two streams at once, two problems: each stream its own workspace
     d1 = oracle.make_inputs(cases[2], 7, device="cuda")
     d2 = oracle.make_inputs(cases[1], 8, device="cuda")
@@ -61,8 +70,25 @@ def _smoke(pre, oracle, hopper, torch, FASTEST_CONFIG) -> int:
         with torch.cuda.stream(s2):
             o2 = hopper.custom_kernel(d2, config=pre)
     torch.cuda.synchronize()
-    bad += _differs(torch, "two streams", o1 + o2, w1 + w2)
+    bad += check(torch, "two streams", o1 + o2, w1 + w2, [d1, d2])
     return bad
+
+
+def _mismatch(torch, oracle, what: str, got, want, datas, contract) -> int:
+    """1 when ``got`` (the outputs of the problems ``datas``, in order) is wrong, printed: not
+    bit-identical to ``want``, or, for a build that declares a K split (``contract.k_split``),
+    outside the oracle's bound for that split."""
+    if contract.k_split is None:
+        return _differs(torch, what, got, want)
+    violations, at = 0, 0
+    for data in datas:
+        outputs = got[at:at + len(data[0])]
+        at += len(data[0])
+        violations += oracle.check_outputs(data, outputs, chunk=contract.accumulation_chunk,
+                                           k_split=contract.k_split).violations
+    ok = violations == 0 and at == len(got)
+    print(f"{what}: {'within the bound of its K split' if ok else f'{violations} outside the bound'}", flush=True)
+    return int(not ok)
 
 
 def _nan_outputs(data) -> None:

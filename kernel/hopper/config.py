@@ -128,8 +128,7 @@ CONSUMER_WARPGROUP_REGS = 232
 # Two items decode without spills at 72, four spill there (96 bytes) and not at 88
 BESIDE_WARPGROUP_REGS = {2: (72, 216), 4: (88, 208)}
 # phase1_beside: the helper warps' staged stores get a shared region of their own (the Y ring is
-# in use by the tiles meanwhile): PREPASS_STAGED_WARP_BYTES per helper warp. With y_tail64 the
-# consumers wait on one more mbarrier for the balanced share (no completion barrier carries it)
+# in use by the tiles meanwhile): PREPASS_STAGED_WARP_BYTES per helper warp
 PHASE1_HELPER_WARPS = 3
 
 # y_tail_step's choices: the row granules a y_tail64 tile's wgmma N is rounded to
@@ -460,8 +459,6 @@ def _smem_bytes_before_staging(config: HopperConfig) -> dict[str, int]:
         barriers += PREPASS_SMEM_SLOT_BYTES
     if config.y_tail64:
         barriers += TAIL64_SHARE_BYTES
-        if config.phase1_beside:  # the mbarrier the consumers wait on for the share
-            barriers += MBARRIER_BYTES
     raw = config.num_ab_stages * raw_stage_layout(config)["bytes"]
     dq = dequant_buffer_bytes(config)
     # barriers first, then three 1024-aligned regions (worst-case padding counted)
@@ -636,8 +633,9 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append("phase1_helpers needs producer_warpgroup (its three warps besides the producer decode)")
     if not _is_bool(config.phase1_beside):
         p.append(f"phase1_beside must be a bool, got {config.phase1_beside!r}")
-    elif config.phase1_beside and config.phase1_helpers is not True:
-        p.append("phase1_beside needs phase1_helpers (its three warps decode phase 1 beside the tiles)")
+    elif config.phase1_beside and (config.phase1_helpers is not True or config.y_tail64 is not False):
+        p.append("phase1_beside needs phase1_helpers (its three warps decode phase 1 beside the tiles) and no "
+                 "y_tail64 (the balanced split reaches the consumers through phase 1's completion barrier)")
     elif config.phase1_beside and config.prepass_batch not in BESIDE_WARPGROUP_REGS:
         p.append(f"phase1_beside takes prepass_batch in {tuple(BESIDE_WARPGROUP_REGS)} (the helpers' registers "
                  f"are set for those), got {config.prepass_batch!r}")

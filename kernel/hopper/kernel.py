@@ -148,11 +148,8 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
         self.share = None
         if self.tail64:
             # the share's four int32 after the claim slots (the producer warp computes it during
-            # phase 1's completion wait, the consumers read it after the barrier; phase1_beside:
-            # after the mbarrier that follows it, which the producer warp arrives on once stored)
+            # phase 1's completion wait, the consumers read it after the barrier)
             fp16_bar_count += cfgmod.TAIL64_SHARE_BYTES // 8
-            if config.phase1_beside:
-                fp16_bar_count += 1
 
         hb_words = (config.threads // 32) * HB_WARP_WORDS
         # epilogue="smem": C staged through one shared buffer per
@@ -329,13 +326,6 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
             # ------------------------- phase 1 with run-time chunks, then phase 2
             ws = ws_ptr.toint()
             claim_slots = storage.fp16_bars.data_ptr().toint() + 16 * self.fp16_buffers
-            if cutlass.const_expr(cfg.phase1_beside and self.tail64):
-                # the share's mbarrier (one arrive: the producer warp's lane 0), initialized before
-                # the Y ring, whose creation syncs the CTA
-                share_bar = storage.fp16_bars.data_ptr() + (2 * self.fp16_buffers + 1 + cfgmod.TAIL64_SHARE_BYTES // 8)
-                if tidx == 0:
-                    cute.arch.mbarrier_init(share_bar, 1)
-                cute.arch.mbarrier_init_fence()
             y_pipe = self.y_ring(storage, self.consumer_warps, (1, 1, 1, 1))
             share_slots = claim_slots + 8  # y_tail64: the CTA's balanced share (4 x int32)
             if cutlass.const_expr(self.checks):
@@ -347,14 +337,7 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
                 if warp_idx >= self.producer_warp:
                     self.give_registers(False)
                     if self.is_producer(warp_idx):
-                        if cutlass.const_expr(self.tail64):
-                            # the balanced split, stored for the consumers, then their mbarrier
-                            # (its arrive releases the share's shared stores)
-                            p_begin, p_end, p_step = self.balanced_setup(m_sizes, total, share_slots)
-                            if cute.arch.lane_idx() == 0:
-                                cute.arch.mbarrier_arrive(share_bar)
-                        else:
-                            p_begin, p_end, p_step = self.tile_range(total)
+                        p_begin, p_end, p_step = self.tile_range(total)
                         self.produce_prepass_q(m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base,
                                                sy_base, p_begin, p_end, p_step, total)
                     else:
@@ -375,14 +358,9 @@ class HopperNvfp4GroupedGemm(ProducerMixin, Phase1Mixin, SplitMixin, ConsumerMix
                             self.beside_count_through(ws, helper_chunks)
                 else:
                     self.give_registers(True)
-                    if cutlass.const_expr(self.tail64):
-                        cute.arch.mbarrier_wait(share_bar, 0)  # the producer warp's share, stored
-                        c_begin, c_end, c_step = self.balanced_read(total, share_slots)
-                    else:
-                        c_begin, c_end, c_step = self.tile_range(total)
+                    c_begin, c_end, c_step = self.tile_range(total)
                     self.consume_x_regs_y_ring(tiled_mma, sY, m_prefix, m_sizes, m_ptrs, pipe, y_pipe, raw_base, tidx,
-                                               c_begin, c_end, c_step, sy_iter=storage.sY if self.tail64 else None,
-                                               ws=ws)
+                                               c_begin, c_end, c_step, ws=ws)
             elif cutlass.const_expr(self.ablates("phase2")):
                 # profiling only (phase1_only): phase 1 and its completion barrier, nothing after
                 if self.decodes_phase1(warp_idx):

@@ -62,10 +62,6 @@ WIDE_Y_CONFIG = HopperConfig(
 
 # ... with phase 1 run beside the tiles (experimental)
 WIDE_BESIDE_CONFIG = replace(WIDE_Y_CONFIG, phase1_beside=True, prepass_batch=2)
-# the prepass build (128-row Y tiles, the balanced schedule) with a producer warpgroup whose three
-# helper warps run phase 1 beside the tiles (experimental)
-SPLIT_BESIDE_CONFIG = replace(SPLIT_WARP_CONFIG, producer_warpgroup=True, phase1_helpers=True, phase1_beside=True,
-                              prepass_batch=2)
 
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
@@ -82,9 +78,6 @@ PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
 SPILL_ALLOWANCE: dict[str, tuple[int, str]] = {
     IN_FLIGHT_CONFIG.label: (12, "three epilogue values held across the tile's K loop at the 168-register cap with "
                                  "three X fragments live: stored before the K loop, loaded after its last wgmma"),
-    replace(SPLIT_WARP_CONFIG, y_tail_step=16).label: (
-        36, "nine tile-loop values (bounds, epilogue offsets) held across the K loop at the 168-register cap beside "
-            "eight wgmma widths' operands: stored before the K loop, loaded after its last wgmma"),
 }
 
 EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
@@ -111,15 +104,11 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     ),
     # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
     PHASE1_STAGED_CONFIG,
-    # wgmma widths: SPLIT_WARP_CONFIG multiplying a tile's Y rows rounded up to 16, not 64 or 128
-    replace(SPLIT_WARP_CONFIG, y_tail_step=16),
     # phase 1 beside the tiles: WIDE_Y_CONFIG with phase 1 decoded by the producer warpgroup's
     # three helper warps only while the consumers run their tiles, each K stage waiting for its
     # own chunks (two items per helper thread in flight; ``:prepass_batch=4`` times four, at 88
     # registers for them and 208 for each consumer thread)
     WIDE_BESIDE_CONFIG,
-    # ... and the prepass build so (bench1-3 and the MoE shapes: phase 1 is their fixed cost too)
-    SPLIT_BESIDE_CONFIG,
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

@@ -444,7 +444,8 @@ def test_phase1_beside_decodes_on_the_helper_warps_only():
     alone decode phase 1 (96 threads, staging in a shared region of their own: the tiles use the
     Y ring meanwhile), and setmaxnreg splits the launch's 64512 registers between the producer
     warpgroup and the consumers by the helpers' items in flight (two: 72 and 216; four: 88 and 208;
-    each at least what the 256-row tile's wgmma warps need). It needs phase1_helpers."""
+    each at least what the 256-row tile's wgmma warps need). It needs phase1_helpers and no
+    y_tail64 (measured slower on the 128-row prepass build: results row D31)."""
     import dataclasses
 
     from kernel.hopper import config as cfgmod
@@ -465,6 +466,8 @@ def test_phase1_beside_decodes_on_the_helper_warps_only():
     assert "phase1_staging" not in cfgmod.smem_bytes(WIDE_Y_CONFIG) and sm["total"] <= cfgmod.SMEM_CAPACITY_BYTES
     assert config_problems(B) == []
     for bad, says in ((dataclasses.replace(B, phase1_helpers=False), "phase1_beside needs phase1_helpers"),
+                      (dataclasses.replace(SPLIT_WARP_CONFIG, producer_warpgroup=True, phase1_helpers=True,
+                                           phase1_beside=True, prepass_batch=2), "and no y_tail64"),
                       (dataclasses.replace(SPLIT_WARP_CONFIG, phase1_beside=True), "phase1_beside needs phase1_helpers"),
                       (dataclasses.replace(B, phase1_beside=1), "phase1_beside must be a bool")):
         assert any(says in p for p in config_problems(bad)), (bad.label, config_problems(bad))

@@ -290,7 +290,7 @@ def test_phase1_beside_hands_each_chunk_over_behind_a_release_and_each_tile_read
     (``REDG.E.ADD.STRONG.GPU``) follows the last workspace store before it with an async-proxy
     fence and a GPU-scope fence between; and some TMA load follows an acquire spin
     (``LDG.E.STRONG.GPU``) and an async-proxy fence after it (the producer's wait for its tile's
-    chunks); with y_tail64, the consumers wait on the share's mbarrier before they read it."""
+    chunks)."""
     code = instructions[label]
     roles = _first(code, 0, len(code), "USETMAXREG")
     assert roles is not None, f"{label}: no setmaxnreg (the test no longer matches the kernel)"
@@ -320,11 +320,3 @@ def test_phase1_beside_hands_each_chunk_over_behind_a_release_and_each_tile_read
             if not [n for n in range(spin, fence) if code[n].opcode.startswith(("REDG", "STG"))]:
                 guarded.append(tma)
     assert guarded, f"{label}: no TMA load behind an acquire spin and an async-proxy fence (the producer's chunk wait)"
-    if CONFIGS[label].y_tail64:
-        # the consumers read the balanced share (their first shared load once they took their
-        # registers) only after waiting on the mbarrier the producer warp arrives on once it is stored
-        start = _first(code, 0, len(code), "USETMAXREG.TRY_ALLOC")
-        lds = _first(code, start, len(code), "LDS")
-        wait = _first(code, start, lds, "SYNCS.PHASECHK")
-        assert wait is not None, (f"{label}: the consumers' first shared load at 0x{code[lds].offset:x} (the balanced "
-                                  "share) waits on no mbarrier: it may read the share before the producer warp stored it")
