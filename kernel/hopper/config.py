@@ -187,10 +187,10 @@ class HopperConfig:
     # phase1_helpers only (label letter "o" after "h"): phase 1 runs beside the tiles. Only the
     # producer warpgroup's three other warps decode its chunks (their staged stores through a
     # shared region of their own), each chunk published by a release of its own flag in the
-    # workspace (kernel.hopper.workspace); the consumer warps start their tiles at once, and the
-    # producer warp, before a tile's first Y box, waits (acquire) for the flags of the chunks that
-    # hold the tile's Y rows. No completion barrier: the first tiles wait only for their own rows,
-    # and the rest of phase 1 overlaps the MMA
+    # workspace (kernel.hopper.workspace; items sub-block-major); the consumer warps start their
+    # tiles at once, and the producer warp, before each K stage's Y boxes, waits (acquire) for the
+    # flags of the chunks that hold them. No completion barrier: a tile waits only for its own
+    # boxes' chunks, and the rest of phase 1 overlaps the MMA
     phase1_beside: bool = False
     # y_source="prepass" only (label suffix "_t64"): a group's last Y block of at most 64 rows
     # runs as a 64-row tile (wgmma N = 64, the first half of the accumulators; the Y box is still
