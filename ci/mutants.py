@@ -414,18 +414,6 @@ MUTANTS: tuple[Mutant, ...] = (
         ["kernel/tests/test_hopper_schedule.py::test_in_flight_sass_structure"],
     ),
     _m(
-        "hopper_narrow_width_one_row_late",
-        "narrow wgmma width chosen from the row count instead of the row count - 1: a tile of a "
-        "multiple of y_tail_step rows takes the next width, and one of 128 - y_tail_step rows none "
-        "(its wgmmas never issued, C's rows stored as zeros); the kernel traces the function the "
-        "CPU test runs",
-        "kernel/hopper/config.py",
-        "    return (rows - 1) // step",
-        "    return rows // step",
-        "hopper-static",
-        ["kernel/tests/test_hopper_config.py::test_narrow_width_covers_the_tile_rows"],
-    ),
-    _m(
         "hopper_upper_half_wrong_scale",
         "wrong scale for the upper half-word (nibbles n4..n7 of a word use the next block's scale)",
         "kernel/hopper/ptx.py",

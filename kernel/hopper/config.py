@@ -131,17 +131,6 @@ BESIDE_WARPGROUP_REGS = {2: (72, 216), 4: (88, 208)}
 # in use by the tiles meanwhile): PREPASS_STAGED_WARP_BYTES per helper warp
 PHASE1_HELPER_WARPS = 3
 
-# y_tail_step's choices: the row granules a y_tail64 tile's wgmma N is rounded to
-Y_TAIL_STEPS = (16, 32, 64)
-
-
-def narrow_width_index(rows, step):
-    """The narrow wgmma width a y_tail64 tile of ``rows`` Y rows issues (1 <= rows <= 128 - step):
-    index i of ``HopperConfig.narrow_widths``, whose width (i + 1) step is the least multiple of
-    ``step`` that covers the rows. Plain arithmetic: the kernel traces it on run-time Int32
-    values (kernel/hopper/consumer.py), the tests run it on ints."""
-    return (rows - 1) // step
-
 
 @dataclass(frozen=True)
 class HopperConfig:
@@ -198,13 +187,6 @@ class HopperConfig:
     # time (m - m0 <= 64); with schedule="balanced" (kernel.plan): each CTA runs a cost-balanced
     # share, heavy tiles first
     y_tail64: bool = False
-    # y_tail64 only (label "_t64r<n>" when not 64): the rows of Y a tile's wgmmas cover. A tile
-    # with r valid Y rows (r = min(m - m0, 128)) issues m64nNk16 with N = r rounded up to a
-    # multiple of y_tail_step, on the first N rows of its Y buffer and into the first N / 2
-    # accumulators of each thread (64: N is 64 or 128; 16: N is 16, 32, .., 128, so a group of
-    # 80 rows multiplies 80 rows, not 128). The balanced schedule's light tiles stay the ones of
-    # at most 64 rows; the same per-element chain, one m64nNk16 per 16 K in K order.
-    y_tail_step: int = 64
     # y_tail64 only (label letter "w" after the prepass letters): the balanced split is searched
     # by the producer warp's 32 lanes together (kernel.device_schedule.balanced_share_warp:
     # ~150 instructions instead of ~1200 on one lane's path before phase 1's completion barrier;
@@ -323,9 +305,10 @@ class HopperConfig:
 
     @property
     def narrow_widths(self) -> tuple[int, ...]:
-        """y_tail64: the wgmma N values below mma_n a tile may issue (y_tail_step, 2 y_tail_step, ..);
-        every other build: none."""
-        return tuple(range(self.y_tail_step, self.mma_n, self.y_tail_step)) if self.y_tail64 else ()
+        """y_tail64: the wgmma N below mma_n a tile may issue (64, the first half of the 128-row
+        tile; rounding a tile's rows to 16 instead measured slower: results row D31); every
+        other build: none."""
+        return (self.mma_n // 2,) if self.y_tail64 else ()
 
     @property
     def acc_regs_per_thread(self) -> int:
@@ -366,7 +349,6 @@ class HopperConfig:
         sched += "h" if self.phase1_helpers else ""
         sched += "o" if self.phase1_beside else ""
         sched += "_t64" if self.y_tail64 else ""
-        sched += f"r{self.y_tail_step}" if self.y_tail64 and self.y_tail_step != 64 else ""
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_pdl" if self.pdl else ""
         sched += "_pwg" if self.producer_warpgroup else ""
@@ -652,11 +634,6 @@ def config_problems(config: HopperConfig) -> list[str]:
         if config.mma_n != 128 or config.mma_m not in (64, 128) or not config.swapped:
             p.append("y_tail64 halves a 128-row Y tile: swapped tiles with tile_m 128 and tile_n 128 "
                      "(or 64 with one consumer warpgroup)")
-    if not isinstance(config.y_tail_step, int) or isinstance(config.y_tail_step, bool) or config.y_tail_step not in Y_TAIL_STEPS:
-        p.append(f"y_tail_step must be one of {Y_TAIL_STEPS} (wgmma N is a multiple of 8 up to the tile's 128 "
-                 f"rows), got {config.y_tail_step!r}")
-    elif config.y_tail_step != 64 and config.y_tail64 is not True:
-        p.append("y_tail_step sets y_tail64's wgmma widths: y_tail64 only")
     if (config.schedule == "balanced") != (config.y_tail64 is True):
         p.append("schedule='balanced' and y_tail64 go together (the balanced split costs the 64-row tiles)")
     if not _is_bool(config.prepass_split_warp):

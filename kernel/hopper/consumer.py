@@ -122,9 +122,8 @@ class ConsumerMixin:
         two sub-blocks back, two groups). No named barrier: each warp arrives on the empty
         mbarriers itself.
 
-        ``y_tail64`` (``sy_iter``: the Y ring's storage): a tile with r <= 128 - y_tail_step Y
-        rows issues m64nNk16 wgmmas (:meth:`narrow_mmas`, N = r rounded up to a multiple of
-        ``y_tail_step``) on the first N rows of the same 128-row Y buffer into the first N / 2
+        ``y_tail64`` (``sy_iter``: the Y ring's storage): a tile with r <= 64 Y rows issues
+        m64nNk16 wgmmas (:meth:`narrow_mmas`, N = 64) on the first N rows of the same 128-row Y buffer into the first N / 2
         accumulators (the m64nNk16 accumulator fragment's first N/2 values are columns
         0 .. N - 1, in the same order); the epilogue is unchanged (columns N.. are zero and
         never stored: their rows are past the group's M). Per element the same m64nNk16 chain,
@@ -134,8 +133,7 @@ class ConsumerMixin:
         tCrY = tiled_mma.make_fragment_B(thr_mma.partition_B(sY))
         acc = thr_mma.make_fragment_C(thr_mma.partition_shape_C((self.mma_m, self.mma_n)))
         if cutlass.const_expr(self.tail64):
-            narrow = self.narrow_mmas(tidx, sy_iter, acc)
-            step = cfg.y_tail_step
+            (narrow,) = self.narrow_mmas(tidx, sy_iter, acc)
         tCcC = thr_mma.partition_C(cute.make_identity_tensor((self.mma_m, self.mma_n)))
         filler = self.wgmma_filler(tidx)
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -170,12 +168,7 @@ class ConsumerMixin:
                         # each branch commits its own group (a commit after the join made ptxas add
                         # a null HGMMA carrying it: a second group per sub-block)
                         if narrow_tile:
-                            if cutlass.const_expr(len(narrow) == 1):
-                                self.narrow_gemm(narrow[0], x_frag, ystate.index)
-                            else:
-                                for w in cutlass.range_constexpr(len(narrow)):
-                                    if cfgmod.narrow_width_index(m - m0, step) == w:
-                                        self.narrow_gemm(narrow[w], x_frag, ystate.index)
+                            self.narrow_gemm(narrow, x_frag, ystate.index)
                         else:
                             for kb in cutlass.range_constexpr(SUB_K // 16):
                                 cute.gemm(tiled_mma, acc, x_frag[(None, None, kb)],

@@ -1,8 +1,8 @@
 """The declared Hopper variants: what the main job runs (``PRODUCTION_VARIANTS``) and the
 experimental ones a kernel engineer compares against them (``EXPERIMENTAL_VARIANTS``).
 
-Each experimental variant is production or the simplest tile moved along one or two axes (stages
-and tile_k, consumer warpgroups, tile shape, loader, dequant, warp roles, epilogue, wgmma groups
+Each experimental variant is production or the simplest tile moved along one or two axes (stages,
+consumer warpgroups, tile shape, loader, dequant, warp roles, epilogue, wgmma groups
 in flight, phase 1's split search), so a comparison measures one lever. Every declared variant is
 compiled by the CPU tests (kernel/tests/test_hopper_compile.py) and the static report.
 """
@@ -81,8 +81,6 @@ SPILL_ALLOWANCE: dict[str, tuple[int, str]] = {
 }
 
 EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
-    # stages and tile_k: DEFAULT_CONFIG with 128-K stages, 5 of them
-    HopperConfig(tile_k=128, num_ab_stages=5),
     # the 64-row swapped tile (small per-group M)
     HopperConfig(tile_m=64, tile_n=128, swapped=True, num_ab_stages=4),
     # DEFAULT_CONFIG swapped with 2 consumer warpgroups

@@ -235,9 +235,6 @@ def test_prepass_smem_arithmetic_and_label():
         (dict(_RS, prepass_batch=8), "prepass_batch is for y_source='prepass' only"),
         (dict(_PRE, phase1_helpers=True), "phase1_helpers needs producer_warpgroup"),
         (dict(_PRE, phase1_helpers=1), "phase1_helpers must be a bool"),
-        (dict(_PRE, y_tail64=True, schedule="balanced", y_tail_step=24), "y_tail_step must be one of"),
-        (dict(_PRE, y_tail64=True, schedule="balanced", y_tail_step=True), "y_tail_step must be one of"),
-        (dict(_PRE, y_tail_step=16), "y_tail_step sets y_tail64's wgmma widths"),
     ],
 )
 def test_prepass_rules(kwargs, words):
@@ -245,40 +242,13 @@ def test_prepass_rules(kwargs, words):
     assert any(words in p for p in problems), problems
 
 
-def test_tail_step_widths_and_label():
-    """y_tail_step: the narrow wgmma widths a y_tail64 build issues, below the full 128, and the
-    label letters that tell the builds apart (step 64 keeps the plain ``_t64``)."""
-    from dataclasses import replace
-
+def test_narrow_width_is_the_first_half_of_the_tile():
+    """y_tail64: a light tile issues wgmma N = 64, the first half of the 128-row Y tile; builds
+    without tail tiles none (the m_edges the property strategies draw come from it)."""
     from kernel.hopper import SPLIT_WARP_CONFIG, WIDE_Y_CONFIG
 
-    assert SPLIT_WARP_CONFIG.narrow_widths == (64,)
-    r16 = replace(SPLIT_WARP_CONFIG, y_tail_step=16)
-    assert r16.narrow_widths == (16, 32, 48, 64, 80, 96, 112) and config_problems(r16) == []
-    assert replace(SPLIT_WARP_CONFIG, y_tail_step=32).narrow_widths == (32, 64, 96)
-    assert r16.label == SPLIT_WARP_CONFIG.label.replace("_t64", "_t64r16")
+    assert SPLIT_WARP_CONFIG.narrow_widths == (SPLIT_WARP_CONFIG.mma_n // 2,) == (64,)
     assert WIDE_Y_CONFIG.narrow_widths == () and DEFAULT_CONFIG.narrow_widths == ()
-
-
-@pytest.mark.parametrize("step", [16, 32, 64])
-def test_narrow_width_covers_the_tile_rows(step):
-    """The width a narrow tile issues (kernel.hopper.config.narrow_width_index, what the kernel
-    traces) is the least width of the build that covers its rows, for every row count a narrow
-    tile has; the rows past it take the full 128."""
-    from dataclasses import replace
-
-    from kernel.hopper import SPLIT_WARP_CONFIG
-    from kernel.hopper.config import narrow_width_index
-
-    config = replace(SPLIT_WARP_CONFIG, y_tail_step=step)
-    widths = config.narrow_widths
-    for rows in range(1, config.mma_n + 1):
-        if rows > config.mma_n - step:
-            assert not [w for w in widths if w >= rows], (rows, widths)  # only the full width covers them
-            continue
-        i = narrow_width_index(rows, step)
-        assert 0 <= i < len(widths), (rows, i)
-        assert widths[i] >= rows and (i == 0 or widths[i - 1] < rows), (rows, widths[i])
 
 
 def test_producer_warpgroup_rules_and_budget():

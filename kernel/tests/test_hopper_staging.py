@@ -112,8 +112,7 @@ def test_staging_rows_and_bytes():
     for c in STAGED:
         assert smem_bytes(c)["total"] <= SMEM_CAPACITY_BYTES
     # a pdl build stages as its twin without pdl; the split-warp build as its one-lane twin; a
-    # build with phase-1 helpers as its twin without them (phase 1 changes no epilogue byte); a
-    # y_tail64 build as its twin of 64-row steps
+    # build with phase-1 helpers as its twin without them (phase 1 changes no epilogue byte)
     for c in DECLARED_VARIANTS:
         if c.phase1_helpers:
             twin = dataclasses.replace(c, phase1_helpers=False, prepass_batch=PREPASS_BATCH)
@@ -122,11 +121,8 @@ def test_staging_rows_and_bytes():
             twin = dataclasses.replace(c, pdl=False)
             assert epilogue_stage_rows(c) == epilogue_stage_rows(twin) and smem_bytes(c) == smem_bytes(twin)
         if c.prepass_split_warp:
-            twin = dataclasses.replace(c, prepass_split_warp=False, y_tail_step=64)
+            twin = dataclasses.replace(c, prepass_split_warp=False)
             assert twin in STAGED and smem_bytes(c) == smem_bytes(twin)
-        if c.y_tail64:  # the wgmma widths change no shared byte either
-            twin = dataclasses.replace(c, y_tail_step=64)
-            assert smem_bytes(c) == smem_bytes(twin) and epilogue_stage_rows(c) == epilogue_stage_rows(twin)
     # two wgmma groups in flight with 4 fp16 buffers and 3 stages: the whole tile in one pass, 64
     # columns of C (16 KB) per consumer warpgroup: two on 128-row X tiles, one on 64-row ones
     w2s = [c for c in DECLARED_VARIANTS if c.wgmma_in_flight == 2]
