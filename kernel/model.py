@@ -47,8 +47,9 @@ DEFAULT_CONFIG = ModelConfig()
 DECLARED_VARIANTS = (
     DEFAULT_CONFIG,
     ModelConfig(tile_m=64, tile_n=128, tile_k=128, max_ctas=5, schedule="strided"),
-    # the last round's tiles cut in K halves (the Hopper 256-row Y tile's schedule)
-    ModelConfig(tile_m=128, tile_n=64, tile_k=128, max_ctas=6, schedule="split_last"),
+    # the last round's tiles cut in K halves (the Hopper 256-row Y tile's schedule), on a tile
+    # height that is no power of two (the Hopper prepass builds' config.WIDE_Y_HEIGHTS)
+    ModelConfig(tile_m=112, tile_n=64, tile_k=128, max_ctas=6, schedule="split_last"),
 )
 
 

@@ -97,6 +97,11 @@ X_FRAGMENT_REGS = 16
 # decoded), the smallest chunk (items) the run-time choice may take, and the choices of
 # ``prepass_chunk``
 PREPASS_BATCH = 4
+# y_source="prepass" only: Y tile heights (tile_m, swapped: wgmma N) besides 64, 128 and 256. A
+# group of M rows runs ceil(M / tile_m) Y blocks, so a height that splits M evenly wastes fewer
+# wgmma columns on its last block (M = 2320: ten blocks of 240 rows pad 80 rows, ten of 256 pad
+# 240). Multiples of 16: the staged epilogue's step, two 8-row swizzle atoms of the Y box
+WIDE_Y_HEIGHTS = (192, 208, 224, 240)
 PREPASS_BATCHES = (2, 4, 8)  # the choices of HopperConfig.prepass_batch
 PREPASS_STAGED_WARP_BYTES = 32 * 128  # phase 1's staged stores: one 128-byte item slot per lane
 PREPASS_MIN_CHUNK = 32
@@ -463,16 +468,21 @@ def epilogue_stage_rows(config: HopperConfig) -> int:
     """``epilogue="smem"``: rows of C one staging pass holds (0 with ``epilogue="direct"``): the
     tile's ``mma_n`` rows (one pass) when that fits shared memory beside everything else, else
     ``mma_n / 2`` (two passes; the second skipped for a tile of at most that many rows), else
-    ``mma_n / 4``; at least 16 (one ``stmatrix.x4`` per warp covers 16 rows). The fastest tile
+    ``mma_n / 4`` (for a height that is no power of two, the next even split into whole 16-row
+    steps, e.g. 240: 240, 80, 48, 16); at least 16 (one ``stmatrix.x4`` per warp covers 16 rows). The fastest tile
     (183360 B before staging): 128 rows, 2 x 16384 B. The mixed-tail prepass tile (208088 B):
     64 rows, 2 x 8192 B (128 rows would need 241880 B > 232448)."""
     if config.epilogue != "smem":
         return 0
     before = _smem_bytes_before_staging(config)["total"]
-    rows = config.mma_n
-    while rows > 16 and before + SMEM_ALIGN + epilogue_stage_bytes_for(config, rows) > SMEM_CAPACITY_BYTES:
-        rows //= 2
-    return rows
+    # the passes split mma_n evenly in whole 16-row steps: mma_n / d for d = 1, 2, 3, .. (for a
+    # power of two, the halvings)
+    fits = [config.mma_n // d for d in range(1, config.mma_n // 16 + 1)
+            if config.mma_n % d == 0 and (config.mma_n // d) % 16 == 0]
+    for rows in fits:
+        if before + SMEM_ALIGN + epilogue_stage_bytes_for(config, rows) <= SMEM_CAPACITY_BYTES:
+            return rows
+    return fits[-1]
 
 
 def smem_bytes(config: HopperConfig) -> dict[str, int]:
@@ -504,8 +514,9 @@ def config_problems(config: HopperConfig) -> list[str]:
     p: list[str] = []
     if config.arch != "sm_90a":
         p.append(f"arch must be 'sm_90a', got {config.arch!r}")
-    if config.tile_m not in (64, 128, 256):
-        p.append(f"tile_m must be 64, 128 or 256, got {config.tile_m}")
+    if config.tile_m not in (64, 128, 256) and not (config.y_source == "prepass" and config.tile_m in WIDE_Y_HEIGHTS):
+        p.append(f"tile_m must be 64, 128 or 256 (or one of {WIDE_Y_HEIGHTS} with y_source='prepass'), "
+                 f"got {config.tile_m}")
     if config.tile_n not in (64, 128, 256):
         p.append(f"tile_n must be 64, 128 or 256, got {config.tile_n}")
     if config.tile_k not in (128, 256):
@@ -567,7 +578,7 @@ def config_problems(config: HopperConfig) -> list[str]:
             p.append("x_operand='regs' needs loader='tma' and dequant='prmt'")
         if config.mma_m != 64 * config.consumer_warpgroups:
             p.append(f"x_operand='regs' needs one 64-row wgmma A fragment per warpgroup (mma_m {config.mma_m})")
-        if (2 * config.mma_n) % config.consumer_threads:
+        if raw_y_rows(config) and (2 * config.mma_n) % config.consumer_threads:
             p.append(
                 f"x_operand='regs' splits Y's {2 * config.mma_n} half-row units evenly over "
                 f"{config.consumer_threads} consumer threads (mma_n {config.mma_n})"

@@ -63,6 +63,10 @@ WIDE_Y_CONFIG = HopperConfig(
 # ... with phase 1 run beside the tiles (experimental)
 WIDE_BESIDE_CONFIG = replace(WIDE_Y_CONFIG, phase1_beside=True, prepass_batch=2)
 
+# ... and on Y tiles of 240 rows (wgmma 64x240): a group of 2320 rows runs ten blocks with 80
+# padded rows instead of ten with 240 (experimental)
+WIDE_BESIDE_240_CONFIG = replace(WIDE_BESIDE_CONFIG, tile_m=240)
+
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
     DEFAULT_CONFIG,
@@ -107,6 +111,8 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     # own chunks (two items per helper thread in flight; ``:prepass_batch=4`` times four, at 88
     # registers for them and 208 for each consumer thread)
     WIDE_BESIDE_CONFIG,
+    # the Y tile height cut to the rows a dense group needs (config.WIDE_Y_HEIGHTS)
+    WIDE_BESIDE_240_CONFIG,
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

@@ -327,6 +327,30 @@ def test_staged_epilogue_rows_shrink_to_fit():
     assert config_problems(HopperConfig(**dict(_PRE, fp16_buffers=9, epilogue="smem"))) == []
 
 
+def test_y_tile_heights_past_the_powers_of_two():
+    """A prepass build may take a Y tile height of config.WIDE_Y_HEIGHTS (no power of two), whose
+    staged epilogue then runs in the largest even split of whole 16-row steps that fits; every
+    other build keeps 64, 128 or 256."""
+    import dataclasses
+
+    from kernel.hopper import config as cfgmod
+    from kernel.hopper.config import WIDE_Y_HEIGHTS, epilogue_stage_rows
+    from kernel.hopper.variants import WIDE_Y_CONFIG
+
+    assert all(h % 16 == 0 and 128 < h < 256 for h in WIDE_Y_HEIGHTS)
+    for h in WIDE_Y_HEIGHTS:
+        c = dataclasses.replace(WIDE_Y_CONFIG, tile_m=h)
+        assert config_problems(c) == [] and c.mma_n == h
+        rows = epilogue_stage_rows(c)
+        assert h % rows == 0 and rows % 16 == 0
+        assert cfgmod.smem_bytes(c)["total"] <= cfgmod.SMEM_CAPACITY_BYTES
+    for h in (232, 248, 96):
+        problems = config_problems(dataclasses.replace(WIDE_Y_CONFIG, tile_m=h))
+        assert any("tile_m must be" in p for p in problems), problems
+    problems = config_problems(HopperConfig(**dict(_RS, tile_m=240)))
+    assert any("tile_m must be" in p for p in problems), problems
+
+
 def test_in_flight_and_pdl_twins_are_declared():
     """IN_FLIGHT_CONFIG (production, bench4) differs from its declared one-group twin only in the
     wgmma groups in flight, the fp16 buffers that need and its stages; that twin differs from the

@@ -99,16 +99,19 @@ def test_staging_rows_and_bytes():
     assert sorted(c.label for c in STAGED) == [
         "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xs_t64_es",
         "h90_m128n128k256_s4_wg2_swap_fp16_tma_prmt_rs_es",
+        "h90_m240n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb2ho_es_pwg_sk",
         "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb2ho_es_pwg_sk",
         "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb8h_es_pwg_sk",
     ]
-    t64, fast, beside, wide = sorted(STAGED, key=lambda c: c.label)
+    t64, fast, beside240, beside, wide = sorted(STAGED, key=lambda c: c.label)
     assert epilogue_stage_rows(fast) == 128 and smem_bytes(fast)["epilogue_staging"] == 32768
     assert epilogue_stage_rows(t64) == 64 and smem_bytes(t64)["epilogue_staging"] == 16384
     # the 256-row Y tile: half of its 256 rows of C per pass (two passes); with phase 1 beside the
     # tiles a quarter (the helpers' 12 KB staging region takes the difference)
     assert epilogue_stage_rows(wide) == 128 and smem_bytes(wide)["epilogue_staging"] == 32768
     assert epilogue_stage_rows(beside) == 64 and smem_bytes(beside)["epilogue_staging"] == 16384
+    # 240 rows: three passes of 80 (120 is no whole number of 16-row steps; 240 does not fit)
+    assert epilogue_stage_rows(beside240) == 80 and smem_bytes(beside240)["epilogue_staging"] == 20480
     for c in STAGED:
         assert smem_bytes(c)["total"] <= SMEM_CAPACITY_BYTES
     # a pdl build stages as its twin without pdl; the split-warp build as its one-lane twin; a
