@@ -533,16 +533,22 @@ SYNC_VARIANTS = {
     # 64-row X tiles with one consumer warpgroup (the in-flight mainloop, rs's TMA producer and
     # contiguous schedule, one staged-epilogue warpgroup)
     "few": "h90_m128n64k256_s3_wg1_b4_swap_fp16_tma_prmt_rs_w2_es_pdl",
-    # the production build for groups of thousands of rows over several rounds: prod's phase 1, Y
-    # ring and staged epilogue with a 256-row Y tile, a producer warpgroup (setmaxnreg), the
-    # split_last schedule (contiguous full rounds on the whole grid, trailing CTAs idle where no
-    # cut applies; no 64-row tail tiles, no balanced or warp-searched split)
-    # (its last round's tiles cut in two K halves: one CTA publishes its fp32 sums through the
-    # workspace, the other adds them, kernel/hopper/split.py)
+    # the build for groups of thousands of rows over several rounds with phase 1 before the tiles
+    # (experimental; beside's twin): prod's phase 1, Y ring and staged epilogue with a 256-row Y
+    # tile, a producer warpgroup (setmaxnreg), the split_last schedule (contiguous full rounds on
+    # the whole grid, trailing CTAs idle where no cut applies; no 64-row tail tiles, no balanced or
+    # warp-searched split) (its last round's tiles cut in two K halves: one CTA publishes its fp32
+    # sums through the workspace, the other adds them, kernel/hopper/split.py). Its Y ring, staged
+    # epilogue and split code is beside's
     "wide": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb8h_es_pwg_sk",
-    # wide with phase 1 beside the tiles (experimental): the helper warps alone decode it, one
-    # flag per chunk, each tile's producer waiting for its own rows' chunks, no completion barrier
+    # the production build for groups of thousands of rows: wide with phase 1 beside the tiles (the
+    # helper warps alone decode it, one flag per chunk, each tile's producer waiting for its own
+    # rows' chunks, no completion barrier)
     "beside": "h90_m256n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb2ho_es_pwg_sk",
+    # beside on 240-row Y tiles (production where a dense group's M splits into as many 240-row
+    # blocks as 256-row ones): the Y box, the epilogue's three 80-row passes and the cut tile's
+    # slot at a height that is no power of two
+    "beside240": "h90_m240n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb2ho_es_pwg_sk",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -729,14 +735,14 @@ _SYNC_EDITS = (
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
      "            tx_count=self.y_tx_bytes,\n",
      "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, release_warps),\n"
-     "            tx_count=self.y_tx_bytes - 1024,\n", ("prod", "wide")),
+     "            tx_count=self.y_tx_bytes - 1024,\n", ("prod", "wide", "beside240")),
     ("tile_wait_lax", "accumulators read in flight: the tile's last wait is wait_group(1), so the "
      "epilogue may read accumulators the last wgmma group still writes", _KC,
      f"{_I12}self.wait_group(0)\n{_I12}for _r in cutlass.range_constexpr(in_flight):",
      f"{_I12}self.wait_group(1)\n{_I12}for _r in cutlass.range_constexpr(in_flight):", ("prod", "wide")),
     ("epilogue_no_publish_barrier", "barrier removed: the staged epilogue reads its staging buffer "
      "before every thread of the warpgroup has written its stmatrix part", _KE,
-     "        bar.arrive_and_wait()  # the whole pass is in the buffer\n", "", ("prod", "few", "wide")),
+     "        bar.arrive_and_wait()  # the whole pass is in the buffer\n", "", ("prod", "few", "wide", "beside240")),
     ("epilogue_no_reuse_barrier", "barrier removed: the staged epilogue rewrites its staging buffer "
      "(next pass or tile) before every thread has read the previous one", _KE,
      "        bar.arrive_and_wait()  # the warpgroup's reads of the buffer (previous pass or tile) are done\n",
@@ -783,7 +789,7 @@ _SYNC_EDITS = (
      "            store_relaxed_gpu(flag, cutlass.Int32(0))\n", "", ("wide",)),
     ("split_halves_overlap", "cut off by one: half 0 runs one K tile past the middle, which half 1 "
      "also runs (that K tile counted twice in the cut tiles)", "kernel/hopper/split.py",
-     "                k_end = k_tiles // 2\n", "                k_end = k_tiles // 2 + 1\n", ("wide",)),
+     "                k_end = k_tiles // 2\n", "                k_end = k_tiles // 2 + 1\n", ("wide", "beside240")),
     # phase1_beside: the chunk flags (kernel/hopper/phase1.py, kernel/hopper/producer.py)
     ("beside_publish_relaxed", "release removed: the lead helper sets a chunk's flag with a relaxed "
      "store (no fence.acq_rel, no red.release), so a producer's acquire of the flag is not ordered "
@@ -799,11 +805,11 @@ _SYNC_EDITS = (
     ("beside_producer_no_wait", "wait removed: the producer loads a K stage's Y boxes without waiting for "
      "the chunks that hold them (the first tiles read rows phase 1 has not written yet)", _KP,
      "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n",
-     "", ("beside",)),
+     "", ("beside", "beside240")),
     ("beside_flags_not_reset", "flags not reset: the last party through leaves the chunk flags set, "
      "so the next launch's producers read rows before that launch's helpers wrote them", _K1,
      "                store_relaxed_gpu(flags + cutlass.Int64(c) * 4, cutlass.Int32(0))\n", "                pass\n",
-     ("beside",)),
+     ("beside", "beside240")),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",

@@ -61,14 +61,18 @@ def test_every_production_build_has_sync_mutants():
 
 
 def test_the_few_tiles_and_wide_y_mutants_target_their_dispatch_builds():
-    """"few" and "wide" are the builds of the default dispatch's two clauses before its last
-    (64-row X tiles below half a round; the 256-row Y tile for groups of thousands of rows), each
-    with the mutants of the code it compiles: few the in-flight mainloop, the TMA producer and the
-    staged epilogue; wide phase 1, the Y ring, the staged epilogue and the idle CTA's early X
-    stages."""
-    from kernel.hopper import FEW_TILES_CONFIG, WIDE_Y_CONFIG
+    """"few", "beside240" and "beside" are the builds of the default dispatch's clauses before its
+    last (64-row X tiles below half a round; the 240- and 256-row Y tiles for groups of thousands of
+    rows), "wide" the 256-row build with phase 1 before the tiles, each with the mutants of the code
+    it compiles: few the in-flight mainloop, the TMA producer and the staged epilogue; wide phase
+    1's completion barrier, the Y ring, the staged epilogue and the idle CTA's early X stages;
+    beside and beside240 the chunk flags, beside240 also the Y ring, the epilogue and the cut at
+    its height."""
+    from kernel.hopper import FEW_TILES_CONFIG, WIDE_BESIDE_240_CONFIG, WIDE_BESIDE_CONFIG, WIDE_Y_CONFIG
 
     assert (SYNC_VARIANTS["few"], SYNC_VARIANTS["wide"]) == (FEW_TILES_CONFIG.label, WIDE_Y_CONFIG.label)
+    assert (SYNC_VARIANTS["beside"], SYNC_VARIANTS["beside240"]) == (WIDE_BESIDE_CONFIG.label,
+                                                                    WIDE_BESIDE_240_CONFIG.label)
     names = {m.name for m in SYNC_MUTANTS}
     for bug in ("in_flight_three_buffers", "no_publish_barrier", "tx_count_short", "tensormap_acquire_missing",
                 "epilogue_no_reuse_barrier"):
@@ -76,6 +80,9 @@ def test_the_few_tiles_and_wide_y_mutants_target_their_dispatch_builds():
     for bug in ("phase1_wait_one_short", "y_ring_empty_count_short", "staged_slots_no_proxy_fence",
                 "epilogue_no_publish_barrier", "idle_cta_early_x_stages", "tile_wait_lax"):
         assert f"hopper_sync_{bug}__wide" in names
+    for bug in ("beside_producer_no_wait", "beside_flags_not_reset", "y_ring_tx_count_short",
+                "epilogue_no_publish_barrier", "split_halves_overlap"):
+        assert f"hopper_sync_{bug}__beside240" in names
 
 
 def test_mutant_patterns_select_by_shell_pattern():

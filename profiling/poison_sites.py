@@ -13,7 +13,8 @@ point: a barrier (``BAR.SYNC``) or an mbarrier wait (``SYNCS.PHASECHK``). So, in
   region is published again, and no real store can be overtaken by a poison store.
 
 Linear program order is an approximation of the control flow (the sites are inside straight-line
-code between barriers), which is what the tests need.
+code between barriers), which is what the tests need; forward, an unconditional ``BRA`` is
+followed (ptxas may place a poison run out of line, in a block that branches back to the fill).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def poison_sites(code: Sequence[Instruction]) -> list[PoisonSite]:
     surrounds it."""
     stores = poison_stores(code)
     poison = set(stores)
+    at = {ins.offset: idx for idx, ins in enumerate(code)}
     runs: list[list[int]] = []
     for idx in stores:
         if runs and not any(_shared_or_sync(code[j]) for j in range(runs[-1][-1] + 1, idx) if j not in poison):
@@ -91,16 +93,33 @@ def poison_sites(code: Sequence[Instruction]) -> list[PoisonSite]:
         before = next((code[j].opcode for j in range(run[0] - 1, -1, -1)
                        if j not in poison and _shared_or_sync(code[j]) and not _placeholder(code[j])), "START")
         fenced, after = False, "END"
-        for j in range(run[-1] + 1, len(code)):
-            if j in poison or _placeholder(code[j]):
+        j, seen = run[-1] + 1, set()
+        while j < len(code) and j not in seen:
+            seen.add(j)
+            ins = code[j]
+            if j in poison or _placeholder(ins):
+                j += 1
                 continue
-            if code[j].opcode.startswith("FENCE.VIEW.ASYNC"):
+            if ins.opcode.startswith("FENCE.VIEW.ASYNC"):
                 fenced = True
-            if _shared_or_sync(code[j]) or code[j].opcode.startswith(RELEASE + ASYNC_COPY):
-                after = code[j].opcode
+            if _shared_or_sync(ins) or ins.opcode.startswith(RELEASE + ASYNC_COPY):
+                after = ins.opcode
                 break
+            target = _branch_target(ins, at)
+            j = target if target is not None else j + 1
         sites.append(PoisonSite(run[0], run[-1], before, after, fenced))
     return sites
+
+
+def _branch_target(ins: Instruction, at: dict[int, int]) -> int | None:
+    """The index an unconditional ``BRA`` jumps to (None for anything else): ptxas may place a
+    poison run in a block of its own, out of line, that branches back to the fill."""
+    if ins.mnemonic != "BRA" or ins.predicate:
+        return None
+    try:
+        return at.get(int(ins.operands.strip().rstrip(";").split()[-1], 16))
+    except ValueError:
+        return None
 
 
 def _shared_or_sync(ins: Instruction) -> bool:

@@ -15,6 +15,8 @@ from kernel.hopper.variants import (
     PRODUCTION_VARIANTS,
     SPLIT_WARP_CONFIG,
     STATIC_MATRIX,
+    WIDE_BESIDE_240_CONFIG,
+    WIDE_BESIDE_CONFIG,
     WIDE_Y_CONFIG,
 )
 from kernel.hopper.launch import (
@@ -38,6 +40,8 @@ __all__ = [
     "FASTEST_CONFIG",
     "FEW_TILES_CONFIG",
     "WIDE_Y_CONFIG",
+    "WIDE_BESIDE_CONFIG",
+    "WIDE_BESIDE_240_CONFIG",
     "IN_FLIGHT_CONFIG",
     "SPLIT_WARP_CONFIG",
     "PIPELINE",

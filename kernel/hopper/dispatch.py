@@ -10,7 +10,10 @@ CTA per SM; :func:`device_sms` reads the count at run time, :data:`DEFAULT_SMS` 
   / SMs; ``tail``: how full the last round is, in (0, 1] (1: every SM busy to the end);
 * ``k_max``: the largest K (the longest tile); ``k_ratio``: the largest K over the smallest among
   the groups with work (1: every tile equally long); ``groups``: the group count; ``m_max``,
-  ``m_mean`` (over groups with work) and ``m_ratio`` = m_max / m_mean (how uneven the groups are).
+  ``m_mean`` (over groups with work) and ``m_ratio`` = m_max / m_mean (how uneven the groups are);
+  ``y_fit``: the smallest Y tile height (192 to 256 in steps of 16) that splits every group's M
+  into no more blocks than 256 rows do (:func:`y_fit`: how much of a 256-row tile a dense group's
+  last block wastes).
 
 The rule is an ordered tuple of :class:`Clause` s, each a box in that space (inclusive bounds on
 some features) and the build it picks; the first clause that holds wins, else ``fallback``.
@@ -40,10 +43,16 @@ consumer warpgroup) won all ten leaderboard test shapes, by 7 to 22 % (lbtest1 7
 and lost bench4 (0.97 rounds), a ragged one-round shape and the decode shapes: a tile of half the
 MMA is faster only while the doubled tile count leaves SMs free. For groups of thousands of rows
 over several rounds (:data:`WIDE_Y_MIN_M_MEAN`, :data:`WIDE_Y_MIN_ROUNDS`) the prepass pipeline with
-a 256-row Y tile (``WIDE_Y_CONFIG``) won both dense single groups by 7 and 9 %; it lost every
+a 256-row Y tile won both dense single groups by 7 and 9 %; it lost every
 shape of small groups (bench1-3, MoE: it has no tail tiles, and half the tiles). Its clause also
 asks for one K in every group (:data:`WIDE_Y_MAX_K_RATIO`): its schedule (contiguous rounds, the
-last one cut in K halves) counts tiles, not K, and it was measured on single groups only.
+last one cut in K halves) counts tiles, not K, and it was measured on single groups only. Its
+build decodes phase 1 beside the tiles (``WIDE_BESIDE_CONFIG``: 0.6 and 3.5 % faster than phase 1
+before them on dense_4096 in two runs, 2.9 and 3.4 % on dense_2320; rows D31, D32). Where every
+group's M splits into as many 240-row blocks as 256-row ones (``y_fit <= 240``) the same build on
+240-row Y tiles (``WIDE_BESIDE_240_CONFIG``) runs the same tiles with 6 % less MMA each:
+dense_2320 116.56 us against 125.19 (row D32); where it needs more blocks it is slower
+(dense_4096: 18 blocks instead of 16, +18 %).
 """
 
 from __future__ import annotations
@@ -52,10 +61,12 @@ import functools
 from dataclasses import dataclass, fields
 from typing import Iterable, Sequence
 
-from kernel.hopper.config import HopperConfig
-from kernel.hopper.variants import (FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, SPLIT_WARP_CONFIG, WIDE_Y_CONFIG,
-                                     named_configs)
+from kernel.hopper.config import WIDE_Y_HEIGHTS, HopperConfig
+from kernel.hopper.variants import (FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, SPLIT_WARP_CONFIG, WIDE_BESIDE_240_CONFIG,
+                                     WIDE_BESIDE_CONFIG, named_configs)
 
+# the Y tile heights y_fit chooses among, ascending (config.WIDE_Y_HEIGHTS and 256)
+Y_HEIGHTS = tuple(sorted(WIDE_Y_HEIGHTS)) + (256,)
 # the output tile (N x M) the features count in (the builds' own tiles differ: 64 x 128, 128 x 256)
 TILE = 128
 # SMs a machine without a GPU plans for (H100 SXM and H200 have 132)
@@ -76,6 +87,7 @@ class Features:
     m_max: int
     m_mean: float
     m_ratio: float
+    y_fit: int
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -86,6 +98,18 @@ FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Features))
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def y_fit(ms: Iterable[int]) -> int:
+    """The smallest Y tile height of :data:`Y_HEIGHTS` that splits every M of ``ms`` into no more
+    blocks than 256-row tiles do (256 when none is smaller; a group of 2320 rows: 240, ten
+    blocks either way; of 4096: 256). Groups without rows ask nothing."""
+    fit = Y_HEIGHTS[0]
+    for m in ms:
+        if m > 0:
+            blocks = _ceil_div(m, 256)
+            fit = max(fit, next(h for h in Y_HEIGHTS if _ceil_div(m, h) == blocks))
+    return fit
 
 
 def features(problem_sizes: Iterable[Sequence[int]], sms: int) -> Features:
@@ -110,6 +134,7 @@ def features(problem_sizes: Iterable[Sequence[int]], sms: int) -> Features:
         m_max=m_max,
         m_mean=m_mean,
         m_ratio=m_max / m_mean if m_mean else 0.0,
+        y_fit=y_fit(busy),
     )
 
 
@@ -207,7 +232,7 @@ IN_FLIGHT_MAX_K = 3840
 # The region measured faster on 64-row X tiles (FEW_TILES_CONFIG, row D15): at most this many rounds
 # (between 0.15, the largest it won, and 0.70, the smallest it lost), with the in-flight clause's K
 FEW_TILES_MAX_ROUNDS = 0.42
-# The region of the 256-row Y tile (WIDE_Y_CONFIG, row D14): groups of this many rows on average
+# The region of the 256-row Y tile (row D14; WIDE_BESIDE_CONFIG since row D32): groups of this many rows on average
 # (between 256, bench3's, lost, and 4096, the dense groups', won) ...
 WIDE_Y_MIN_M_MEAN = 2176
 # ... and this many rounds of 128 x 128 tiles, so that its half as many tiles still make two rounds
@@ -224,7 +249,12 @@ DEFAULT_RULE = DispatchRule(
         Clause(FEW_TILES_CONFIG.label,
                (Bound("rounds", hi=FEW_TILES_MAX_ROUNDS), Bound("k_max", hi=IN_FLIGHT_MAX_K)),
                "less than half a round: twice the tiles of half the MMA each keep more SMs busy"),
-        Clause(WIDE_Y_CONFIG.label,
+        Clause(WIDE_BESIDE_240_CONFIG.label,
+               (Bound("m_mean", lo=WIDE_Y_MIN_M_MEAN), Bound("rounds", lo=WIDE_Y_MIN_ROUNDS),
+                Bound("k_ratio", hi=WIDE_Y_MAX_K_RATIO), Bound("y_fit", hi=WIDE_BESIDE_240_CONFIG.tile_m)),
+               "the next clause's groups, when 240-row Y blocks cover them in as many blocks as 256-row "
+               "ones: the same tiles, 6 % less MMA each"),
+        Clause(WIDE_BESIDE_CONFIG.label,
                (Bound("m_mean", lo=WIDE_Y_MIN_M_MEAN), Bound("rounds", lo=WIDE_Y_MIN_ROUNDS),
                 Bound("k_ratio", hi=WIDE_Y_MAX_K_RATIO)),
                "groups of thousands of rows: each decoded X fragment feeds 256 rows"),

@@ -60,11 +60,15 @@ WIDE_Y_CONFIG = HopperConfig(
     epilogue="smem", producer_warpgroup=True, phase1_helpers=True, prepass_batch=8, schedule="split_last",
 )
 
-# ... with phase 1 run beside the tiles (experimental)
+# ... with phase 1 run beside the tiles: the producer warpgroup's three helper warps alone decode
+# it (two items per thread in flight, 72 registers for them and 216 for each consumer thread)
+# while the consumers run their tiles, each K stage waiting for its own chunks, no completion
+# barrier. The dense groups' build
 WIDE_BESIDE_CONFIG = replace(WIDE_Y_CONFIG, phase1_beside=True, prepass_batch=2)
 
-# ... and on Y tiles of 240 rows (wgmma 64x240): a group of 2320 rows runs ten blocks with 80
-# padded rows instead of ten with 240 (experimental)
+# ... on Y tiles of 240 rows (wgmma 64x240), for groups whose M splits into as many 240-row blocks
+# as 256-row ones (dispatch.y_fit): a group of 2320 rows runs ten blocks with 80 padded rows
+# instead of ten with 240
 WIDE_BESIDE_240_CONFIG = replace(WIDE_BESIDE_CONFIG, tile_m=240)
 
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
@@ -73,7 +77,8 @@ PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
     IN_FLIGHT_CONFIG,
     SPLIT_WARP_CONFIG,
     FEW_TILES_CONFIG,
-    WIDE_Y_CONFIG,
+    WIDE_BESIDE_CONFIG,
+    WIDE_BESIDE_240_CONFIG,
 )
 
 # Local memory a declared variant may use (bytes of spill stores, why); every other variant uses
@@ -106,13 +111,9 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     ),
     # phase 1: SPLIT_WARP_CONFIG with the balanced split searched by one lane
     PHASE1_STAGED_CONFIG,
-    # phase 1 beside the tiles: WIDE_Y_CONFIG with phase 1 decoded by the producer warpgroup's
-    # three helper warps only while the consumers run their tiles, each K stage waiting for its
-    # own chunks (two items per helper thread in flight; ``:prepass_batch=4`` times four, at 88
-    # registers for them and 208 for each consumer thread)
-    WIDE_BESIDE_CONFIG,
-    # the Y tile height cut to the rows a dense group needs (config.WIDE_Y_HEIGHTS)
-    WIDE_BESIDE_240_CONFIG,
+    # phase 1 before the tiles: WIDE_BESIDE_CONFIG's twin with phase 1 decoded by every warp
+    # behind a grid-wide completion barrier (eight items per thread in flight)
+    WIDE_Y_CONFIG,
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

@@ -203,8 +203,11 @@ def test_prepass_smem_arithmetic_and_label():
     assert any("shared memory" in p for p in config_problems(HopperConfig(**dict(_PRE, fp16_buffers=10))))
     # the production variants with a prepass: mixed 128/64-row tiles, C staged, the split searched
     # by a warp (kernel.hopper.dispatch DEFAULT_RULE's choice on bench1-3 and its fallback), and the
-    # 256-row Y tile of the dense groups
-    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [SPLIT_WARP_CONFIG, WIDE_Y_CONFIG]
+    # 256- and 240-row Y tiles of the dense groups (phase 1 beside the tiles)
+    from kernel.hopper import WIDE_BESIDE_240_CONFIG, WIDE_BESIDE_CONFIG
+
+    assert [c for c in PRODUCTION_VARIANTS if c.y_source != "smem_decode"] == [
+        SPLIT_WARP_CONFIG, WIDE_BESIDE_CONFIG, WIDE_BESIDE_240_CONFIG]
     assert SPLIT_WARP_CONFIG.label == "h90_m128n128k256_s4_wg2_b8_swap_fp16_tma_prmt_rs_prec1xsw_t64_es"
     assert sum("_prec" in c.label for c in DECLARED_VARIANTS) == sum(c.y_source == "prepass" for c in DECLARED_VARIANTS)
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import pytest
 
 from kernel.hopper import (DECLARED_VARIANTS, DEFAULT_CONFIG, FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS,
-                           SPLIT_WARP_CONFIG, WIDE_Y_CONFIG, config_problems)
+                           SPLIT_WARP_CONFIG, WIDE_BESIDE_240_CONFIG, WIDE_BESIDE_CONFIG, config_problems)
 from kernel.hopper import dispatch
 from kernel.hopper.dispatch import DEFAULT_RULE, Bound, Clause, DispatchRule, by_label, features
 from oracle import leaderboard as lb
@@ -20,10 +20,11 @@ H100_PCIE_SMS = 114
 IN = IN_FLIGHT_CONFIG.label
 SW = SPLIT_WARP_CONFIG.label
 FT = FEW_TILES_CONFIG.label
-WY = WIDE_Y_CONFIG.label
+WY = WIDE_BESIDE_CONFIG.label
+WY240 = WIDE_BESIDE_240_CONFIG.label
 # The rule's choice on every suite shape at 132 SMs, written from the documented thresholds
-# (FEW_TILES_CONFIG for rounds <= 0.42 and K <= 3840; WIDE_Y_CONFIG for a mean M >= 2176 over
-# >= 4 rounds; IN_FLIGHT_CONFIG for rounds <= 2.3 and K <= 3840; SPLIT_WARP_CONFIG otherwise) and
+# (FEW_TILES_CONFIG for rounds <= 0.42 and K <= 3840; WIDE_BESIDE_CONFIG for a mean M >= 2176 over
+# >= 4 rounds, on 240-row Y tiles where those need no more blocks; IN_FLIGHT_CONFIG for rounds <= 2.3 and K <= 3840; SPLIT_WARP_CONFIG otherwise) and
 # each shape's tiles (128 x 128), largest K and mean M, worked out by hand:
 EXPECTED = {
     "bench1": SW,  # 352 tiles: 2.67 rounds
@@ -36,7 +37,7 @@ EXPECTED = {
     "moe_mixtral_up": SW,  # 616 tiles
     "dense_4096": WY,  # 1024 tiles: 7.76 rounds, M 4096
     "dense_dsv3_shared": WY,  # 1024 tiles, M 4096
-    "dense_2320": WY,  # 608 tiles: 4.61 rounds, M 2320
+    "dense_2320": WY240,  # 608 tiles: 4.61 rounds, M 2320: ten blocks of 240 or 256 rows
     "decode_dsv3_up": SW,  # 1024 tiles (32 groups x 1 x 32), mean M 8
     "decode_mixtral_down": IN,  # 256 tiles: 1.94 rounds, K 3584
     "ragged_n2880": IN,  # 92 tiles: 0.70 rounds, K 2048
@@ -81,6 +82,24 @@ def test_features_by_hand():
         Bound("not_a_feature", hi=1)
 
 
+def test_y_fit_by_hand():
+    """The smallest Y tile height (192..256, steps of 16) that keeps every group's 256-row block
+    count, worked out by hand."""
+    from kernel.hopper.dispatch import y_fit
+
+    # 2320 = 9 x 256 + 16: ten blocks; 10 x 224 = 2240 < 2320 <= 10 x 240
+    assert features(sizes("dense_2320"), H100_SMS).y_fit == 240
+    assert features(sizes("dense_4096"), H100_SMS).y_fit == 256  # 16 x 240 = 3840 < 4096
+    assert y_fit([2100]) == 240  # nine blocks: 9 x 224 = 2016 < 2100 <= 9 x 240
+    assert y_fit([2200]) == 256  # nine blocks: 9 x 240 = 2160 < 2200
+    assert y_fit([800]) == 208  # four blocks: 4 x 192 = 768 < 800 <= 4 x 208 (five of 192 would
+    # be one more block than 256-row tiles need)
+    assert y_fit([1000]) == 256  # four blocks: 4 x 240 = 960 < 1000
+    assert y_fit([257]) == 192 and y_fit([512]) == 256 and y_fit([480]) == 240
+    # every group must fit: the largest group's need wins, empty groups ask nothing
+    assert y_fit([2100, 2200]) == 256 and y_fit([2100, 0, 200]) == 240
+
+
 def test_the_sm_count_is_a_parameter():
     """decode_mixtral_down's 256 tiles are 1.94 rounds on 132 SMs (the per-tile build) and 2.25 on
     an H100 PCIe's 114, still inside; 111 SMs make 2.31 rounds (the fallback). A machine without a
@@ -118,12 +137,18 @@ def test_the_choice_follows_features_not_shapes():
     assert DEFAULT_RULE.choose([(128, 128 * 10, 4096, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
     # dense: a mean M of 2176 rows over 4 rounds or more; fewer rows or fewer rounds do not
     assert DEFAULT_RULE.choose([(2176, 128 * 31, 2048, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG  # 17 x 31 = 527: 3.99
-    assert DEFAULT_RULE.choose([(2176, 128 * 32, 2048, 1)], sms=H100_SMS) == WIDE_Y_CONFIG  # 544 tiles: 4.12
+    assert DEFAULT_RULE.choose([(2176, 128 * 32, 2048, 1)], sms=H100_SMS) == WIDE_BESIDE_CONFIG  # 544 tiles: 4.12
     assert DEFAULT_RULE.choose([(2175, 128 * 32, 7168, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG
     assert DEFAULT_RULE.choose([(4096, 128 * 16, 7168, 1)], sms=H100_SMS) == SPLIT_WARP_CONFIG  # 512 tiles: 3.88
     # the mean over groups: two of 4096 rows and one of 64 (mean 2752) still take it
     assert DEFAULT_RULE.choose([(4096, 4096, 4096, 1), (4096, 4096, 4096, 1), (64, 4096, 4096, 1)],
-                               sms=H100_SMS) == WIDE_Y_CONFIG
+                               sms=H100_SMS) == WIDE_BESIDE_CONFIG
+    # 240-row Y tiles where every group needs no more of them than of 256 rows: 3600 rows are 15
+    # blocks either way, 3601 need 16 of 240 (15 of 256); 2176 rows need 10 of 240 (9 of 256)
+    assert DEFAULT_RULE.choose([(3600, 4096, 4096, 1)], sms=H100_SMS) == WIDE_BESIDE_240_CONFIG
+    assert DEFAULT_RULE.choose([(3601, 4096, 4096, 1)], sms=H100_SMS) == WIDE_BESIDE_CONFIG
+    assert DEFAULT_RULE.choose([(3600, 4096, 4096, 1), (2320, 4096, 4096, 1)], sms=H100_SMS) == WIDE_BESIDE_240_CONFIG
+    assert DEFAULT_RULE.choose([(3600, 4096, 4096, 1), (2176, 4096, 4096, 1)], sms=H100_SMS) == WIDE_BESIDE_CONFIG
     # ... but not when the groups' K differ (its schedule counts tiles, not K): the snake split's build
     assert DEFAULT_RULE.choose([(4096, 4096, 4096, 1), (4096, 4096, 2048, 1), (64, 4096, 4096, 1)],
                                sms=H100_SMS) == SPLIT_WARP_CONFIG

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from kernel.hopper import (DEFAULT_CONFIG, FEW_TILES_CONFIG, IN_FLIGHT_CONFIG, PRODUCTION_VARIANTS, SPLIT_WARP_CONFIG,
-                           WIDE_Y_CONFIG)
+                           WIDE_BESIDE_240_CONFIG, WIDE_BESIDE_CONFIG, WIDE_Y_CONFIG)
 from kernel.hopper.variants import DECLARED_VARIANTS
 from kernel.hopper.dispatch import features
 from profiling import dispatch_sweep as ds
@@ -32,7 +32,7 @@ def _doc(in_flight_wins):
 
 def test_the_builds_it_times():
     assert ds._builds("production", []) == list(PRODUCTION_VARIANTS)
-    rule = [SPLIT_WARP_CONFIG, FEW_TILES_CONFIG, WIDE_Y_CONFIG, IN_FLIGHT_CONFIG]
+    rule = [SPLIT_WARP_CONFIG, FEW_TILES_CONFIG, WIDE_BESIDE_240_CONFIG, WIDE_BESIDE_CONFIG, IN_FLIGHT_CONFIG]
     assert ds._builds("rule", []) == rule
     extra = ds._builds("rule", [DEFAULT_CONFIG.label, SW])
     assert extra == rule + [DEFAULT_CONFIG]
@@ -43,7 +43,7 @@ def test_a_declared_variant_with_fields_changed_is_timed_beside_its_base():
     one more build with the changed fields and its own label (the sweep's records are keyed by it)."""
     builds = ds._builds("rule", [f"{WIDE_Y_CONFIG.label}:num_ab_stages=4,fp16_buffers=3"])
     derived = builds[-1]
-    assert len(builds) == 5 and derived not in DECLARED_VARIANTS
+    assert len(builds) == 6 and derived not in DECLARED_VARIANTS
     assert (derived.num_ab_stages, derived.fp16_buffers) == (4, 3)
     assert replace(derived, num_ab_stages=3, fp16_buffers=4) == WIDE_Y_CONFIG
     assert "_s4_" in derived.label and derived.label != WIDE_Y_CONFIG.label

@@ -48,3 +48,23 @@ def test_only_all_ones_stores_are_poison():
     code = _code("IMAD.MOV.U32 R4, RZ, RZ, 0x3c00", "STS.128 [R3], R4", *ONES, "IADD3 R4, R4, 0x1, RZ",
                  "STS.128 [R3], R4", "IMAD.MOV.U32 R4, RZ, RZ, -0x1", "STS.128 [R3], R4")
     assert poison_stores(code) == [len(code) - 1]
+
+
+def test_an_out_of_line_poison_block_is_followed_back_to_its_fill():
+    """ptxas may put a poison run in a block of its own, after unrelated code, ending in an
+    unconditional branch back to the fill: the scan follows the branch (offsets are 16 * index)."""
+    def out_of_line(fill):
+        return _code("SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9], R7", "BRA 0x60", *fill, "EXIT",
+                     *ONES, "STS.128 [R3], R4", "FENCE.VIEW.ASYNC.S", "BRA 0x20",
+                     "SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R10], R7", "BRA 0x0")
+
+    # fill at 0x20: the TMA right after the branch target
+    (site,) = poison_sites(out_of_line(["UTMALDG.2D [UR8], [UR4]", "NOP", "NOP"]))
+    assert site.legal and site.after.startswith("UTMALDG") and site.fenced
+    # ... and where the branch lands on a read of the region, it is rejected
+    (site,) = poison_sites(out_of_line(["LDS.128 R8, [R3]", "NOP", "NOP"]))
+    assert not site.legal and site.after.startswith("LDS")
+    # a conditional branch is not followed: the next instruction in order decides
+    code = _code("SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9], R7", *ONES, "STS.128 [R3], R4", "@P0|BRA 0x0",
+                 "LDS.128 R8, [R3]")
+    assert not poison_sites(code)[0].legal
