@@ -13,8 +13,10 @@ point: a barrier (``BAR.SYNC``) or an mbarrier wait (``SYNCS.PHASECHK``). So, in
   region is published again, and no real store can be overtaken by a poison store.
 
 Linear program order is an approximation of the control flow (the sites are inside straight-line
-code between barriers), which is what the tests need; forward, an unconditional ``BRA`` is
-followed (ptxas may place a poison run out of line, in a block that branches back to the fill).
+code between barriers), which is what the tests need, with one step of control flow: ptxas may
+place a poison run out of line, in a block entered by a branch from the wait and left by an
+unconditional ``BRA`` back to the fill, so forward an unconditional ``BRA`` is followed, and
+backward, at the start of a block control cannot fall into, the one branch that enters it.
 """
 
 from __future__ import annotations
@@ -82,6 +84,12 @@ def poison_sites(code: Sequence[Instruction]) -> list[PoisonSite]:
     stores = poison_stores(code)
     poison = set(stores)
     at = {ins.offset: idx for idx, ins in enumerate(code)}
+    jumps_to: dict[int, list[int]] = {}  # offset -> indices of the branches to it
+    for idx, ins in enumerate(code):
+        if ins.mnemonic == "BRA":
+            target = _operand_offset(ins)
+            if target is not None:
+                jumps_to.setdefault(target, []).append(idx)
     runs: list[list[int]] = []
     for idx in stores:
         if runs and not any(_shared_or_sync(code[j]) for j in range(runs[-1][-1] + 1, idx) if j not in poison):
@@ -90,8 +98,16 @@ def poison_sites(code: Sequence[Instruction]) -> list[PoisonSite]:
             runs.append([idx])
     sites = []
     for run in runs:
-        before = next((code[j].opcode for j in range(run[0] - 1, -1, -1)
-                       if j not in poison and _shared_or_sync(code[j]) and not _placeholder(code[j])), "START")
+        before, j, seen = "START", run[0] - 1, set()
+        while j >= 0 and j not in seen:
+            seen.add(j)
+            ins = code[j]
+            if j not in poison and _shared_or_sync(ins) and not _placeholder(ins):
+                before = ins.opcode
+                break
+            # the first instruction of a block only a branch enters: go on before that branch
+            into = jumps_to.get(ins.offset, [])
+            j = into[0] - 1 if len(into) == 1 and j > 0 and _ends_block(code[j - 1]) else j - 1
         fenced, after = False, "END"
         j, seen = run[-1] + 1, set()
         while j < len(code) and j not in seen:
@@ -111,15 +127,26 @@ def poison_sites(code: Sequence[Instruction]) -> list[PoisonSite]:
     return sites
 
 
+def _operand_offset(ins: Instruction) -> int | None:
+    """A ``BRA``'s target offset (its last operand, hex), None if it names none."""
+    try:
+        return int(ins.operands.strip().rstrip(";").split()[-1], 16)
+    except (ValueError, IndexError):
+        return None
+
+
+def _ends_block(ins: Instruction) -> bool:
+    """Control never falls through it: an unconditional ``BRA`` or ``EXIT``."""
+    return ins.mnemonic in ("BRA", "EXIT") and not ins.predicate
+
+
 def _branch_target(ins: Instruction, at: dict[int, int]) -> int | None:
     """The index an unconditional ``BRA`` jumps to (None for anything else): ptxas may place a
     poison run in a block of its own, out of line, that branches back to the fill."""
     if ins.mnemonic != "BRA" or ins.predicate:
         return None
-    try:
-        return at.get(int(ins.operands.strip().rstrip(";").split()[-1], 16))
-    except ValueError:
-        return None
+    target = _operand_offset(ins)
+    return None if target is None else at.get(target)
 
 
 def _shared_or_sync(ins: Instruction) -> bool:

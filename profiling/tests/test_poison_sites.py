@@ -68,3 +68,19 @@ def test_an_out_of_line_poison_block_is_followed_back_to_its_fill():
     code = _code("SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9], R7", *ONES, "STS.128 [R3], R4", "@P0|BRA 0x0",
                  "LDS.128 R8, [R3]")
     assert not poison_sites(code)[0].legal
+
+
+def test_an_out_of_line_poison_block_is_judged_by_the_branch_that_enters_it():
+    """Backward, the scan leaves a block control cannot fall into (after an EXIT or an
+    unconditional BRA) for the one branch that enters it: the instruction before that branch
+    decides, not the unrelated code laid out above the block."""
+    def entered_after(pre):
+        return _code(pre, "BRA 0x60", "UTMALDG.2D [UR8], [UR4]", "EXIT",
+                     "SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R10], R7", "BRA 0x0",  # laid out above, unrelated
+                     *ONES, "STS.128 [R3], R4", "FENCE.VIEW.ASYNC.S", "BRA 0x20")
+
+    (site,) = poison_sites(entered_after("SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9], R7"))
+    assert site.legal and site.before.startswith("SYNCS.PHASECHK")
+    # the block is entered right after a read of the region: rejected, though a wait sits above it
+    (site,) = poison_sites(entered_after("LDS.128 R8, [R3]"))
+    assert not site.legal and site.before.startswith("LDS")
