@@ -379,21 +379,12 @@ _RS_DECLS = [
 ]
 
 
-def rs_y_units_asm(n_units: int, exp_shift: int, peer: bool = False) -> str:
+def rs_y_units_asm(n_units: int, exp_shift: int) -> str:
     """Y operand, unit = (row, a): operands per unit ``u`` (7 each): ``$(7u)`` address of the
     row's first sub-block chunk plus 4a, ``$(7u+1)`` of its second chunk plus 4a (both already
     swizzled), ``$(7u+2)`` the row's 4 scale bytes, ``$(7u+3..6)`` the fp16 destinations of
-    chunks 4a..4a+3. Words W[a], W[a+2], W[a+4], W[a+6] carry scales 0..3.
-
-    ``peer`` (``y_cluster_decode``): two more operands after the units, ``$(7 n)`` the distance
-    from this CTA's shared window to the peer CTA's (``mapa`` of a buffer minus the buffer: a
-    shared::cluster address difference) and ``$(7 n + 1)`` the peer's mbarrier (shared::cluster
-    address); every 16-byte chunk is stored twice, here (``st.shared``) and at the same offset in
-    the peer CTA's buffer by ``st.async`` with ``complete_tx`` of its 16 bytes on the peer's
-    mbarrier (no fence, no arrive: the peer's barrier counts the bytes)."""
+    chunks 4a..4a+3. Words W[a], W[a+2], W[a+4], W[a+6] carry scales 0..3."""
     lines = ["{", *_RS_DECLS]
-    if peer:
-        lines.insert(1, ".reg .b32 pa;")
     regs = ", ".join([f"w{u}_{t}, c{u}_{t}" for u in range(n_units) for t in range(4)] + [f"s{u}" for u in range(n_units)])
     pairs = ", ".join(f"q{u}_{t}_{j}" for u in range(n_units) for t in range(4) for j in range(4))
     lines.insert(1, f".reg .b32 {regs}, {pairs};")
@@ -415,11 +406,6 @@ def rs_y_units_asm(n_units: int, exp_shift: int, peer: bool = False) -> str:
                 lines += _scaled(f"q{u}_{t}_{j}", f"c{u}_{t}", exp_shift)
         for j in range(4):
             lines.append(f"st.shared.v4.b32 [${b + 3 + j}], {{q{u}_0_{j}, q{u}_1_{j}, q{u}_2_{j}, q{u}_3_{j}}};")
-        if peer:
-            for j in range(4):
-                lines.append(f"add.u32 pa, ${b + 3 + j}, ${7 * n_units};")
-                lines.append(f"st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [pa], "
-                             f"{{q{u}_0_{j}, q{u}_1_{j}, q{u}_2_{j}, q{u}_3_{j}}}, [${7 * n_units + 1}];")
     lines.append("}")
     return "\n".join(lines)
 
@@ -452,16 +438,11 @@ def rs_x_fragment_asm(exp_shift: int, prefetched: bool = False) -> str:
 
 
 @dsl_user_op
-def dequant_y_units_rs(units: list, exp_shift: int, peer=None, *, loc=None, ip=None) -> None:
-    """``units``: tuples of 7 shared addresses, see :func:`rs_y_units_asm`; ``peer``
-    (``y_cluster_decode``): (the peer CTA's shared window minus this one's, the peer's mbarrier
-    that counts the bytes), every chunk stored into both CTAs."""
+def dequant_y_units_rs(units: list, exp_shift: int, *, loc=None, ip=None) -> None:
+    """``units``: tuples of 7 shared addresses, see :func:`rs_y_units_asm`."""
     operands = [Int32(x).ir_value(loc=loc, ip=ip) for unit in units for x in unit]
-    if peer is not None:
-        operands += [Int32(x).ir_value(loc=loc, ip=ip) for x in peer]
     constraints = ",".join(["r"] * len(operands) + ["~{memory}"])
-    _inline_asm(rs_y_units_asm(len(units), exp_shift, peer=peer is not None), constraints, operands,
-                loc=loc, ip=ip)
+    _inline_asm(rs_y_units_asm(len(units), exp_shift), constraints, operands, loc=loc, ip=ip)
 
 
 @dsl_user_op
