@@ -65,6 +65,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from kernel.plan import SPLIT_SLOTS
+
 CLAIM_WORD = 0
 DONE_WORD = 4
 PASSED_WORD = 8
@@ -73,7 +75,7 @@ DATA_OFFSET = 256
 SPLIT_WORD = 12
 FLAGS_WORD = 16
 SPLIT_ALIGN = 1024
-SPLIT_FLAGS = 256  # u32 flags at the split area's start: room for more cut tiles than kernel.plan.SPLIT_SLOTS
+SPLIT_FLAGS = SPLIT_SLOTS  # u32 flags at the split area's start: one per cut tile a plan can have
 ITEM_K = 64  # K elements of one item (one 128-byte fp16 run, one wgmma sub-block)
 ITEM_RAW_BYTES = ITEM_K // 2
 ITEM_FP16_BYTES = ITEM_K * 2
