@@ -798,13 +798,13 @@ _SYNC_EDITS = (
      "        store_relaxed_gpu(flags + cutlass.Int64(chunk) * 4, cutlass.Int32(1))\n", ("beside",)),
     ("beside_producer_no_proxy_fence", "fence removed: the producer's Y boxes read rows it acquired "
      "through the generic proxy only (no fence.proxy.async.global after the chunk wait)", _KP,
-     "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n"
-     "                    fence_proxy_async_global()\n",
-     "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n",
+     "        self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(rows_left, self.config.tile_m), kt)\n"
+     "        fence_proxy_async_global()\n",
+     "        self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(rows_left, self.config.tile_m), kt)\n",
      ("beside",)),
     ("beside_producer_no_wait", "wait removed: the producer loads a K stage's Y boxes without waiting for "
      "the chunks that hold them (the first tiles read rows phase 1 has not written yet)", _KP,
-     "                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)\n",
+     "        self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(rows_left, self.config.tile_m), kt)\n",
      "", ("beside", "beside240")),
     ("beside_flags_not_reset", "flags not reset: the last party through leaves the chunk flags set, "
      "so the next launch's producers read rows before that launch's helpers wrote them", _K1,

@@ -31,6 +31,9 @@ A ``y_source="prepass"`` config (Y arrives in shared memory by TMA, already fp16
 * ``no_prepass``: phase 1 decodes nothing (no claim, no item; the
   completion barrier stays, passed at once): what decoding Y into the workspace and waiting for
   every CTA's chunks cost (the Y boxes read stale rows);
+* ``no_chunk_wait`` (``phase1_beside`` builds): the producer warp issues each K stage's Y boxes
+  without waiting for the chunk flags that publish them (phase 1 still runs beside the tiles;
+  the boxes may read rows not yet decoded): what the per-stage flag acquire costs;
 * ``phase1_only``: phase 1 and its completion barrier, then nothing
   (no X, no Y box, no wgmma, no C): what phase 1 takes alone.
 * ``uniform_split`` (``y_tail64`` builds): the producer warp takes the balanced schedule's
@@ -51,11 +54,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 Part = Literal["no_fence", "no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only",
-               "no_y_load", "no_y_ring", "no_prepass", "phase1_only", "uniform_split", "no_epilogue"]
+               "no_y_load", "no_y_ring", "no_prepass", "no_chunk_wait", "phase1_only", "uniform_split",
+               "no_epilogue"]
 SPLIT_PARTS: tuple[str, ...] = ("no_fence",)
 REGS_PARTS: tuple[str, ...] = ("no_y_dequant", "no_y_sync", "no_x_dequant", "mma_only")
-PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only", "no_prepass", "phase1_only",
-                                  "uniform_split")
+PREPASS_PARTS: tuple[str, ...] = ("no_x_dequant", "no_y_load", "no_y_ring", "mma_only", "no_prepass", "no_chunk_wait",
+                                  "phase1_only", "uniform_split")
 ANY_PARTS: tuple[str, ...] = ("no_epilogue",)  # every config takes these
 PARTS: tuple[str, ...] = tuple(dict.fromkeys(SPLIT_PARTS + REGS_PARTS + PREPASS_PARTS + ANY_PARTS))
 # what the kernel may leave out -> the parts that leave it out
@@ -68,6 +72,7 @@ LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "y_load": ("no_y_load", "no_y_ring", "mma_only"),
     "y_ring": ("no_y_ring", "mma_only"),
     "prepass": ("no_prepass",),
+    "chunk_wait": ("no_prepass", "no_chunk_wait"),
     "phase2": ("phase1_only",),
     "balanced_split": ("uniform_split",),
     "epilogue": ("no_epilogue",),
@@ -105,6 +110,8 @@ class Ablation:
             if not prepass and self.part not in REGS_PARTS:
                 return [f"ablation {self.part!r} leaves out parts of the prepass Y ring (y_source='prepass'), "
                         f"which y_source={config.y_source!r} does not have"]
+            if self.part == "no_chunk_wait" and not getattr(config, "phase1_beside", False):
+                return ["ablation 'no_chunk_wait' leaves out the chunk-flag waits of phase1_beside builds"]
             if self.part == "uniform_split" and not getattr(config, "y_tail64", False):
                 return ["ablation 'uniform_split' replaces the balanced schedule of y_tail64 builds"]
             return []

@@ -102,7 +102,7 @@ PREPASS_BATCH = 4
 # wgmma columns on its last block (M = 2320: ten blocks of 240 rows pad 80 rows, ten of 256 pad
 # 240). Multiples of 16: the staged epilogue's step, two 8-row swizzle atoms of the Y box
 WIDE_Y_HEIGHTS = (192, 208, 224, 240)
-PREPASS_BATCHES = (2, 4, 8)  # the choices of HopperConfig.prepass_batch
+PREPASS_BATCHES = (1, 2, 4, 8)  # the choices of HopperConfig.prepass_batch
 PREPASS_STAGED_WARP_BYTES = 32 * 128  # phase 1's staged stores: one 128-byte item slot per lane
 PREPASS_MIN_CHUNK = 32
 PREPASS_CHUNK_SPLITS = (1, 2, 4)
@@ -131,7 +131,7 @@ CONSUMER_WARPGROUP_REGS = 232
 # producer warpgroup's registers, by prepass_batch (items per helper thread in flight): (producer
 # warpgroup, consumer) registers, each pair the same 64512 in all (4 x 32 x 72 + 8 x 32 x 216).
 # Two items decode without spills at 72, four spill there (96 bytes) and not at 88
-BESIDE_WARPGROUP_REGS = {2: (72, 216), 4: (88, 208)}
+BESIDE_WARPGROUP_REGS = {1: (56, 224), 2: (72, 216), 4: (88, 208)}
 # phase1_beside: the helper warps' staged stores get a shared region of their own (the Y ring is
 # in use by the tiles meanwhile): PREPASS_STAGED_WARP_BYTES per helper warp
 PHASE1_HELPER_WARPS = 3
@@ -186,6 +186,12 @@ class HopperConfig:
     # flags of the chunks that hold them. No completion barrier: a tile waits only for its own
     # boxes' chunks, and the rest of phase 1 overlaps the MMA
     phase1_beside: bool = False
+    # phase1_beside only (label letter "l" after "o"): the producer warp acquires the chunk flags
+    # of a tile's next K stage right after issuing the current stage's first Y box, where it would
+    # otherwise wait for the ring's next free buffer, instead of before the next stage's first box
+    # (each acquire is an L2 round trip on the producer's path; the tile's first stage still waits
+    # before its boxes)
+    chunk_lookahead: bool = False
     # y_source="prepass" only (label suffix "_t64"): a group's last Y block of at most 64 rows
     # runs as a 64-row tile (wgmma N = 64, the first half of the accumulators; the Y box is still
     # 128 rows: the rows past the group reach only columns never stored), chosen per tile at run
@@ -353,6 +359,7 @@ class HopperConfig:
         sched += f"b{self.prepass_batch}" if self.y_source == "prepass" and self.prepass_batch != PREPASS_BATCH else ""
         sched += "h" if self.phase1_helpers else ""
         sched += "o" if self.phase1_beside else ""
+        sched += "l" if self.chunk_lookahead else ""
         sched += "_t64" if self.y_tail64 else ""
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_pdl" if self.pdl else ""
@@ -624,11 +631,15 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"phase1_helpers must be a bool, got {config.phase1_helpers!r}")
     elif config.phase1_helpers and not config.producer_warpgroup:
         p.append("phase1_helpers needs producer_warpgroup (its three warps besides the producer decode)")
+    if not _is_bool(config.chunk_lookahead):
+        p.append(f"chunk_lookahead must be a bool, got {config.chunk_lookahead!r}")
     if not _is_bool(config.phase1_beside):
         p.append(f"phase1_beside must be a bool, got {config.phase1_beside!r}")
     elif config.phase1_beside and (config.phase1_helpers is not True or config.y_tail64 is not False):
         p.append("phase1_beside needs phase1_helpers (its three warps decode phase 1 beside the tiles) and no "
                  "y_tail64 (the balanced split reaches the consumers through phase 1's completion barrier)")
+    elif config.chunk_lookahead and not config.phase1_beside:
+        p.append("chunk_lookahead needs phase1_beside (it moves the chunk-flag waits of phase 1 beside the tiles)")
     elif config.phase1_beside and config.prepass_batch not in BESIDE_WARPGROUP_REGS:
         p.append(f"phase1_beside takes prepass_batch in {tuple(BESIDE_WARPGROUP_REGS)} (the helpers' registers "
                  f"are set for those), got {config.prepass_batch!r}")

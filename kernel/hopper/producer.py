@@ -271,6 +271,15 @@ class ProducerMixin:
             self.produce_x_stage(lane, pipe, state, raw_base, sfx_f, tm_f, k_f, n_f, n0_f, kt_f)
             state.advance()
 
+    def acquire_stage_chunks(self, flags, chunk, rows_total, y_row, rows_left, kt, stage):
+        """``phase1_beside``, the producer warp: wait for the chunks that hold K stage ``kt``'s Y
+        boxes (``wait_stage_chunks``; the tile's rows from ``y_row``, at most ``tile_m`` of
+        ``rows_left``), order their writes before the async proxy's reads, and (checker) mark its
+        ``stage``-th stage acquired. Traced inline."""
+        self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(rows_left, self.config.tile_m), kt)
+        fence_proxy_async_global()
+        self.mark_beside_acquired(stage)
+
     @cute.jit
     def produce_prepass_q(self, m_prefix, m_sizes, m_ptrs, tmaps_ptr, ws, pipe, y_pipe, raw_base, sy_base,
                           t_begin, t_end, t_step, total):
@@ -318,19 +327,25 @@ class ProducerMixin:
                 if kt >= pre:
                     self.produce_x_stage(lane, pipe, state, raw_base, sfx, tm_x, k, n, n0, kt)
                     state.advance()
-                if cutlass.const_expr(beside and not self.ablates("prepass")):
+                waits = beside and not self.ablates("chunk_wait")
+                if cutlass.const_expr(waits and not cfg.chunk_lookahead):
                     # the chunks holding this K stage's Y boxes (the tile's rows inside its group,
                     # sub-blocks kt * n_sub ..), acquired by the warp's lanes, then their writes
                     # -> the async proxy
-                    self.wait_stage_chunks(flags, chunk, rows_total, y_row, cutlass.min(m - m0, cfg.tile_m), kt)
-                    fence_proxy_async_global()
-                    self.mark_beside_acquired(stage)
+                    self.acquire_stage_chunks(flags, chunk, rows_total, y_row, m - m0, kt, stage)
+                if cutlass.const_expr(waits and cfg.chunk_lookahead):
+                    if kt == k_begin:  # the tile's first stage: nothing acquired it ahead
+                        self.acquire_stage_chunks(flags, chunk, rows_total, y_row, m - m0, kt, stage)
                 if cutlass.const_expr(not self.ablates("y_ring")):
                     for sb in cutlass.range_constexpr(self.n_sub):
-                        if cutlass.const_expr(beside and not self.ablates("prepass")):
+                        if cutlass.const_expr(waits):
                             self.check_beside_read(stage)
                         self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
                         ystate.advance()  # here, in the loop's own body: the loop carries it
+                        if cutlass.const_expr(waits and cfg.chunk_lookahead and sb == 0):
+                            # the next stage's chunks, while the ring's next buffer is still in use
+                            if kt + 1 < k_end:
+                                self.acquire_stage_chunks(flags, chunk, rows_total, y_row, m - m0, kt + 1, stage + 1)
                 if cutlass.const_expr(beside and self.checks):
                     stage = stage + 1
             pre = cutlass.Int32(0)  # only the first tile's first stages went early

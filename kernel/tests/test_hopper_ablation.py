@@ -268,3 +268,31 @@ def test_uniform_split_drops_the_split_search(static_builds):
     prod, code = sass_of(None), sass_of("uniform_split")
     assert _real_wgmma(code) == _real_wgmma(prod) > 0
     assert len(code) < len(prod) - 300, (len(code), len(prod))
+
+
+# ---- no_chunk_wait: phase1_beside builds only ----------------------------------------------
+def test_no_chunk_wait_applies_to_beside_builds_only():
+    from kernel.hopper.variants import WIDE_BESIDE_CONFIG
+
+    assert Ablation("no_chunk_wait").problems(WIDE_BESIDE_CONFIG) == []
+    for config in (PRE, RS, SPLIT):
+        assert Ablation("no_chunk_wait").problems(config), config.label
+    assert Ablation("no_chunk_wait").skips("chunk_wait") and not Ablation("no_chunk_wait").skips("prepass")
+    assert Ablation("no_prepass").skips("chunk_wait")  # nothing decoded: nothing to wait for
+
+
+@pytest.mark.compile
+def test_no_chunk_wait_drops_the_producers_acquire_spins(static_builds):
+    """The ablated beside build keeps phase 1 (its decode and its release adds) and loses the
+    producer's acquire loads of the chunk flags (``LDG.E.STRONG.GPU``)."""
+    from kernel.hopper.variants import WIDE_BESIDE_CONFIG
+
+    sass_of = _sass_getter(WIDE_BESIDE_CONFIG, static_builds)
+    prod, code = sass_of(None), sass_of("no_chunk_wait")
+    assert _real_wgmma(code) == _real_wgmma(prod) > 0
+    def opcodes(code, prefix):
+        return sum(i.opcode.startswith(prefix) for i in code)
+
+    assert opcodes(code, "REDG.E.ADD.STRONG.GPU") == opcodes(prod, "REDG.E.ADD.STRONG.GPU") > 0
+    assert _count(code, "PRMT") == _count(prod, "PRMT") > 0
+    assert opcodes(code, "LDG.E.STRONG.GPU") < opcodes(prod, "LDG.E.STRONG.GPU")

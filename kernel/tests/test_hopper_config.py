@@ -468,3 +468,19 @@ def test_phase1_beside_decodes_on_the_helper_warps_only():
                       (dataclasses.replace(SPLIT_WARP_CONFIG, phase1_beside=True), "phase1_beside needs phase1_helpers"),
                       (dataclasses.replace(B, phase1_beside=1), "phase1_beside must be a bool")):
         assert any(says in p for p in config_problems(bad)), (bad.label, config_problems(bad))
+
+
+def test_chunk_lookahead_is_a_beside_lever_with_its_own_label_letter():
+    """chunk_lookahead moves the producer's chunk-flag waits of phase1_beside builds a stage
+    ahead: valid only with phase1_beside, a bool, and named by the letter "l" after "o" (so its
+    build never shares a label, and so a compile cache entry, with the build without it)."""
+    import dataclasses
+
+    from kernel.hopper.variants import SPLIT_WARP_CONFIG, WIDE_BESIDE_CONFIG as B
+
+    ahead = dataclasses.replace(B, chunk_lookahead=True)
+    assert config_problems(ahead) == []
+    assert ahead.label == B.label.replace("ho_es", "hol_es") != B.label
+    assert any("chunk_lookahead needs phase1_beside" in p
+               for p in config_problems(dataclasses.replace(SPLIT_WARP_CONFIG, chunk_lookahead=True)))
+    assert any("chunk_lookahead must be a bool" in p for p in config_problems(dataclasses.replace(B, chunk_lookahead=1)))
