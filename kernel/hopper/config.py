@@ -130,7 +130,7 @@ CONSUMER_WARPGROUP_REGS = 232
 # ... with phase1_beside, whose three helper warps decode phase 1 beside the tiles under the
 # producer warpgroup's registers, by prepass_batch (items per helper thread in flight): (producer
 # warpgroup, consumer) registers, each pair the same 64512 in all (4 x 32 x 72 + 8 x 32 x 216).
-# Two items decode without spills at 72, four spill there (96 bytes) and not at 88
+# One item decodes without spills at 56, two at 72; four spill at 72 (96 bytes) and not at 88
 BESIDE_WARPGROUP_REGS = {1: (56, 224), 2: (72, 216), 4: (88, 208)}
 # phase1_beside: the helper warps' staged stores get a shared region of their own (the Y ring is
 # in use by the tiles meanwhile): PREPASS_STAGED_WARP_BYTES per helper warp
