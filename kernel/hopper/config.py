@@ -192,6 +192,12 @@ class HopperConfig:
     # (each acquire is an L2 round trip on the producer's path; the tile's first stage still waits
     # before its boxes)
     chunk_lookahead: bool = False
+    # phase1_beside only (label letter "d" after "o" / "l"): the lead helper also counts each
+    # published chunk in the workspace's DONE word (a release add), and the producer warp, which
+    # reads that count (relaxed) beside each stage's flag acquires, stops waiting for flags once
+    # it reads every chunk counted (then one fence.acq_rel: an acquire of every publish); the last
+    # party through resets the count with the flags
+    chunk_done_skip: bool = False
     # y_source="prepass" only (label suffix "_t64"): a group's last Y block of at most 64 rows
     # runs as a 64-row tile (wgmma N = 64, the first half of the accumulators; the Y box is still
     # 128 rows: the rows past the group reach only columns never stored), chosen per tile at run
@@ -360,6 +366,7 @@ class HopperConfig:
         sched += "h" if self.phase1_helpers else ""
         sched += "o" if self.phase1_beside else ""
         sched += "l" if self.chunk_lookahead else ""
+        sched += "d" if self.chunk_done_skip else ""
         sched += "_t64" if self.y_tail64 else ""
         sched += "_es" if self.epilogue == "smem" else ""
         sched += "_pdl" if self.pdl else ""
@@ -633,6 +640,8 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append("phase1_helpers needs producer_warpgroup (its three warps besides the producer decode)")
     if not _is_bool(config.chunk_lookahead):
         p.append(f"chunk_lookahead must be a bool, got {config.chunk_lookahead!r}")
+    if not _is_bool(config.chunk_done_skip):
+        p.append(f"chunk_done_skip must be a bool, got {config.chunk_done_skip!r}")
     if not _is_bool(config.phase1_beside):
         p.append(f"phase1_beside must be a bool, got {config.phase1_beside!r}")
     elif config.phase1_beside and (config.phase1_helpers is not True or config.y_tail64 is not False):
@@ -640,6 +649,8 @@ def config_problems(config: HopperConfig) -> list[str]:
                  "y_tail64 (the balanced split reaches the consumers through phase 1's completion barrier)")
     elif config.chunk_lookahead and not config.phase1_beside:
         p.append("chunk_lookahead needs phase1_beside (it moves the chunk-flag waits of phase 1 beside the tiles)")
+    elif config.chunk_done_skip and not config.phase1_beside:
+        p.append("chunk_done_skip needs phase1_beside (it ends the chunk-flag waits of phase 1 beside the tiles)")
     elif config.phase1_beside and config.prepass_batch not in BESIDE_WARPGROUP_REGS:
         p.append(f"phase1_beside takes prepass_batch in {tuple(BESIDE_WARPGROUP_REGS)} (the helpers' registers "
                  f"are set for those), got {config.prepass_batch!r}")

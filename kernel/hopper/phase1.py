@@ -184,6 +184,8 @@ class Phase1Mixin:
                 store_relaxed_gpu(flags + cutlass.Int64(c) * 4, cutlass.Int32(0))
             if lane == 0:
                 store_relaxed_gpu(ws + CLAIM_WORD, cutlass.Int32(0))
+                if cutlass.const_expr(self.config.chunk_done_skip):
+                    store_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(0))
                 store_relaxed_gpu(ws + PASSED_WORD, cutlass.Int32(0))
                 self.check_phase1_reset(ws)
         self.delay("phase1", "reset", "after")
@@ -268,6 +270,8 @@ class Phase1Mixin:
             if lead == 0:
                 if cutlass.const_expr(beside):
                     self.publish_chunk_flag(flags, c, it)
+                    if cutlass.const_expr(self.config.chunk_done_skip):
+                        arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))  # counted for the producers' skip
                 else:
                     self.publish_chunk(ws, it)
                 if cutlass.const_expr(self.timeline):

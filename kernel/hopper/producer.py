@@ -24,6 +24,7 @@ from kernel.device_schedule import (
 from kernel.hopper.ptx import (
     mbarrier_complete_tx,
     fence_proxy_async_global,
+    ld_relaxed_gpu,
     ld_shared_u32,
     st_shared_u32,
     bulk_copy_g2s,
@@ -38,7 +39,7 @@ from kernel.hopper.ptx import (
 
 SUB_K = cfgmod.DEQUANT_SUB_K
 # y_source="prepass": the workspace's layout (kernel.hopper.workspace states it for the host)
-from kernel.hopper.workspace import TENSOR_MAP_OFFSET  # noqa: E402
+from kernel.hopper.workspace import DONE_WORD, TENSOR_MAP_OFFSET  # noqa: E402
 from kernel.perturbation import CHECK_RULE_INDEX  # noqa: E402
 
 
@@ -313,6 +314,7 @@ class ProducerMixin:
             self.check_phase1_read()  # the checker: every chunk acquired before the workspace's first TMA
         ystate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.fp16_buffers)
         stage = cutlass.Int32(0)  # phase1_beside with the checker: the K stages issued so far
+        all_done = cutlass.Int32(0)  # chunk_done_skip: every chunk of the launch acquired
         for unit in range(t_begin, self.unit_end(m_prefix, m_sizes, t_end), t_step):
             slot, m, n, k, m0, n0 = self.tile_origin(m_prefix, m_sizes, self.unit_tile(unit, t_end))
             y_row = self.row_offset(m_sizes, slot) + m0
@@ -328,7 +330,18 @@ class ProducerMixin:
                     self.produce_x_stage(lane, pipe, state, raw_base, sfx, tm_x, k, n, n0, kt)
                     state.advance()
                 waits = beside and not self.ablates("chunk_wait")
-                if cutlass.const_expr(waits and not cfg.chunk_lookahead):
+                if cutlass.const_expr(waits and cfg.chunk_done_skip):
+                    if all_done == 0:
+                        counted = ld_relaxed_gpu(ws + DONE_WORD)  # in flight beside the flag acquires
+                        self.acquire_stage_chunks(flags, chunk, rows_total, y_row, m - m0, kt, stage)
+                        if counted >= chunks:
+                            # every chunk counted: one acquire of every publish, then no more waits
+                            cute.arch.fence_acq_rel_gpu()
+                            fence_proxy_async_global()
+                            all_done = cutlass.Int32(1)
+                    else:
+                        self.mark_beside_acquired(stage)
+                if cutlass.const_expr(waits and not cfg.chunk_lookahead and not cfg.chunk_done_skip):
                     # the chunks holding this K stage's Y boxes (the tile's rows inside its group,
                     # sub-blocks kt * n_sub ..), acquired by the warp's lanes, then their writes
                     # -> the async proxy
