@@ -186,13 +186,7 @@ class HopperConfig:
     # flags of the chunks that hold them. No completion barrier: a tile waits only for its own
     # boxes' chunks, and the rest of phase 1 overlaps the MMA
     phase1_beside: bool = False
-    # phase1_beside only (label letter "l" after "o"): the producer warp acquires the chunk flags
-    # of a tile's next K stage right after issuing the current stage's first Y box, where it would
-    # otherwise wait for the ring's next free buffer, instead of before the next stage's first box
-    # (each acquire is an L2 round trip on the producer's path; the tile's first stage still waits
-    # before its boxes)
-    chunk_lookahead: bool = False
-    # phase1_beside only (label letter "d" after "o" / "l"): the lead helper also counts each
+    # phase1_beside only (label letter "d" after "o"): the lead helper also counts each
     # published chunk in the workspace's DONE word (a release add), and the producer warp, which
     # reads that count (relaxed) beside each stage's flag acquires, stops waiting for flags once
     # it reads every chunk counted (then one fence.acq_rel: an acquire of every publish); the last
@@ -365,7 +359,6 @@ class HopperConfig:
         sched += f"b{self.prepass_batch}" if self.y_source == "prepass" and self.prepass_batch != PREPASS_BATCH else ""
         sched += "h" if self.phase1_helpers else ""
         sched += "o" if self.phase1_beside else ""
-        sched += "l" if self.chunk_lookahead else ""
         sched += "d" if self.chunk_done_skip else ""
         sched += "_t64" if self.y_tail64 else ""
         sched += "_es" if self.epilogue == "smem" else ""
@@ -638,8 +631,6 @@ def config_problems(config: HopperConfig) -> list[str]:
         p.append(f"phase1_helpers must be a bool, got {config.phase1_helpers!r}")
     elif config.phase1_helpers and not config.producer_warpgroup:
         p.append("phase1_helpers needs producer_warpgroup (its three warps besides the producer decode)")
-    if not _is_bool(config.chunk_lookahead):
-        p.append(f"chunk_lookahead must be a bool, got {config.chunk_lookahead!r}")
     if not _is_bool(config.chunk_done_skip):
         p.append(f"chunk_done_skip must be a bool, got {config.chunk_done_skip!r}")
     if not _is_bool(config.phase1_beside):
@@ -647,8 +638,6 @@ def config_problems(config: HopperConfig) -> list[str]:
     elif config.phase1_beside and (config.phase1_helpers is not True or config.y_tail64 is not False):
         p.append("phase1_beside needs phase1_helpers (its three warps decode phase 1 beside the tiles) and no "
                  "y_tail64 (the balanced split reaches the consumers through phase 1's completion barrier)")
-    elif config.chunk_lookahead and not config.phase1_beside:
-        p.append("chunk_lookahead needs phase1_beside (it moves the chunk-flag waits of phase 1 beside the tiles)")
     elif config.chunk_done_skip and not config.phase1_beside:
         p.append("chunk_done_skip needs phase1_beside (it ends the chunk-flag waits of phase 1 beside the tiles)")
     elif config.phase1_beside and config.prepass_batch not in BESIDE_WARPGROUP_REGS:

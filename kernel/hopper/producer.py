@@ -341,24 +341,17 @@ class ProducerMixin:
                             all_done = cutlass.Int32(1)
                     else:
                         self.mark_beside_acquired(stage)
-                if cutlass.const_expr(waits and not cfg.chunk_lookahead and not cfg.chunk_done_skip):
+                if cutlass.const_expr(waits and not cfg.chunk_done_skip):
                     # the chunks holding this K stage's Y boxes (the tile's rows inside its group,
                     # sub-blocks kt * n_sub ..), acquired by the warp's lanes, then their writes
                     # -> the async proxy
                     self.acquire_stage_chunks(flags, chunk, rows_total, y_row, m - m0, kt, stage)
-                if cutlass.const_expr(waits and cfg.chunk_lookahead):
-                    if kt == k_begin:  # the tile's first stage: nothing acquired it ahead
-                        self.acquire_stage_chunks(flags, chunk, rows_total, y_row, m - m0, kt, stage)
                 if cutlass.const_expr(not self.ablates("y_ring")):
                     for sb in cutlass.range_constexpr(self.n_sub):
                         if cutlass.const_expr(waits):
                             self.check_beside_read(stage)
                         self.produce_y_box(lane, y_pipe, ystate, sy_base, tm_ws, kt * self.n_sub + sb, y_row)
                         ystate.advance()  # here, in the loop's own body: the loop carries it
-                        if cutlass.const_expr(waits and cfg.chunk_lookahead and sb == 0):
-                            # the next stage's chunks, while the ring's next buffer is still in use
-                            if kt + 1 < k_end:
-                                self.acquire_stage_chunks(flags, chunk, rows_total, y_row, m - m0, kt + 1, stage + 1)
                 if cutlass.const_expr(beside and self.checks):
                     stage = stage + 1
             pre = cutlass.Int32(0)  # only the first tile's first stages went early

@@ -470,33 +470,16 @@ def test_phase1_beside_decodes_on_the_helper_warps_only():
         assert any(says in p for p in config_problems(bad)), (bad.label, config_problems(bad))
 
 
-def test_chunk_lookahead_is_a_beside_lever_with_its_own_label_letter():
-    """chunk_lookahead moves the producer's chunk-flag waits of phase1_beside builds a stage
-    ahead: valid only with phase1_beside, a bool, and named by the letter "l" after "o" (so its
-    build never shares a label, and so a compile cache entry, with the build without it)."""
-    import dataclasses
-
-    from kernel.hopper.variants import SPLIT_WARP_CONFIG, WIDE_BESIDE_CONFIG as B
-
-    ahead = dataclasses.replace(B, chunk_lookahead=True)
-    assert config_problems(ahead) == []
-    assert ahead.label == B.label.replace("ho_es", "hol_es") != B.label
-    assert any("chunk_lookahead needs phase1_beside" in p
-               for p in config_problems(dataclasses.replace(SPLIT_WARP_CONFIG, chunk_lookahead=True)))
-    assert any("chunk_lookahead must be a bool" in p for p in config_problems(dataclasses.replace(B, chunk_lookahead=1)))
-
-
 def test_chunk_done_skip_is_a_beside_lever_with_its_own_label_letter():
     """chunk_done_skip ends the producer's chunk-flag waits once every chunk is counted: valid
-    only with phase1_beside, a bool, named by the letter "d" (after "l" when both are on)."""
+    only with phase1_beside, a bool, and named by the letter "d" after "o" (so its build never
+    shares a label, and so a compile cache entry, with the build without it)."""
     import dataclasses
 
     from kernel.hopper.variants import SPLIT_WARP_CONFIG, WIDE_BESIDE_CONFIG as B
 
     skip = dataclasses.replace(B, chunk_done_skip=True)
-    assert config_problems(skip) == [] and skip.label == B.label.replace("ho_es", "hod_es")
-    both = dataclasses.replace(skip, chunk_lookahead=True)
-    assert config_problems(both) == [] and both.label == B.label.replace("ho_es", "hold_es")
+    assert config_problems(skip) == [] and skip.label == B.label.replace("ho_es", "hod_es") != B.label
     assert any("chunk_done_skip needs phase1_beside" in p
                for p in config_problems(dataclasses.replace(SPLIT_WARP_CONFIG, chunk_done_skip=True)))
     assert any("chunk_done_skip must be a bool" in p for p in config_problems(dataclasses.replace(B, chunk_done_skip=1)))
