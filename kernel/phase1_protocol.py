@@ -293,7 +293,13 @@ def simulate(launch: Launch, seed: int, mutation: str | None = None, counters: C
 # :func:`simulate_beside` runs that protocol for consecutive launches on one workspace, every party
 # a program interleaved by a seeded scheduler; its ``mutation`` options are the beside edits of
 # ci/mutants.py (hopper_sync_beside_*), and ``one_party`` a count-through of one party per CTA.
+# With ``done_skip`` (HopperConfig.chunk_done_skip) each helper also counts its published chunk in
+# the DONE word, and a producer that read (before a stage's flag waits) every chunk counted waits
+# for no flag after that stage; the last party zeroes the count too. Its edits: the count never
+# reset (``done_not_reset``), counted before the chunk's rows are written (``done_counted_early``),
+# and the skip taken one chunk short (``skip_one_short``).
 BESIDE_MUTATIONS = ("publish_relaxed", "no_wait", "flags_not_reset", "one_party")
+DONE_SKIP_MUTATIONS = ("done_not_reset", "done_counted_early", "skip_one_short")
 
 
 @dataclass
@@ -301,22 +307,25 @@ class BesideRun:
     stale_reads: list = field(default_factory=list)  # (launch, CTA, chunk): read before it was decoded
     dirty_ends: list = field(default_factory=list)  # (launch, claim, passed, flags set) left for the next
     hung: bool = False
+    unwaited: int = 0  # done_skip: K stages read with no flag wait (every chunk counted before)
 
 
 def simulate_beside(chunks: int, ctas: int, reads: list[list[tuple[int, int]]], seed: int, launches: int = 2,
-                    mutation: str | None = None, max_steps: int = 200_000) -> BesideRun:
+                    mutation: str | None = None, max_steps: int = 200_000, done_skip: bool = False) -> BesideRun:
     """``launches`` consecutive launches (each after the previous one ended, as on one stream) of
     ``chunks`` chunks on ``ctas`` CTAs; ``reads[cta]``: the (first, last) chunk range of each K
     stage its producer reads, in order. A read sees a chunk's rows only if that launch's helpers
     wrote them before it (``publish_relaxed``: the flag may be seen before the rows)."""
-    if mutation is not None and mutation not in BESIDE_MUTATIONS:
-        raise ValueError(f"unknown mutation {mutation!r}; one of {BESIDE_MUTATIONS}")
+    known = BESIDE_MUTATIONS + (DONE_SKIP_MUTATIONS if done_skip else ())
+    if mutation is not None and mutation not in known:
+        raise ValueError(f"unknown mutation {mutation!r}; one of {known}")
     run = BesideRun()
     rng = random.Random(seed)
     flags = [0] * chunks
     written = [0] * chunks  # the launch whose rows a chunk holds
-    hdr = {"claim": 0, "passed": 0}
+    hdr = {"claim": 0, "passed": 0, "done": 0}
     parties = ctas if mutation == "one_party" else 2 * ctas
+    all_counted = chunks - 1 if mutation == "skip_one_short" else chunks
 
     for launch in range(1, launches + 1):
         def count_through():
@@ -328,6 +337,8 @@ def simulate_beside(chunks: int, ctas: int, reads: list[list[tuple[int, int]]], 
                     for c in range(chunks):
                         flags[c] = 0
                 hdr["claim"] = hdr["passed"] = 0
+                if mutation != "done_not_reset":
+                    hdr["done"] = 0
                 yield "step"
 
         def helpers(cta):
@@ -337,6 +348,9 @@ def simulate_beside(chunks: int, ctas: int, reads: list[list[tuple[int, int]]], 
                 yield "step"
                 if c >= chunks:
                     break
+                if done_skip and mutation == "done_counted_early":
+                    hdr["done"] += 1  # counted before the rows are written
+                    yield "step"
                 if mutation == "publish_relaxed":
                     flags[c] += 1  # the flag may land before the rows
                     yield "step"
@@ -346,13 +360,23 @@ def simulate_beside(chunks: int, ctas: int, reads: list[list[tuple[int, int]]], 
                     yield "step"
                     flags[c] += 1
                 yield "step"
+                if done_skip and mutation != "done_counted_early":
+                    hdr["done"] += 1  # a release add after the flag's
+                    yield "step"
             yield from count_through()
 
         def producer(cta):
+            skip = False
             for first, last in reads[cta]:
-                if mutation != "no_wait":
-                    while any(flags[c] < 1 for c in range(first, last + 1)):
-                        yield "spin"
+                if not skip:
+                    counted = hdr["done"]  # read beside the flag acquires
+                    yield "step"
+                    if mutation != "no_wait":
+                        while any(flags[c] < 1 for c in range(first, last + 1)):
+                            yield "spin"
+                    skip = done_skip and counted >= all_counted
+                else:
+                    run.unwaited += 1
                 for c in range(first, last + 1):
                     if written[c] != launch:
                         run.stale_reads.append((launch, cta, c))
@@ -378,6 +402,6 @@ def simulate_beside(chunks: int, ctas: int, reads: list[list[tuple[int, int]]], 
                 return run
         else:
             raise RuntimeError(f"no end after {max_steps} steps")
-        if hdr["claim"] or hdr["passed"] or any(flags):
+        if hdr["claim"] or hdr["passed"] or hdr["done"] or any(flags):
             run.dirty_ends.append((launch, hdr["claim"], hdr["passed"], sum(1 for f in flags if f)))
     return run

@@ -334,7 +334,9 @@ class ProducerMixin:
                     if all_done == 0:
                         counted = ld_relaxed_gpu(ws + DONE_WORD)  # in flight beside the flag acquires
                         self.acquire_stage_chunks(flags, chunk, rows_total, y_row, m - m0, kt, stage)
-                        if counted >= chunks:
+                        # lane 0's read for the whole warp: its lanes take the branch together
+                        # (the next wait ends with a __syncwarp)
+                        if cute.arch.shuffle_sync(counted, 0) >= chunks:
                             # every chunk counted: one acquire of every publish, then no more waits
                             cute.arch.fence_acq_rel_gpu()
                             fence_proxy_async_global()

@@ -213,3 +213,46 @@ def test_each_beside_edit_breaks_the_protocol_on_some_schedule(mutation):
         run = simulate_beside(chunks, ctas, reads, seed, mutation=mutation)
         broken += bool(run.hung or run.stale_reads or run.dirty_ends)
     assert broken, mutation
+
+
+def test_the_done_count_skip_reads_only_decoded_rows_and_leaves_a_clean_workspace():
+    """chunk_done_skip's protocol (the producer waits for no flag once it read every chunk
+    counted), the same 300 schedules: no stale read, no hang, each launch leaves the count at 0
+    with the rest."""
+    import random
+
+    from kernel.phase1_protocol import simulate_beside
+
+    unwaited = 0
+    for seed in range(300):
+        chunks, ctas, reads = _beside_case(random.Random(seed))
+        run = simulate_beside(chunks, ctas, reads, seed, done_skip=True)
+        assert not run.hung and not run.stale_reads and not run.dirty_ends, (seed, chunks, ctas, reads, run)
+        assert not simulate_beside(chunks, ctas, reads, seed).unwaited  # without it every stage waits
+        unwaited += run.unwaited
+    assert unwaited  # the skip is taken on some schedules
+
+
+@pytest.mark.parametrize("mutation", ["done_not_reset", "done_counted_early", "skip_one_short", "no_wait",
+                                      "publish_relaxed"])
+def test_each_done_skip_edit_breaks_the_protocol_on_some_schedule(mutation):
+    """The done count never reset, counted before the rows, the skip one chunk short (and the
+    flag edits the skip must not hide): each reads a chunk before it is decoded or leaves the next
+    launch a dirty workspace on some of the 300 schedules."""
+    import random
+
+    from kernel.phase1_protocol import simulate_beside
+
+    broken = 0
+    for seed in range(300):
+        chunks, ctas, reads = _beside_case(random.Random(seed))
+        run = simulate_beside(chunks, ctas, reads, seed, mutation=mutation, done_skip=True)
+        broken += bool(run.hung or run.stale_reads or run.dirty_ends)
+    assert broken, mutation
+
+
+def test_done_skip_edits_need_the_done_count():
+    from kernel.phase1_protocol import simulate_beside
+
+    with pytest.raises(ValueError, match="unknown mutation"):
+        simulate_beside(2, 1, [[(0, 1)]], 0, mutation="done_not_reset")
