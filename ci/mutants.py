@@ -549,6 +549,9 @@ SYNC_VARIANTS = {
     # blocks as 256-row ones): the Y box, the epilogue's three 80-row passes and the cut tile's
     # slot at a height that is no power of two
     "beside240": "h90_m240n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb2ho_es_pwg_sk",
+    # beside240 whose producer stops acquiring chunk flags once it reads every chunk counted
+    # (chunk_done_skip: the lead helper's release count, the producer's fence.acq_rel)
+    "beside240d": "h90_m240n128k256_s3_wg2_b4_swap_fp16_tma_prmt_rs_prec1xsb2hod_es_pwg_sk",
 }
 PERTURBED_PROPERTY = "properties/test_perturbed_properties.py::test_perturbed_subject_matches_oracle"
 _K = "kernel/hopper/kernel.py"
@@ -810,6 +813,24 @@ _SYNC_EDITS = (
      "so the next launch's producers read rows before that launch's helpers wrote them", _K1,
      "                store_relaxed_gpu(flags + cutlass.Int64(c) * 4, cutlass.Int32(0))\n", "                pass\n",
      ("beside", "beside240")),
+    ("done_not_reset", "count not reset: the last party through leaves the DONE count at the launch's chunk "
+     "count, so the next launch's producers stop waiting for flags at their first stage", _K1,
+     "                if cutlass.const_expr(self.config.chunk_done_skip):\n"
+     "                    store_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(0))\n",
+     "                if cutlass.const_expr(self.config.chunk_done_skip):\n                    pass\n", ("beside240d",)),
+    ("done_skip_one_short", "skip one chunk short: the producer stops waiting for flags once it reads one chunk "
+     "fewer than the launch's counted, so it may read the last chunk's rows before they are written", _KP,
+     "                        if cute.arch.shuffle_sync(counted, 0) >= chunks:\n",
+     "                        if cute.arch.shuffle_sync(counted, 0) >= chunks - 1:\n", ("beside240d",)),
+    ("done_count_relaxed", "release removed: the lead helper counts a chunk with a relaxed add (no fence.acq_rel, "
+     "no red.release), so a producer that reads every chunk counted is not ordered after the chunks' stores", _K1,
+     "                        arrive_release_gpu(ws + DONE_WORD, cutlass.Int32(1))  # counted for the producers' skip\n",
+     "                        atom_add_relaxed_gpu(ws + DONE_WORD, cutlass.Int32(1))  # counted for the producers' skip\n",
+     ("beside240d",)),
+    ("done_skip_no_fence", "fence removed: the producer stops waiting for flags on a relaxed read of the count, "
+     "with no fence.acq_rel after it (no acquire of the counted publishes)", _KP,
+     "                            cute.arch.fence_acq_rel_gpu()\n                            fence_proxy_async_global()\n",
+     "                            fence_proxy_async_global()\n", ("beside240d",)),
     ("schedule_past_end", "persistent schedule one tile past its end: the last CTA's range is not "
      "clamped to the tile total (a slot one row past the tables is read)", "kernel/device_schedule.py",
      "        if end > total_tiles:\n            end = total_tiles",
@@ -840,7 +861,8 @@ _STATIC_OF_SYNC = ("hopper_sync_y_ring_wait_lax__prod", "hopper_sync_no_publish_
                    "hopper_sync_phase1_no_global_proxy_fence__prod", "hopper_sync_staged_slots_no_proxy_fence__prod",
                    "hopper_sync_producer_no_proxy_fence_after_phase1__wide",
                    "hopper_sync_split_publish_relaxed__wide", "hopper_sync_split_publish_before_barrier__wide",
-                   "hopper_sync_beside_publish_relaxed__beside", "hopper_sync_beside_producer_no_proxy_fence__beside")
+                   "hopper_sync_beside_publish_relaxed__beside", "hopper_sync_beside_producer_no_proxy_fence__beside",
+                   "hopper_sync_done_count_relaxed__beside240d", "hopper_sync_done_skip_no_fence__beside240d")
 STATIC_SYNC_MUTANTS: tuple[Mutant, ...] = tuple(
     Mutant(f"hopper_static_{m.name.removeprefix('hopper_sync_')}", f"{m.kind}; seen in the SASS on a CPU",
            m.target, m.original, m.replacement, "hopper-static", ("kernel/tests/test_hopper_sync_sites.py", "-k", m.variant))

@@ -71,6 +71,10 @@ WIDE_BESIDE_CONFIG = replace(WIDE_Y_CONFIG, phase1_beside=True, prepass_batch=2)
 # instead of ten with 240
 WIDE_BESIDE_240_CONFIG = replace(WIDE_BESIDE_CONFIG, tile_m=240)
 
+# ... whose producer stops acquiring chunk flags once it reads every chunk counted in the
+# workspace's DONE word (chunk_done_skip: one fence.acq_rel, then no L2 round trip per K stage)
+WIDE_BESIDE_240_DONE_CONFIG = replace(WIDE_BESIDE_240_CONFIG, chunk_done_skip=True)
+
 # What the main job runs by default (kernel.hopper.dispatch picks among them per shape).
 PRODUCTION_VARIANTS: tuple[HopperConfig, ...] = (
     DEFAULT_CONFIG,
@@ -114,6 +118,8 @@ EXPERIMENTAL_VARIANTS: tuple[HopperConfig, ...] = (
     # phase 1 before the tiles: WIDE_BESIDE_CONFIG's twin with phase 1 decoded by every warp
     # behind a grid-wide completion barrier (eight items per thread in flight)
     WIDE_Y_CONFIG,
+    # the chunk-flag acquires: WIDE_BESIDE_240_CONFIG with the done-count skip
+    WIDE_BESIDE_240_DONE_CONFIG,
 )
 DECLARED_VARIANTS: tuple[HopperConfig, ...] = PRODUCTION_VARIANTS + EXPERIMENTAL_VARIANTS
 

@@ -310,29 +310,3 @@ def test_beside_variant_sass_structure(config, static_builds):
     assert config.phase1_threads == 96
     assert [n for n, o in enumerate(ops) if o.startswith("BAR.") and ins[n].operands.replace(" ", "") == named]
 
-
-@pytest.mark.compile
-def test_chunk_done_skip_build_counts_each_chunk_and_fences_its_skip(static_builds):
-    """The dense 240-row build with ``chunk_done_skip`` (not declared: a lever timed with
-    ``LABEL:chunk_done_skip=True``) against the build without it: one more release add (the lead
-    helper's count of each chunk beside its flag), three more GPU-scope fences (``MEMBAR.ALL.GPU``:
-    two for that add, its ``fence.acq_rel`` and the ``red.release``, and the producer's
-    ``fence.acq_rel`` once it reads every chunk counted, the acquire its skip rests on), more
-    async-proxy fences (the producer's after that acquire), one more read of the count, the
-    consumers' setmaxnreg kept, no spills."""
-    import dataclasses
-
-    from kernel.hopper.variants import WIDE_BESIDE_240_CONFIG
-
-    skip = dataclasses.replace(WIDE_BESIDE_240_CONFIG, chunk_done_skip=True)
-    base, code = static_builds.code(WIDE_BESIDE_240_CONFIG, 8), _kernel_without_spills(skip, static_builds)
-
-    def n(ins, prefix):
-        return sum(i.opcode.startswith(prefix) for i in ins)
-
-    assert n(code, "REDG.E.ADD.STRONG.GPU") == n(base, "REDG.E.ADD.STRONG.GPU") + 1
-    assert n(code, "MEMBAR.ALL.GPU") == n(base, "MEMBAR.ALL.GPU") + 3
-    assert n(code, "FENCE.VIEW.ASYNC.G") > n(base, "FENCE.VIEW.ASYNC.G")
-    assert n(code, "LDG.E.STRONG.GPU") == n(base, "LDG.E.STRONG.GPU") + 1
-    take = skip.warpgroup_regs[1]
-    assert [i for i in code if i.opcode.startswith("USETMAXREG.TRY_ALLOC") and i.operands.rstrip(";").endswith(f"{take:#x}")]

@@ -268,6 +268,8 @@ def test_a_cut_tile_hands_its_partial_sums_over_behind_a_barrier_and_a_release(i
 REGISTER_HANDOFF = tuple(c.label for c in CONFIGS.values() if c.producer_warpgroup)
 # phase 1 beside the tiles: chunk flags instead of the completion barrier
 BESIDE = tuple(c.label for c in CONFIGS.values() if c.phase1_beside)
+# ... whose producer stops acquiring flags once every chunk is counted
+DONE_SKIP = tuple(c.label for c in CONFIGS.values() if c.chunk_done_skip)
 
 
 @pytest.mark.parametrize("label", REGISTER_HANDOFF)
@@ -326,3 +328,38 @@ def test_phase1_beside_hands_each_chunk_over_behind_a_release_and_each_tile_read
             if not [n for n in range(spin, fence) if code[n].opcode.startswith(("REDG", "STG"))]:
                 guarded.append(tma)
     assert guarded, f"{label}: no TMA load behind an acquire spin and an async-proxy fence (the producer's chunk wait)"
+
+
+@pytest.mark.parametrize("label", DONE_SKIP)
+def test_the_done_count_skip_rests_on_a_release_count_and_an_acquire_fence(instructions, static_builds, label):
+    """chunk_done_skip: against the same build without it, exactly one more release add
+    (``REDG.E.ADD.STRONG.GPU``: the lead helper's count of each chunk, right behind a
+    ``MEMBAR.ALL.GPU``; the chunk-publish rule above checks its fences after the chunk's stores),
+    and the producer's skip: a ``MEMBAR.ALL.GPU`` (its ``fence.acq_rel``, the acquire of every
+    counted publish) followed by a ``FENCE.VIEW.ASYNC.G`` with no memory access between, which the
+    build without the skip does not have. A relaxed count or a skip without its fence passes the
+    GPU properties whenever the hardware orders the writes anyway; the code must show both."""
+    import dataclasses
+
+    code = instructions[label]
+    twin = static_builds.code(dataclasses.replace(CONFIGS[label], chunk_done_skip=False))
+
+    def releases(ins):
+        return [n for n, i in enumerate(ins) if i.opcode.startswith("REDG.E.ADD.STRONG.GPU")]
+
+    def acquire_then_proxy(ins):
+        pairs = []
+        for n in (n for n, i in enumerate(ins) if i.opcode.startswith("MEMBAR.ALL.GPU")):
+            for k in range(n + 1, min(n + 10, len(ins))):
+                op = ins[k].opcode
+                if op.startswith("FENCE.VIEW.ASYNC.G"):
+                    pairs.append((n, k))
+                    break
+                if op.startswith(("UTMALDG", "REDG", "STG", "LDG", "ATOMG", "BRA")):
+                    break
+        return pairs
+
+    assert len(releases(code)) == len(releases(twin)) + 1, f"{label}: the chunk count is not a release add"
+    assert all(_last(code, 0, r, "MEMBAR.ALL.GPU") is not None for r in releases(code))
+    assert acquire_then_proxy(code) and not acquire_then_proxy(twin), (
+        f"{label}: no fence.acq_rel then proxy fence for the producer's skip")
