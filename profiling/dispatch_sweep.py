@@ -31,6 +31,14 @@ thresholds that best separate where each is faster: the first build picked insid
 one feature (``rounds <= 0.95``) or a box of two, the second outside, ranked by the time the split loses against always picking the faster
 one. Thresholds are midpoints between measured shapes; kernel/hopper/dispatch.py's clauses take
 them as bounds.
+
+:func:`goals` (printed first after a sweep and with ``--analyze``) holds the per-shape default to
+the speed the project asks of it, from the same JSON: on every shape with the peer timed, the
+default's time over cuBLAS bf16's against ``PEER_GOALS`` (at most 0.85 on the leaderboard's
+benchmarks, the MoE and the decode shapes, where small groups let a grouped kernel win clearly;
+at most 1.0 elsewhere: a compute-bound dense group cannot beat the same tensor rate, so parity),
+and the geomean over bench1-4 of the default's time over the reference floor
+(``profiling.floors``, H200 figures) against ``FLOOR_GEOMEAN_GOAL``, a goal for an H200 run.
 """
 
 from __future__ import annotations
@@ -166,6 +174,49 @@ def _times(record: dict) -> dict[str, float]:
 def _geomean(xs) -> float:
     xs = list(xs)
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+# the per-shape default's time over cuBLAS bf16's, at most, by shape family (the rest: PEER_GOAL)
+PEER_GOALS = {"leaderboard-bench": 0.85, "moe": 0.85, "decode": 0.85}
+PEER_GOAL = 1.0
+# the geomean over FLOOR_GEOMEAN_SHAPES of the default's time over the reference floor, at most,
+# on an H200 (the floor's figures are the H200's)
+FLOOR_GEOMEAN_GOAL = 1.75
+FLOOR_GEOMEAN_SHAPES = ("bench1", "bench2", "bench3", "bench4")
+
+
+def goals(doc: dict) -> list[str]:
+    """The default against its goals (see the module docstring), as lines: a table of the shapes
+    with both the default and the peer timed, the floor geomean when every shape of
+    ``FLOOR_GEOMEAN_SHAPES`` has a default time, and a count of the goals met."""
+    lines = [f"goals on {doc.get('gpu')}: the per-shape default / cuBLAS bf16, and / the floor",
+             "| shape | family | default us | cuBLAS us | ratio | goal | met |", "|---|---|---|---|---|---|---|"]
+    met = total = 0
+    by_shape = {}
+    for rec in doc.get("shapes", []):
+        us = rec.get("per_shape", {}).get("us")
+        peer = rec.get("peer", {}).get("us")
+        if us is not None:
+            by_shape[rec["shape"]] = (us, rec.get("floor_us"))
+        if us is None or not peer:
+            continue
+        goal = PEER_GOALS.get(rec["family"], PEER_GOAL)
+        ok = us / peer <= goal
+        met, total = met + ok, total + 1
+        lines.append(f"| {rec['shape']} | {rec['family']} | {us:.2f} | {peer:.2f} | {us / peer:.3f} | <= {goal:g} | "
+                     f"{'yes' if ok else 'NO'} |")
+    if all(name in by_shape and by_shape[name][1] for name in FLOOR_GEOMEAN_SHAPES):
+        g = _geomean(by_shape[name][0] / by_shape[name][1] for name in FLOOR_GEOMEAN_SHAPES)
+        ok = g <= FLOOR_GEOMEAN_GOAL
+        h200 = "H200" in str(doc.get("gpu", ""))
+        met, total = met + (ok and h200), total + h200
+        lines.append(f"geomean over {', '.join(FLOOR_GEOMEAN_SHAPES)} of default / floor: {g:.3f} "
+                     f"(goal <= {FLOOR_GEOMEAN_GOAL:g} on an H200: "
+                     + (f"{'met' if ok else 'NOT met'})" if h200 else "not judged on this GPU)"))
+    else:
+        lines.append("floor geomean: not every one of " + ", ".join(FLOOR_GEOMEAN_SHAPES) + " has a default time")
+    lines.append(f"goals met: {met} of {total}")
+    return lines
 
 
 def _short(label: str) -> str:
@@ -334,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.analyze:
         with open(args.analyze) as f:
             doc = json.load(f)
-        print("\n".join(sweep_table(doc) + [""] + analyze(doc)))
+        print("\n".join(sweep_table(doc) + [""] + goals(doc) + [""] + analyze(doc)))
         return 0
     if args.quick:
         args.shapes, args.variants = "quick", "rule"
@@ -350,7 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"[dispatch_sweep] {len(shapes)} shapes, {len(builds)} builds, group counts {group_counts(shapes)}: "
           f"{len(builds) * len(group_counts(shapes))} compiles", file=sys.stderr, flush=True)
     doc = run(shapes, builds, args.samples, not args.no_peer, args.budget_s, args.json)
-    print("\n".join(sweep_table(doc) + [""] + analyze(doc)))
+    print("\n".join(sweep_table(doc) + [""] + goals(doc) + [""] + analyze(doc)))
     failed = [(r["shape"], b) for r in doc["shapes"] for b, t in r["builds"].items() if "us" not in t]
     return 1 if failed else 0
 

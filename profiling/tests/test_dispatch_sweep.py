@@ -101,6 +101,7 @@ def test_the_table_and_the_command_line(tmp_path, capsys):
     assert ds.main(["--analyze", str(path)]) == 0
     out = capsys.readouterr().out
     assert "| shape | family | G | tiles |" in out and "each feature alone:" in out
+    assert "| shape | family | default us | cuBLAS us | ratio | goal | met |" in out and "goals met: " in out
 
 
 def test_without_a_hopper_gpu_it_says_so(capsys):
@@ -134,3 +135,47 @@ def test_the_json_is_rewritten_after_every_shape_and_the_budget_stops_new_shapes
     assert seen[0] is None and [r["shape"] for r in seen[1]] == ["bench1"]
     assert json.loads(path.read_text()) == doc and doc["seconds"] == 60.0
     assert "compiles: 2 in 3.5 s; the whole sweep 60.0 s" in "\n".join(ds.sweep_table(doc))
+
+
+def _goal_doc(gpu, default_over_peer, default_over_floor):
+    """A sweep of the suite where the default runs ``default_over_peer(family)`` times cuBLAS's
+    time and ``default_over_floor`` times the floor (floor 10 us on every shape)."""
+    shapes = []
+    for s in SUITE:
+        us = 10.0 * default_over_floor
+        shapes.append({"shape": s.name, "family": s.family, "features": features(s.sizes, 132).as_dict(),
+                       "floor_us": 10.0, "builds": {SW: {"us": us}}, "per_shape": {"label": SW, "us": us},
+                       "peer": {"us": us / default_over_peer(s.family)}})
+    return {"schema": ds.SCHEMA, "gpu": gpu, "sms": 132, "builds": [SW], "shapes": shapes, "skipped": []}
+
+
+def test_the_goals_hold_each_family_to_its_ratio_and_bench1_4_to_the_floor_on_an_h200():
+    """0.85 of cuBLAS on the leaderboard's benchmarks, MoE and decode shapes; parity elsewhere;
+    the bench1-4 geomean against the floor judged on an H200 only."""
+    small = {"leaderboard-bench", "moe", "decode"}
+    per_family = {s.family for s in SUITE}
+    assert small <= per_family and per_family - small  # both kinds of goal are exercised
+
+    at = ds.goals(_goal_doc("NVIDIA H200", lambda fam: 0.85 if fam in small else 1.0, 1.75))
+    assert at[-1] == f"goals met: {len(SUITE) + 1} of {len(SUITE) + 1}" and not [ln for ln in at if "| NO |" in ln]
+    assert any("of default / floor: 1.750" in ln and "(goal <= 1.75 on an H200: met)" in ln for ln in at)
+
+    over = ds.goals(_goal_doc("NVIDIA H200", lambda fam: 0.86 if fam in small else 1.0, 1.76))
+    missed = [ln.split(" | ")[0].strip("| ") for ln in over if ln.endswith("| NO |")]
+    assert sorted(missed) == sorted(s.name for s in SUITE if s.family in small)
+    assert any("NOT met" in ln for ln in over) and over[-1] == f"goals met: {len(SUITE) - len(missed)} of {len(SUITE) + 1}"
+
+    dense_over = ds.goals(_goal_doc("NVIDIA H200", lambda fam: 0.5 if fam in small else 1.01, 1.0))
+    assert {ln.split(" | ")[1] for ln in dense_over if ln.endswith("| NO |")} == per_family - small
+
+    h100 = ds.goals(_goal_doc("NVIDIA H100 80GB HBM3", lambda fam: 0.5, 1.9))
+    assert any("not judged on this GPU" in ln for ln in h100) and h100[-1] == f"goals met: {len(SUITE)} of {len(SUITE)}"
+
+
+def test_the_goals_skip_what_was_not_timed():
+    doc = _goal_doc("NVIDIA H200", lambda fam: 0.5, 1.0)
+    doc["shapes"] = [r for r in doc["shapes"] if r["shape"] != "bench3"]
+    doc["shapes"][0].pop("peer")
+    lines = ds.goals(doc)
+    assert any("not every one of bench1, bench2, bench3, bench4 has a default time" in ln for ln in lines)
+    assert lines[-1] == f"goals met: {len(SUITE) - 2} of {len(SUITE) - 2}"
