@@ -24,7 +24,7 @@ from kernel.hopper.variants import DECLARED_VARIANTS
 # other staged variants are these tiles with other options, the same epilogue (test below; a pdl
 # build stages exactly as its twin without it)
 STAGED = [c for c in DECLARED_VARIANTS if c.epilogue == "smem" and c.wgmma_in_flight == 1 and not c.pdl
-          and not c.prepass_split_warp]
+          and not c.prepass_split_warp and not c.chunk_done_skip]
 
 
 def _stmatrix_trans(lane_addr, lane_regs):
@@ -115,7 +115,8 @@ def test_staging_rows_and_bytes():
     for c in STAGED:
         assert smem_bytes(c)["total"] <= SMEM_CAPACITY_BYTES
     # a pdl build stages as its twin without pdl; the split-warp build as its one-lane twin; a
-    # build with phase-1 helpers as its twin without them (phase 1 changes no epilogue byte)
+    # build with phase-1 helpers as its twin without them (phase 1 changes no epilogue byte); the
+    # done-count skip as its twin without it
     for c in DECLARED_VARIANTS:
         if c.phase1_helpers:
             twin = dataclasses.replace(c, phase1_helpers=False, prepass_batch=PREPASS_BATCH)
@@ -125,6 +126,9 @@ def test_staging_rows_and_bytes():
             assert epilogue_stage_rows(c) == epilogue_stage_rows(twin) and smem_bytes(c) == smem_bytes(twin)
         if c.prepass_split_warp:
             twin = dataclasses.replace(c, prepass_split_warp=False)
+            assert twin in STAGED and smem_bytes(c) == smem_bytes(twin)
+        if c.chunk_done_skip:
+            twin = dataclasses.replace(c, chunk_done_skip=False)
             assert twin in STAGED and smem_bytes(c) == smem_bytes(twin)
     # two wgmma groups in flight with 4 fp16 buffers and 3 stages: the whole tile in one pass, 64
     # columns of C (16 KB) per consumer warpgroup: two on 128-row X tiles, one on 64-row ones
