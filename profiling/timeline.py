@@ -10,7 +10,8 @@ barrier, the producer's first stage acquired and committed, the first and the la
 epilogue and the end of its stores, the producer's tail) into the build's device table. The
 launches run back to back over rotated input copies, as in the benchmark; each point is reported
 relative to the launch's earliest CTA start: the median and the largest over the CTAs, then the
-median over launches. Two rows compare consecutive launches: ``period`` (this launch's first
+median over launches; below the table, ``later tiles``: what one tile takes once a CTA is past
+its first (:func:`later_tile_us`). Two rows compare consecutive launches: ``period`` (this launch's first
 CTA start after the previous launch's, i.e. the time a launch costs in a long sequence, what the
 benchmark reports) and ``gap`` (this launch's first CTA start after the previous launch's last
 stamp: negative when the two overlap, as programmatic dependent launch lets them).
@@ -158,6 +159,21 @@ def cta_work(plan, config) -> list[tuple[int, str]]:
     return out
 
 
+def later_tile_us(medians: list[dict[str, float]], work: list[tuple[int, str]]) -> tuple[int, float]:
+    """The time a tile takes once a CTA is past its first: per CTA that runs only whole tiles, at
+    least two (``cta_work``'s "N tiles": no light tile, no cut half), its last epilogue's start
+    after its first over N - 1; (CTAs counted, their median in us; nan when none qualifies).
+    Against the launch's first epilogue it separates what slows every tile from what holds the
+    first one (phase 1, its first chunks)."""
+    per_tile = []
+    for row, (_cost, what) in zip(medians, work):
+        m = re.fullmatch(r"(\d+) tiles", what)
+        first, last = row.get("epilogue_first", math.nan), row.get("epilogue_last", math.nan)
+        if m and int(m.group(1)) >= 2 and not math.isnan(first) and not math.isnan(last):
+            per_tile.append((last - first) / (int(m.group(1)) - 1))
+    return len(per_tile), (statistics.median(per_tile) if per_tile else math.nan)
+
+
 def write_per_cta(path: Path, label: str, work: list[tuple[int, str]], medians: list[dict[str, float]]) -> Path:
     """The ``--per-cta`` CSV: one row per stamped CTA (label, cta, modelled, work, each point)."""
     points = list(medians[0]) if medians else []
@@ -237,11 +253,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         mode = "CUDA-graph replay" if replayer is not None else "stream launches"
         print(f"  {v}: {len(rows)} launches ({mode})", file=sys.stderr, flush=True)
         print(table(v, summarize(rows[:args.launches]), ctas))
+        medians = per_cta_medians(stamp_lists[:args.launches])
+        work = cta_work(prepared[0].plan, config)
+        n, later = later_tile_us(medians, work)
+        if n:
+            print(f"\nlater tiles: {later:.2f} us each (median over {n} CTAs of whole tiles only: last epilogue "
+                  f"start after the first, over the tiles after the first)")
         print()
         if args.per_cta is not None:
             args.per_cta.mkdir(parents=True, exist_ok=True)
-            medians = per_cta_medians(stamp_lists[:args.launches])
-            path = write_per_cta(per_cta_path(args.per_cta, args.shape, v), v, cta_work(prepared[0].plan, config), medians)
+            path = write_per_cta(per_cta_path(args.per_cta, args.shape, v), v, work, medians)
             print(f"  {v}: per-CTA medians -> {path}", file=sys.stderr, flush=True)
     return 0
 

@@ -142,3 +142,25 @@ def test_sequence_rows_period_and_gap_between_consecutive_launches():
     assert rows[1]["epilogue_last_end"] == (2, 9.75, 10.0)
     s = summarize(rows)
     assert s["period"] == (1, 10.5, 10.5) and s["gap"] == (1, -0.5, -0.5)
+
+
+def test_later_tiles_are_timed_on_ctas_of_whole_tiles_only():
+    """Per CTA of N >= 2 whole tiles: (last epilogue start - first) / (N - 1), the median over
+    them; CTAs with one tile, light tiles, a cut half or a missing stamp are left out."""
+    from profiling.timeline import later_tile_us
+
+    nan = math.nan
+    medians = [
+        {"epilogue_first": 50.0, "epilogue_last": 140.0},  # 4 tiles: 30 each
+        {"epilogue_first": 48.0, "epilogue_last": 128.0},  # 3 tiles: 40 each
+        {"epilogue_first": 52.0, "epilogue_last": 52.0},  # 1 tile: left out
+        {"epilogue_first": 40.0, "epilogue_last": 200.0},  # 2 full + 1 light: left out
+        {"epilogue_first": 45.0, "epilogue_last": 130.0},  # 2 tiles and a cut half: left out
+        {"epilogue_first": nan, "epilogue_last": 90.0},  # never stamped its first epilogue
+        {"epilogue_first": 50.0, "epilogue_last": 85.0},  # 2 tiles: 35
+    ]
+    work = [(0, "4 tiles"), (0, "3 tiles"), (0, "1 tiles"), (0, "2 full + 1 light"),
+            (0, "2 tiles + half 1 (combine)"), (0, "3 tiles"), (0, "2 tiles")]
+    assert later_tile_us(medians, work) == (3, 35.0)
+    n, t = later_tile_us(medians[2:4], work[2:4])
+    assert n == 0 and math.isnan(t)
