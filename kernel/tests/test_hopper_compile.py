@@ -16,6 +16,7 @@ pytestmark = pytest.mark.compile
 
 from ci.ptx_convergence import check_ptx
 from kernel.hopper import DEFAULT_CONFIG, STATIC_MATRIX, compile_cache, compile_for
+from kernel.hopper.config import BESIDE_WARPGROUP_REGS
 from kernel.hopper.variants import SPILL_ALLOWANCE
 
 
@@ -310,3 +311,20 @@ def test_beside_variant_sass_structure(config, static_builds):
     assert config.phase1_threads == 96
     assert [n for n, o in enumerate(ops) if o.startswith("BAR.") and ins[n].operands.replace(" ", "") == named]
 
+
+
+@pytest.mark.parametrize("batch", sorted(BESIDE_WARPGROUP_REGS))
+def test_each_beside_register_split_decodes_without_spills(batch, static_builds):
+    """BESIDE_WARPGROUP_REGS: at each phase-1 batch its (helpers, consumers) registers hold
+    the helpers' decode and the consumers' tile with no spill, and the SASS sets those figures
+    (the declared beside builds take 2; the others are timed as ``LABEL:prepass_batch=N``)."""
+    import dataclasses
+
+    from kernel.hopper.variants import WIDE_BESIDE_CONFIG
+
+    config = dataclasses.replace(WIDE_BESIDE_CONFIG, prepass_batch=batch)
+    give, take = config.warpgroup_regs
+    ins = _kernel_without_spills(config, static_builds)
+    ops = [(i.opcode, i.operands.replace(" ", "").rstrip(";")) for i in ins if i.opcode.startswith("USETMAXREG")]
+    assert [o for o in ops if o[0].startswith("USETMAXREG.DEALLOC") and o[1].endswith(f"{give:#x}")], ops
+    assert [o for o in ops if o[0].startswith("USETMAXREG.TRY_ALLOC") and o[1].endswith(f"{take:#x}")], ops
