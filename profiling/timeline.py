@@ -46,7 +46,7 @@ import re
 import statistics
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from profiling.preflight import missing_hopper_gpu
 
@@ -134,12 +134,19 @@ def per_cta_medians(stamps_in_order: list[dict[str, list[int]]]) -> list[dict[st
              else math.nan for name in launches[0]} for cta in range(ctas)]
 
 
-def cta_work(plan, config) -> list[tuple[int, str]]:
+class CtaWork(NamedTuple):
+    cost: int  # the host schedule's modelled cost (quarter units x K tiles)
+    what: str  # what it runs, in words
+    whole: int  # its tiles when they are all whole tiles of one kind (no light tile, no cut half); else 0
+
+
+def cta_work(plan, config) -> list[CtaWork]:
     """Per CTA of ``plan`` (a prepared launch's host plan) under ``config``: (modelled cost,
-    what it runs). The cost is the host schedule's own model, quarter units (``FULL_COST`` a full
-    tile, ``LIGHT_COST`` a light one) times K tiles, its tiles (full + light). The sum over the
-    CTAs is the problem's whole weight. ``split_last``: a cut tile's half costs its own K tiles and
-    reads "+ half 0 (publish)" or "+ half 1 (combine)"."""
+    what it runs, its tiles when all are whole tiles of one kind). The cost is the host schedule's
+    own model, quarter units (``FULL_COST`` a full tile, ``LIGHT_COST`` a light one) times K tiles,
+    its tiles (full + light). The sum over the CTAs is the problem's whole weight.
+    ``split_last``: a cut tile's half costs its own K tiles and reads "+ half 0 (publish)" or
+    "+ half 1 (combine)"."""
     from kernel.plan import FULL_COST
 
     out = []
@@ -149,38 +156,38 @@ def cta_work(plan, config) -> list[tuple[int, str]]:
             whole = [u for u in units if u.role == "whole"]
             halves = [f" + half {int(u.role == 'combine')} ({u.role})" for u in units if u.role != "whole"]
             cost = sum(FULL_COST * (u.k_end - u.k_begin) for u in units)
-            out.append((cost, f"{len(whole)} tiles" + "".join(halves)))
+            out.append(CtaWork(cost, f"{len(whole)} tiles" + "".join(halves), 0 if halves else len(whole)))
             continue
         tiles = list(plan.cta_tiles(cta))
         light = sum(plan.is_light(t) for t in tiles) if plan.schedule == "balanced" else 0
         cost = sum((plan.tile_cost(t) if plan.schedule == "balanced" else FULL_COST)
                    * plan.k_tiles(plan.locate(t).slot) for t in tiles)
-        out.append((cost, f"{len(tiles) - light} full + {light} light" if light else f"{len(tiles)} tiles"))
+        what = f"{len(tiles) - light} full + {light} light" if light else f"{len(tiles)} tiles"
+        out.append(CtaWork(cost, what, 0 if light else len(tiles)))
     return out
 
 
-def later_tile_us(medians: list[dict[str, float]], work: list[tuple[int, str]]) -> tuple[int, float]:
-    """The time a tile takes once a CTA is past its first: per CTA that runs only whole tiles, at
-    least two (``cta_work``'s "N tiles": no light tile, no cut half), its last epilogue's start
-    after its first over N - 1; (CTAs counted, their median in us; nan when none qualifies).
+def later_tile_us(medians: list[dict[str, float]], work: list[CtaWork]) -> tuple[int, float]:
+    """The time a tile takes once a CTA is past its first: per CTA of at least two whole tiles of
+    one kind (``CtaWork.whole``: no light tile, no cut half), its last epilogue's start after its
+    first over its tiles - 1; (CTAs counted, their median in us; nan when none qualifies).
     Against the launch's first epilogue it separates what slows every tile from what holds the
     first one (phase 1, its first chunks)."""
     per_tile = []
-    for row, (_cost, what) in zip(medians, work):
-        m = re.fullmatch(r"(\d+) tiles", what)
+    for row, w in zip(medians, work):
         first, last = row.get("epilogue_first", math.nan), row.get("epilogue_last", math.nan)
-        if m and int(m.group(1)) >= 2 and not math.isnan(first) and not math.isnan(last):
-            per_tile.append((last - first) / (int(m.group(1)) - 1))
+        if w.whole >= 2 and not math.isnan(first) and not math.isnan(last):
+            per_tile.append((last - first) / (w.whole - 1))
     return len(per_tile), (statistics.median(per_tile) if per_tile else math.nan)
 
 
-def write_per_cta(path: Path, label: str, work: list[tuple[int, str]], medians: list[dict[str, float]]) -> Path:
+def write_per_cta(path: Path, label: str, work: list[CtaWork], medians: list[dict[str, float]]) -> Path:
     """The ``--per-cta`` CSV: one row per stamped CTA (label, cta, modelled, work, each point)."""
     points = list(medians[0]) if medians else []
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["label", "cta", "modelled", "work"] + points)
-        for cta, (row, (cost, what)) in enumerate(zip(medians, work)):  # the stamped CTAs: the first TIMELINE_CTAS
+        for cta, (row, (cost, what, *_)) in enumerate(zip(medians, work)):  # the stamped CTAs: the first TIMELINE_CTAS
             w.writerow([label, cta, cost, what] + [f"{row[p]:.3f}" for p in points])
     return path
 

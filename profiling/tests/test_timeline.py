@@ -145,9 +145,10 @@ def test_sequence_rows_period_and_gap_between_consecutive_launches():
 
 
 def test_later_tiles_are_timed_on_ctas_of_whole_tiles_only():
-    """Per CTA of N >= 2 whole tiles: (last epilogue start - first) / (N - 1), the median over
-    them; CTAs with one tile, light tiles, a cut half or a missing stamp are left out."""
-    from profiling.timeline import later_tile_us
+    """Per CTA of N >= 2 whole tiles of one kind: (last epilogue start - first) / (N - 1), the
+    median over them; CTAs with one tile, light tiles, a cut half (``whole`` 0) or a missing
+    stamp are left out."""
+    from profiling.timeline import CtaWork, later_tile_us
 
     nan = math.nan
     medians = [
@@ -159,8 +160,9 @@ def test_later_tiles_are_timed_on_ctas_of_whole_tiles_only():
         {"epilogue_first": nan, "epilogue_last": 90.0},  # never stamped its first epilogue
         {"epilogue_first": 50.0, "epilogue_last": 85.0},  # 2 tiles: 35
     ]
-    work = [(0, "4 tiles"), (0, "3 tiles"), (0, "1 tiles"), (0, "2 full + 1 light"),
-            (0, "2 tiles + half 1 (combine)"), (0, "3 tiles"), (0, "2 tiles")]
+    work = [CtaWork(0, "4 tiles", 4), CtaWork(0, "3 tiles", 3), CtaWork(0, "1 tiles", 1),
+            CtaWork(0, "2 full + 1 light", 0), CtaWork(0, "2 tiles + half 1 (combine)", 0), CtaWork(0, "3 tiles", 3),
+            CtaWork(0, "2 tiles", 2)]
     assert later_tile_us(medians, work) == (3, 35.0)
     n, t = later_tile_us(medians[2:4], work[2:4])
     assert n == 0 and math.isnan(t)

@@ -50,8 +50,9 @@ def test_the_planned_work_of_the_ctas_adds_up_to_the_whole_problem(seed):
     # the balanced split: every tile on one CTA, at its cost x its K tiles
     bal = cta_work(plan, SPLIT_WARP_CONFIG)
     whole = sum(plan.tile_cost(t) * plan.k_tiles(plan.locate(t).slot) for t in range(plan.total_tiles))
-    assert sum(w for w, _ in bal) == whole
-    assert sum(int(d.split()[0]) + (int(d.split()[3]) if "light" in d else 0) for _, d in bal) == plan.total_tiles
+    assert sum(w.cost for w in bal) == whole
+    assert sum(int(w.what.split()[0]) + (int(w.what.split()[3]) if "light" in w.what else 0) for w in bal) == plan.total_tiles
+    assert all(w.whole == (0 if "light" in w.what else int(w.what.split()[0])) for w in bal)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -69,9 +70,10 @@ def test_the_planned_work_of_a_cut_grid_adds_up_to_the_whole_problem(seed):
     plan = make_plan(sizes, tile_m=256, tile_n=128, tile_k=256, max_ctas=ctas, schedule="split_last")
     work = cta_work(plan, WIDE_Y_CONFIG)
     whole = sum(FULL_COST * plan.k_tiles(plan.locate(t).slot) for t in range(plan.total_tiles))
-    assert sum(w for w, _ in work) == whole
+    assert sum(w.cost for w in work) == whole
     cut = sum(plan.split_index(t) is not None for t in range(plan.total_tiles))
-    assert sum("(publish)" in d for _, d in work) == sum("(combine)" in d for _, d in work) == cut
+    assert sum("(publish)" in w.what for w in work) == sum("(combine)" in w.what for w in work) == cut
+    assert all(w.whole == (0 if "half" in w.what else int(w.what.split()[0])) for w in work)
     left = tiles - 2 * plan.num_ctas
     if seed % 2 == 0 and 0 < left:
         assert cut == left, (tiles, plan.num_ctas)
